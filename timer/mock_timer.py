@@ -3,8 +3,10 @@
 Like Kafka's test ``MockTimer``: tasks wait in a priority queue on a ``MockTime``;
 ``advance_clock(ms)`` moves the clock by ``ms`` and runs, on the calling thread, every task
 whose expiration is strictly before the new time (so a test advances by ``delay + 1``). A task
-with a non-positive delay runs synchronously inside ``add``. Cancelled tasks stay in the queue
-until they reach its head and are skipped there; ``size()`` counts live ones.
+with a non-positive delay runs synchronously inside ``add``. Each add creates an entry (as
+Kafka's ``TimerTaskEntry``); cancelled or superseded entries stay in the queue until they reach
+its head and are skipped there, so re-adding a task never runs it twice. ``size()`` counts live
+entries only (Kafka's MockTimer counts the queue, stale entries included).
 
 The lock guards the heap; tasks run without it so they may add tasks.
 """
@@ -19,33 +21,38 @@ from timer.time import MockTime
 from timer.timer_task import FIRED, TimerTask
 
 
-class _MockBucket:
-    """Marks a task as scheduled in a MockTimer (``is_cancelled()`` is then false)."""
+class _MockEntry:
+    """One scheduling of a task (Kafka's ``TimerTaskEntry``): valid while the task points to it.
+
+    Re-adding a task creates a new entry, so the old heap element is recognised as superseded
+    even when both have the same expiration. ``_entries`` is empty so ``TimerTask.cancel``
+    treats it like any other placement.
+    """
 
     __slots__ = ()
-
-
-_SCHEDULED = _MockBucket()
+    _entries: dict = {}
 
 
 class MockTimer(Timer):
     def __init__(self, time: MockTime | None = None) -> None:
         self.time = time or MockTime()
         self._lock = threading.Lock()
-        self._heap: list[tuple[int, int, TimerTask]] = []
+        self._heap: list[tuple[int, int, _MockEntry, TimerTask]] = []
         self._seq = itertools.count()
 
     def add(self, task: TimerTask) -> None:
         if task.delay_ms <= 0:
-            task._bucket = FIRED
-            task._timer_lock = self._lock
+            with self._lock:
+                task._timer_lock = self._lock
+                task._bucket = FIRED
             task.run()
             return
+        entry = _MockEntry()
         with self._lock:
             task._timer_lock = self._lock
-            task._bucket = _SCHEDULED
+            task._bucket = entry
             task._expiration_ms = self.time.hi_res_clock_ms() + task.delay_ms
-            heapq.heappush(self._heap, (task._expiration_ms, next(self._seq), task))
+            heapq.heappush(self._heap, (task._expiration_ms, next(self._seq), entry, task))
 
     def advance_clock(self, timeout_ms: int) -> bool:
         self.time.sleep(timeout_ms)
@@ -55,8 +62,8 @@ class MockTimer(Timer):
             with self._lock:
                 if not self._heap or self._heap[0][0] >= now:
                     return executed
-                expiration, _, task = heapq.heappop(self._heap)
-                if task._bucket is not _SCHEDULED or task._expiration_ms != expiration:
+                _, _, entry, task = heapq.heappop(self._heap)
+                if task._bucket is not entry:
                     continue  # cancelled or re-added
                 task._bucket = FIRED
             task.run()
@@ -64,7 +71,7 @@ class MockTimer(Timer):
 
     def size(self) -> int:
         with self._lock:
-            return sum(1 for exp, _, t in self._heap if t._bucket is _SCHEDULED and t._expiration_ms == exp)
+            return sum(1 for _, _, entry, task in self._heap if task._bucket is entry)
 
     def close(self) -> None:
         pass

@@ -143,16 +143,20 @@ class DelayedOperationPurgatory(Generic[T]):
         if not keys:
             raise ValueError("The watch key list can't be empty")
 
+        shards = self._shards
+
         def watch() -> None:
+            # Shard lookup and ``Watchers.watch`` are inlined: this runs for every key of
+            # every request that has to wait.
             for key in keys:
                 if operation._completed:
-                    return  # completed by this thread's first try of another key: stop watching
-                shard = self._shard(key)
+                    break  # completed meanwhile: the remaining keys need not watch it
+                shard = shards[hash(key) % SHARDS]
                 with shard.lock:
                     watchers = shard.watchers_for_key.get(key)
                     if watchers is None:
                         watchers = shard.watchers_for_key[key] = Watchers(key)
-                    watchers.watch(operation)
+                    watchers._ops[operation] = None
             with self._estimate_lock:
                 self._estimated_total_operations += 1
 

@@ -9,9 +9,13 @@ it (the old placement is superseded), which is the observable behaviour of Kafka
 State of ``_bucket`` (written only under the owning timer's lock):
 * ``None``: never scheduled, or cancelled (``is_cancelled()`` is true, as in Kafka where a task
   without an entry reports cancelled);
-* a ``TimerTaskList``: linked in that bucket and counted in the timer's size;
+* a ``TimerTaskList``: linked in that bucket and counted in the timer's size (the bucket may be
+  one that has left the wheel while a large cascade is placed in chunks);
 * ``SUBMITTED``: expired and handed to the executor, not yet started;
-* ``FIRED``: ``run()`` has been started by the executor.
+* ``FIRED``: ``run()`` has been started by the executor;
+* a ``MockTimer`` entry: scheduled in a ``MockTimer``.
+Every placement has an ``_entries`` mapping (empty for the markers), so ``cancel`` and re-adding
+unlink a task with one ``dict.pop`` whatever its state.
 """
 from __future__ import annotations
 
@@ -20,15 +24,20 @@ from typing import Any
 
 
 class _Marker:
-    __slots__ = ("name",)
+    """A placement that is not a bucket. ``_entries`` is always empty so that ``cancel`` can
+    treat markers and buckets alike (one ``dict.pop`` instead of a type test)."""
+
+    __slots__ = ("name", "_entries")
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self._entries: dict = {}
 
     def __repr__(self) -> str:
         return self.name
 
 
+_ABSENT = object()
 SUBMITTED = _Marker("SUBMITTED")
 FIRED = _Marker("FIRED")
 
@@ -52,17 +61,15 @@ class TimerTask:
         """Unlink the task from its bucket (or stop a submitted run); never runs the task."""
         lock = self._timer_lock
         if lock is None:
-            self._bucket = None
+            # Never scheduled, so ``_bucket`` is already None. Writing it here, without the lock,
+            # could undo the link of an add racing on another thread and strand its entry.
             return
         with lock:
             bucket = self._bucket
-            if bucket is None:
-                return
-            entries = getattr(bucket, "_entries", None)
-            if entries is not None and self in entries:
-                del entries[self]
-                bucket._counter.value -= 1
-            self._bucket = None
+            if bucket is not None:
+                self._bucket = None
+                if bucket._entries.pop(self, _ABSENT) is not _ABSENT:
+                    bucket._counter.value -= 1
 
     def is_cancelled(self) -> bool:
         return self._bucket is None

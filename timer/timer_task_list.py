@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
-from timer.timer_task import TimerTask
+from timer.timer_task import _ABSENT, TimerTask
 
 
 class TaskCounter:
@@ -59,8 +59,7 @@ class TimerTaskList:
         old = task._bucket
         if old is self:
             return
-        if old is not None and isinstance(old, TimerTaskList) and task in old._entries:
-            del old._entries[task]
+        if old is not None and old._entries.pop(task, _ABSENT) is not _ABSENT:
             old._counter.value -= 1
         self._entries[task] = None
         task._bucket = self

@@ -17,14 +17,17 @@ of a bucket taken from the queue.
 Invariants: ``current_time_ms % tick_ms == 0``; every linked task's bucket range starts at or
 after ``current_time_ms``; an overflow wheel's clock is this wheel's clock rounded down to its
 tick. Not thread-safe: the owning ``SystemTimer`` holds its lock around every call.
+
+``add`` here is the reference implementation of the placement. ``SystemTimer`` inlines the same
+steps on its hot paths (``add`` and the bucket flush) and the tests check both agree.
 """
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
-from timer.timer_task import TimerTask
+from timer.timer_task import _ABSENT, TimerTask
 from timer.timer_task_list import TaskCounter, TimerTaskList
-import threading
 
 
 class TimingWheel:
@@ -64,31 +67,32 @@ class TimingWheel:
         """Link ``task`` (expiration already set) into the right level; false if it is due now.
 
         Iterative rather than recursive over the levels: a 30 s delay goes four levels up, and a
-        Python call per level would dominate the cost of the insertion.
+        Python call per level would dominate the cost of the insertion. Only the finest wheel
+        can hold an already-due task (every coarser wheel's first tick ends where this wheel's
+        interval does), so the due check is made once, before climbing.
         """
         expiration = task._expiration_ms
+        current = self.current_time_ms
+        if expiration < current + self.tick_ms:
+            return False
         wheel = self
-        while True:
-            tick = wheel.tick_ms
-            current = wheel.current_time_ms
-            if expiration < current + tick:
-                return False
-            if expiration < current + wheel.interval:
-                virtual_id = expiration // tick
-                bucket = wheel.buckets[virtual_id % wheel.wheel_size]
-                old = task._bucket
-                if old is not None and old.__class__ is TimerTaskList and task in old._entries:
-                    del old._entries[task]
-                    old._counter.value -= 1
-                bucket._entries[task] = None
-                task._bucket = bucket
-                self._counter.value += 1
-                bucket_expiration = virtual_id * tick
-                if bucket._expiration_ms != bucket_expiration:
-                    bucket._expiration_ms = bucket_expiration
-                    self._offer(bucket)
-                return True
+        while expiration >= current + wheel.interval:
             wheel = wheel.overflow_wheel or wheel._add_overflow_wheel()
+            current = wheel.current_time_ms
+        tick = wheel.tick_ms
+        virtual_id = expiration // tick
+        bucket = wheel.buckets[virtual_id % wheel.wheel_size]
+        old = task._bucket
+        if old is not None and old._entries.pop(task, _ABSENT) is not _ABSENT:
+            old._counter.value -= 1  # re-added while linked: the new placement supersedes
+        bucket._entries[task] = None
+        task._bucket = bucket
+        self._counter.value += 1
+        bucket_expiration = virtual_id * tick
+        if bucket._expiration_ms != bucket_expiration:
+            bucket._expiration_ms = bucket_expiration
+            self._offer(bucket)
+        return True
 
     def advance_clock(self, time_ms: int) -> None:
         wheel: TimingWheel | None = self

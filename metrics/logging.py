@@ -1,58 +1,329 @@
-"""structlog set-up, done once per process.
+"""structlog set-up, done once per process, and helpers to bind Kafka context to log events.
 
 Every event carries the emitting thread's name (``ExpirationReaper-0-Produce``,
-``executor-Heartbeat``, ``data-plane-kafka-request-handler-3``...), a timestamp and a level;
-components bind their own context (broker id, request type, correlation id, group id,
-generation). ``json`` renders one JSON object per line (the default for ``serve``), ``console``
-a readable line for interactive use.
+``executor-Heartbeat``, ``data-plane-kafka-request-handler-3``...), the logger name (the dotted
+module path given to ``structlog.get_logger``), a UTC timestamp and a level. Components add
+their context through structlog's contextvars, which are per thread (a new thread starts with
+an empty context), so a handler thread binds its broker id once and each request binds its
+request type, correlation id and client id for the duration of its handling:
+
+    bind_thread_context(broker_id=0)                  # at the top of a thread's run()
+    with request_context(request):                    # while handling one request
+        ...
+    with group_context(group_id, generation):         # inside the coordinator
+        ...
+
+Rendering: ``json`` writes one JSON object per line (the default for ``serve``), ``console`` a
+readable line for interactive use. Levels: one global level plus optional per-logger levels
+(``{"broker.replica_manager": "debug"}``, longest dotted prefix wins), from the CLI
+(``--log-level``, ``--log-format``, ``--log-logger-level NAME=LEVEL``), from a config mapping
+(``log.level``, ``log.format``, ``log.level.<logger>``) or from the environment
+(``KAFKA_EMU_LOG_LEVEL``, ``KAFKA_EMU_LOG_FORMAT``); the CLI beats the config, which beats the
+environment, which beats the defaults.
+
+Cost: the bound logger filters by the lowest configured level before any processor runs, so a
+debug call with the level at warning is a no-op method call; only events at or above that level
+pay for the processors. Per-logger overrides lower the floor and drop the extra events in a
+processor, so they are meant for debugging, not for production settings.
+
+Locking: ``_lock`` guards (re)configuration; writes to a stream are serialized by structlog's
+``PrintLogger`` (one lock per file).
 """
 from __future__ import annotations
 
+import argparse
+import contextlib
 import logging
+import os
 import sys
 import threading
-from typing import Any, TextIO
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, TextIO
 
 import structlog
+
+from metrics.api_names import api_name
 
 _lock = threading.Lock()
 _configured = False
 
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
           "error": logging.ERROR, "critical": logging.CRITICAL}
+FORMATS = ("json", "console")
+_METHOD_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "msg": logging.INFO,
+                  "warning": logging.WARNING, "warn": logging.WARNING, "error": logging.ERROR,
+                  "exception": logging.ERROR, "critical": logging.CRITICAL,
+                  "fatal": logging.CRITICAL}
+
+# Keys bound by the helpers below (documented in docs/metrics.md, "Logs").
+BROKER_ID = "broker_id"
+REQUEST = "request"
+API_VERSION = "api_version"
+CORRELATION_ID = "correlation_id"
+CLIENT_ID = "client_id"
+GROUP_ID = "group_id"
+GENERATION = "generation"
+MEMBER_ID = "member_id"
 
 
+# ---------------------------------------------------------------------- processors
 def _add_thread_name(_: Any, __: str, event_dict: dict[str, Any]) -> dict[str, Any]:
     event_dict.setdefault("thread", threading.current_thread().name)
     return event_dict
 
 
-def configure_logging(level: str = "warning", fmt: str = "console", stream: TextIO | None = None) -> None:
-    """(Re)configure structlog for the whole process."""
+def _add_logger_name(logger: Any, _: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    name = getattr(logger, "name", "")
+    if name:
+        event_dict.setdefault("logger", name)
+    return event_dict
+
+
+class _LoggerLevelFilter:
+    """Drops events below the level configured for their logger's longest dotted prefix."""
+
+    def __init__(self, default: int, per_logger: Mapping[str, int]) -> None:
+        self._default = default
+        # Longest prefix first, so the first match is the most specific.
+        self._rules = sorted(per_logger.items(), key=lambda kv: -len(kv[0]))
+        self._cache: dict[str, int] = {}  # name -> level; racing writers store equal values
+
+    def level_for(self, name: str) -> int:
+        level = self._cache.get(name)
+        if level is None:
+            level = self._default
+            for prefix, rule_level in self._rules:
+                if name == prefix or name.startswith(prefix + "."):
+                    level = rule_level
+                    break
+            self._cache[name] = level
+        return level
+
+    def __call__(self, logger: Any, method_name: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+        if _METHOD_LEVELS.get(method_name, logging.INFO) < self.level_for(getattr(logger, "name", "")):
+            raise structlog.DropEvent
+        return event_dict
+
+
+class _NamedPrintLogger(structlog.PrintLogger):
+    """A PrintLogger that remembers the name it was created with (for ``logger`` and filters)."""
+
+    def __init__(self, file: TextIO, name: str) -> None:
+        super().__init__(file)
+        self.name = name
+
+
+class _NamedPrintLoggerFactory:
+    """Creates loggers on ``stream``, or on whatever ``sys.stderr`` is at the time of the call
+    (so pytest's capture and redirected stderr are honoured)."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self._stream = stream
+
+    def __call__(self, *args: Any) -> _NamedPrintLogger:
+        name = args[0] if args and isinstance(args[0], str) else ""
+        return _NamedPrintLogger(self._stream or sys.stderr, name)
+
+
+# ---------------------------------------------------------------------- configuration
+@dataclass
+class LogSettings:
+    """What ``configure_logging`` applies; built from CLI, config and environment."""
+
+    level: str = "warning"
+    fmt: str = "console"
+    logger_levels: dict[str, str] = field(default_factory=dict)
+
+
+def _check_level(level: str) -> str:
+    key = level.strip().lower()
+    if key == "warn":
+        key = "warning"
+    if key not in LEVELS:
+        raise ValueError(f"unknown log level {level!r}; expected one of {', '.join(LEVELS)}")
+    return key
+
+
+def configure_logging(level: str = "warning", fmt: str = "console", stream: TextIO | None = None,
+                      logger_levels: Mapping[str, str] | None = None,
+                      capture_stdlib: bool = False) -> None:
+    """(Re)configure structlog for the whole process.
+
+    ``capture_stdlib`` also routes the standard ``logging`` module (used by kafka-python and
+    other libraries) through the same renderer, so ``serve`` emits nothing but JSON lines.
+    """
     global _configured
+    level_key = _check_level(level)
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown log format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    per_logger = {name: LEVELS[_check_level(lvl)] for name, lvl in (logger_levels or {}).items()}
+    default_level = LEVELS[level_key]
+    floor = min([default_level, *per_logger.values()])
     renderer: Any
     if fmt == "json":
         renderer = structlog.processors.JSONRenderer()
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=False)
+    processors: list[Any] = [structlog.contextvars.merge_contextvars]
+    if per_logger:
+        processors.append(_LoggerLevelFilter(default_level, per_logger))
+    shared: list[Any] = [
+        structlog.processors.add_log_level,
+        _add_thread_name,
+        _add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    processors += shared + [structlog.processors.format_exc_info, renderer]
     with _lock:
         structlog.configure(
-            processors=[
-                structlog.contextvars.merge_contextvars,
-                structlog.processors.add_log_level,
-                _add_thread_name,
-                structlog.processors.TimeStamper(fmt="iso", utc=True),
-                structlog.processors.format_exc_info,
-                renderer,
-            ],
-            wrapper_class=structlog.make_filtering_bound_logger(LEVELS[level.lower()]),
-            logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
+            processors=processors,
+            wrapper_class=structlog.make_filtering_bound_logger(floor),
+            logger_factory=_NamedPrintLoggerFactory(stream),
             cache_logger_on_first_use=False,
         )
+        if capture_stdlib:
+            _capture_stdlib(default_level, renderer, stream)
         _configured = True
+
+
+_STDLIB_HANDLER_NAME = "kafka-emu-structlog"
+
+
+def _capture_stdlib(level: int, renderer: Any, stream: TextIO | None) -> None:
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if handler.get_name() == _STDLIB_HANDLER_NAME:
+            root.removeHandler(handler)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.set_name(_STDLIB_HANDLER_NAME)
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[structlog.contextvars.merge_contextvars, structlog.stdlib.add_log_level,
+                           structlog.stdlib.add_logger_name, _add_thread_name,
+                           structlog.processors.TimeStamper(fmt="iso", utc=True)],
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+    ))
+    root.addHandler(handler)
+    root.setLevel(level)
 
 
 def ensure_configured(level: str = "warning") -> None:
     """Configure with quiet defaults unless the application already configured structlog."""
     if not _configured and not structlog.is_configured():
         configure_logging(level=level)
+
+
+def add_logging_arguments(parser: argparse.ArgumentParser, default_format: str | None = None) -> None:
+    """``--log-level``, ``--log-format`` and repeatable ``--log-logger-level NAME=LEVEL``.
+
+    Defaults are None so that ``resolve_settings`` can tell "not given" from "given".
+    """
+    group = parser.add_argument_group("logging")
+    group.add_argument("--log-level", choices=sorted(LEVELS), default=None,
+                       help="minimum level of log events (default: config log.level, "
+                            "$KAFKA_EMU_LOG_LEVEL, else warning)")
+    group.add_argument("--log-format", choices=FORMATS, default=None,
+                       help="json: one JSON object per line; console: readable lines (default: "
+                            f"config log.format, $KAFKA_EMU_LOG_FORMAT, else {default_format or 'console'})")
+    group.add_argument("--log-logger-level", action="append", default=[], metavar="NAME=LEVEL",
+                       help="level for one logger and its children, e.g. broker.replica_manager=debug "
+                            "(repeatable)")
+    parser.set_defaults(_log_default_format=default_format)
+
+
+def resolve_settings(args: argparse.Namespace | None = None, config: Mapping[str, Any] | None = None,
+                     env: Mapping[str, str] | None = None, default_level: str = "warning",
+                     default_format: str = "console") -> LogSettings:
+    """Merge CLI arguments, a config mapping and the environment (in that priority)."""
+    env = os.environ if env is None else env
+    config = config or {}
+    settings = LogSettings(level=default_level,
+                           fmt=getattr(args, "_log_default_format", None) or default_format)
+    # environment
+    if env.get("KAFKA_EMU_LOG_LEVEL"):
+        settings.level = _check_level(env["KAFKA_EMU_LOG_LEVEL"])
+    if env.get("KAFKA_EMU_LOG_FORMAT"):
+        settings.fmt = env["KAFKA_EMU_LOG_FORMAT"]
+    # config file (Kafka-style properties)
+    if config.get("log.level"):
+        settings.level = _check_level(str(config["log.level"]))
+    if config.get("log.format"):
+        settings.fmt = str(config["log.format"])
+    for key, value in config.items():
+        if key.startswith("log.level.") and len(key) > len("log.level."):
+            settings.logger_levels[key[len("log.level."):]] = _check_level(str(value))
+    # command line
+    if args is not None:
+        if getattr(args, "log_level", None):
+            settings.level = _check_level(args.log_level)
+        if getattr(args, "log_format", None):
+            settings.fmt = args.log_format
+        for item in getattr(args, "log_logger_level", None) or []:
+            name, sep, level = item.partition("=")
+            if not sep or not name:
+                raise ValueError(f"--log-logger-level expects NAME=LEVEL, got {item!r}")
+            settings.logger_levels[name.strip()] = _check_level(level)
+    if settings.fmt not in FORMATS:
+        raise ValueError(f"unknown log format {settings.fmt!r}; expected one of {', '.join(FORMATS)}")
+    return settings
+
+
+def configure_from(args: argparse.Namespace | None = None, config: Mapping[str, Any] | None = None,
+                   stream: TextIO | None = None, default_format: str = "console",
+                   capture_stdlib: bool = False) -> LogSettings:
+    """``resolve_settings`` then ``configure_logging``; returns what was applied."""
+    settings = resolve_settings(args, config, default_format=default_format)
+    configure_logging(settings.level, settings.fmt, stream=stream,
+                      logger_levels=settings.logger_levels, capture_stdlib=capture_stdlib)
+    return settings
+
+
+# ---------------------------------------------------------------------- context helpers
+def get_logger(name: str, **initial: Any) -> Any:
+    """``structlog.get_logger(name)`` with initial bound values (e.g. ``broker_id=0``)."""
+    logger = structlog.get_logger(name)
+    return logger.bind(**initial) if initial else logger
+
+
+def bind_thread_context(**values: Any) -> None:
+    """Bind values to every later event of the calling thread (e.g. at the top of ``run()``)."""
+    structlog.contextvars.bind_contextvars(**values)
+
+
+def clear_thread_context() -> None:
+    structlog.contextvars.clear_contextvars()
+
+
+def request_fields(request: Any) -> dict[str, Any]:
+    """Log fields of a broker ``Request``: API name, version, correlation id, client id."""
+    fields: dict[str, Any] = {}
+    api_key = getattr(request, "api_key", None)
+    if api_key is not None:
+        fields[REQUEST] = api_name(int(api_key))
+    for key, attr in ((API_VERSION, "api_version"), (CORRELATION_ID, "correlation_id"),
+                      (CLIENT_ID, "client_id")):
+        value = getattr(request, attr, None)
+        if value is not None:
+            fields[key] = value
+    return fields
+
+
+@contextlib.contextmanager
+def request_context(request: Any, broker_id: int | None = None) -> Iterator[None]:
+    """Bind a request's fields (and optionally the broker id) while handling it; restores after."""
+    fields = request_fields(request)
+    if broker_id is not None:
+        fields[BROKER_ID] = broker_id
+    with structlog.contextvars.bound_contextvars(**fields):
+        yield
+
+
+@contextlib.contextmanager
+def group_context(group_id: str, generation: int | None = None, member_id: str | None = None) -> Iterator[None]:
+    """Bind a group's id (and generation, member) while working on it; restores after."""
+    fields: dict[str, Any] = {GROUP_ID: group_id}
+    if generation is not None:
+        fields[GENERATION] = generation
+    if member_id is not None:
+        fields[MEMBER_ID] = member_id
+    with structlog.contextvars.bound_contextvars(**fields):
+        yield

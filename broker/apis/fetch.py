@@ -1,0 +1,114 @@
+"""Fetch (key 1), versions 4..18, from consumers and from follower replicas.
+
+Topics are named from v4 and identified by topic id from v13 (UNKNOWN_TOPIC_ID for unknown
+ids). The replica id is a top-level field before v15 and ``replica_state.replica_id`` from v15.
+Every fetch is a full fetch: ``session_id`` 0 in the answer (KIP-227 sessions not kept).
+``last_stable_offset`` is the HW and ``aborted_transactions`` empty (no transactions).
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from broker import errors
+from broker.apis.kio_shapes import error_code, make, nested, response_class
+from broker.partition import LogReadResult
+from broker.replica_manager import FetchParams, PartitionFetchInfo, isolation_for
+
+API_KEY = 1
+MIN_VERSION = 4
+MAX_VERSION = 18
+ZERO = timedelta(0)
+
+
+def register(apis: Any) -> None:
+    apis.register(API_KEY, handle_fetch)
+
+
+def _ms(value: Any) -> int:
+    if isinstance(value, timedelta):
+        return int(value.total_seconds() * 1000)
+    return int(value)
+
+
+def parse_fetch_request(body: Any, version: int, metadata: Any) -> tuple[FetchParams, list, list, dict]:
+    """(params, fetch infos, response order, pre-set errors) of a kio FetchRequest."""
+    if version >= 15:
+        replica_id = int(body.replica_state.replica_id)
+        replica_epoch = int(body.replica_state.replica_epoch)
+    else:
+        replica_id = int(body.replica_id)
+        replica_epoch = -1
+    params = FetchParams(replica_id=replica_id, max_wait_ms=_ms(body.max_wait), min_bytes=int(body.min_bytes),
+                         max_bytes=int(body.max_bytes),
+                         isolation=isolation_for(replica_id, int(body.isolation_level)),
+                         replica_epoch=replica_epoch)
+    by_id = version >= 13
+    infos: list = []
+    order: list = []
+    pre: dict = {}
+    for t in body.topics:
+        if by_id:
+            key = t.topic_id
+            name = metadata.topic_name(t.topic_id) if metadata is not None else None
+        else:
+            key = name = t.topic
+        parts = []
+        for p in t.partitions:
+            idx = int(p.partition)
+            parts.append(idx)
+            if name is None:
+                pre[(key, idx)] = errors.UNKNOWN_TOPIC_ID
+                continue
+            info = PartitionFetchInfo(
+                fetch_offset=int(p.fetch_offset), max_bytes=int(p.partition_max_bytes),
+                log_start_offset=int(getattr(p, "log_start_offset", -1)),
+                current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
+                last_fetched_epoch=int(getattr(p, "last_fetched_epoch", -1)))
+            infos.append(((name, idx), info))
+        order.append((key, name, parts))
+    return params, infos, order, pre
+
+
+def handle_fetch(apis: Any, request: Any) -> None:
+    version = request.api_version
+    params, infos, order, pre = parse_fetch_request(request.body, version, apis.metadata)
+
+    def on_done(results: list) -> None:
+        apis.request_channel.send_response(request, build_response(version, order, dict(results), pre))
+
+    apis.replica_manager.fetch_messages(params, infos, on_done)
+
+
+_ERROR_RESULT = LogReadResult(b"", errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1, -1)
+
+
+def build_response(version: int, order: list, results: dict, pre: dict, error: int = 0) -> Any:
+    cls = response_class(API_KEY, version)
+    topic_cls = nested(cls, "FetchableTopicResponse")
+    part_cls = nested(cls, "PartitionData")
+    epoch_cls = nested(cls, "EpochEndOffset") if version >= 12 else None
+    leader_cls = nested(cls, "LeaderIdAndEpoch") if version >= 12 else None
+    topics = []
+    for key, name, parts in order:
+        presp = []
+        for idx in parts:
+            if name is None:
+                r = _ERROR_RESULT._replace(error=pre.get((key, idx), errors.UNKNOWN_TOPIC_ID))
+            else:
+                r = results.get((name, idx), _ERROR_RESULT)
+            kw: dict[str, Any] = {
+                "partition_index": idx, "error_code": error_code(r.error),
+                "high_watermark": r.high_watermark, "last_stable_offset": r.last_stable_offset,
+                "log_start_offset": r.log_start_offset, "aborted_transactions": (),
+                "preferred_read_replica": -1, "records": r.records,
+            }
+            if epoch_cls is not None:
+                if r.diverging_epoch is not None:
+                    kw["diverging_epoch"] = epoch_cls(epoch=r.diverging_epoch[0], end_offset=r.diverging_epoch[1])
+                if r.error in (errors.NOT_LEADER_OR_FOLLOWER, errors.FENCED_LEADER_EPOCH) and r.leader_epoch >= 0:
+                    kw["current_leader"] = leader_cls(leader_id=r.leader_id, leader_epoch=r.leader_epoch)
+            presp.append(make(part_cls, kw))
+        topics.append(make(topic_cls, {"topic": name or "", "topic_id": key, "partitions": tuple(presp)}))
+    return make(cls, {"throttle_time": ZERO, "error_code": error_code(error), "session_id": 0,
+                      "responses": tuple(topics)})

@@ -1,0 +1,335 @@
+"""Classic group APIs → ``GroupCoordinator``: JoinGroup (11), SyncGroup (14), Heartbeat (12),
+LeaveGroup (13), OffsetCommit (8), OffsetFetch (9), DescribeGroups (15), ListGroups (16),
+DeleteGroups (42).
+
+These are Kafka's ``KafkaApis.handleJoinGroupRequest`` & co.: unpack the versioned kio request
+into the coordinator's plain arguments, and map its result (``coordinator.results``) back onto
+the versioned kio response in the callback. JoinGroup and SyncGroup callbacks may fire later
+on another thread (a DelayedJoin completing, a follower's sync released by the leader's); the
+handler thread returns at once, as in Kafka.
+
+Version rules carried over from Kafka: JoinGroup v0 has no rebalance timeout (the session
+timeout is used); v4+ without a group instance id requires a known member id (KIP-394);
+JoinGroup/SyncGroup protocol name and type are nullable only from v7/v5; LeaveGroup v0-v2 names
+one member and answers with only the top-level error; OffsetFetch v8+ batches groups; v1 has
+no top-level error, so it goes into every partition; OffsetCommit older than v5 carries a
+retention time that Kafka ignores since 2.1, as we do.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from broker.protocol.codec import response_schema
+from kio.schema.errors import ErrorCode
+
+from broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, respond, respond_error
+from broker.protocol.adapter import build, item_cls
+from coordinator.results import OffsetAndMetadata
+
+OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP = 8, 9, 11, 12, 13
+SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 14, 15, 16, 42
+
+
+def _ms(value: Any) -> int:
+    """kio carries timeouts as ``timedelta``; the coordinator speaks milliseconds."""
+    if value is None:
+        return -1
+    if hasattr(value, "total_seconds"):
+        return int(round(value.total_seconds() * 1000))
+    return int(value)
+
+
+def _coordinator(apis: Any, request: Any) -> Any:
+    gc = apis.group_coordinator
+    if gc is None:
+        respond_error(apis, request, int(ErrorCode.coordinator_not_available))
+    return gc
+
+
+def _err(code: int) -> ErrorCode:
+    return ErrorCode(code)
+
+
+# --- JoinGroup ---------------------------------------------------------------------------------
+
+def handle_join_group(apis: Any, request: Any) -> None:
+    gc = _coordinator(apis, request)
+    if gc is None:
+        return
+    body = request.body
+    version = request.api_version
+    cls = response_schema(JOIN_GROUP, version)
+    member_cls = item_cls(cls, "members")
+    instance_id = getattr(body, "group_instance_id", None)
+    session_ms = _ms(body.session_timeout)
+    rebalance_ms = _ms(getattr(body, "rebalance_timeout", None)) if version >= 1 else session_ms
+    nullable_names = version >= 7
+
+    def callback(result: Any) -> None:
+        members = tuple(build(member_cls, member_id=m.member_id, group_instance_id=m.group_instance_id,
+                              metadata=m.metadata) for m in result.members)
+        protocol_name = result.protocol_name
+        if protocol_name is None and not nullable_names:
+            protocol_name = ""
+        respond(apis, request, build(
+            cls, throttle_time=ZERO_THROTTLE, error_code=_err(result.error),
+            generation_id=result.generation_id, protocol_type=result.protocol_type,
+            protocol_name=protocol_name, leader=result.leader_id or "",
+            skip_assignment=bool(result.skip_assignment), member_id=result.member_id or "",
+            members=members))
+
+    gc.handle_join_group(
+        group_id=body.group_id, member_id=body.member_id or "", group_instance_id=instance_id,
+        require_known_member_id=version >= 4 and instance_id is None,
+        client_id=request.client_id or "", client_host=request.client_host or "",
+        rebalance_timeout_ms=rebalance_ms, session_timeout_ms=session_ms,
+        protocol_type=body.protocol_type,
+        protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
+        callback=callback, reason=getattr(body, "reason", None),
+        supports_skipping_assignment=version >= 9)
+
+
+# --- SyncGroup ---------------------------------------------------------------------------------
+
+def handle_sync_group(apis: Any, request: Any) -> None:
+    gc = _coordinator(apis, request)
+    if gc is None:
+        return
+    body = request.body
+    cls = response_schema(SYNC_GROUP, request.api_version)
+
+    def callback(result: Any) -> None:
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=_err(result.error),
+                                     protocol_type=result.protocol_type, protocol_name=result.protocol_name,
+                                     assignment=bytes(result.member_assignment or b"")))
+
+    gc.handle_sync_group(
+        group_id=body.group_id, generation=int(body.generation_id), member_id=body.member_id,
+        protocol_type=getattr(body, "protocol_type", None), protocol_name=getattr(body, "protocol_name", None),
+        group_instance_id=getattr(body, "group_instance_id", None),
+        group_assignment={a.member_id: bytes(a.assignment) for a in body.assignments},
+        callback=callback)
+
+
+# --- Heartbeat ---------------------------------------------------------------------------------
+
+def handle_heartbeat(apis: Any, request: Any) -> None:
+    gc = _coordinator(apis, request)
+    if gc is None:
+        return
+    body = request.body
+    cls = response_schema(HEARTBEAT, request.api_version)
+
+    def callback(error: int) -> None:
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=_err(error)))
+
+    gc.handle_heartbeat(body.group_id, body.member_id, getattr(body, "group_instance_id", None),
+                        int(body.generation_id), callback)
+
+
+# --- LeaveGroup --------------------------------------------------------------------------------
+
+def handle_leave_group(apis: Any, request: Any) -> None:
+    gc = _coordinator(apis, request)
+    if gc is None:
+        return
+    body = request.body
+    version = request.api_version
+    cls = response_schema(LEAVE_GROUP, version)
+    if version >= 3:
+        members = [(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in body.members]
+    else:
+        members = [(body.member_id, None, None)]
+
+    def callback(result: Any) -> None:
+        if version >= 3:
+            member_cls = item_cls(cls, "members")
+            out = tuple(build(member_cls, member_id=m.member_id, group_instance_id=m.group_instance_id,
+                              error_code=_err(m.error)) for m in result.member_responses)
+            respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE,
+                                         error_code=_err(result.top_level_error), members=out))
+            return
+        error = result.top_level_error
+        if not error and result.member_responses:
+            error = result.member_responses[0].error
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=_err(error)))
+
+    gc.handle_leave_group(body.group_id, members, callback)
+
+
+# --- OffsetCommit ------------------------------------------------------------------------------
+
+def handle_offset_commit(apis: Any, request: Any) -> None:
+    body = request.body
+    cls = response_schema(OFFSET_COMMIT, request.api_version)
+    topic_cls = item_cls(cls, "topics")
+    part_cls = item_cls(topic_cls, "partitions")
+    gc = _coordinator(apis, request)
+    if gc is None:
+        return
+    now_ms = int(apis.time.milliseconds()) if apis.time is not None else -1
+    md = apis.metadata
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    early: dict[tuple[str, int], int] = {}
+    order: list[tuple[str, int]] = []
+    for t in body.topics:
+        info = md.topic(t.name)
+        for p in t.partitions:
+            tp = (t.name, int(p.partition_index))
+            order.append(tp)
+            if info is None or tp[1] not in info.partitions:
+                early[tp] = int(ErrorCode.unknown_topic_or_partition)
+                continue
+            epoch = int(getattr(p, "committed_leader_epoch", -1))
+            offsets[tp] = OffsetAndMetadata(offset=int(p.committed_offset),
+                                            leader_epoch=epoch if epoch >= 0 else None,
+                                            metadata=p.committed_metadata or "",
+                                            commit_timestamp=now_ms)
+
+    def callback(result: dict[tuple[str, int], int]) -> None:
+        merged = {**early, **result}
+        by_topic: dict[str, list[Any]] = {}
+        for tp in order:
+            by_topic.setdefault(tp[0], []).append(
+                build(part_cls, partition_index=tp[1], error_code=_err(merged.get(tp, 0))))
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(
+            build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_topic.items())))
+
+    if not offsets:
+        callback({})
+        return
+    generation = int(getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1)))
+    gc.handle_commit_offsets(body.group_id, body.member_id or "", getattr(body, "group_instance_id", None),
+                             generation, offsets, callback)
+
+
+# --- OffsetFetch -------------------------------------------------------------------------------
+
+def _fetch_group(gc: Any, group_id: str, topics: Any, require_stable: bool) -> tuple[int, dict[str, list[tuple[int, Any]]]]:
+    """(top-level error, {topic: [(partition, data)]}) in request order (or sorted for 'all')."""
+    partitions = None
+    if topics is not None:
+        partitions = [(t.name, int(p)) for t in topics for p in t.partition_indexes]
+    error, data = gc.handle_fetch_offsets(group_id, require_stable, partitions)
+    out: dict[str, list[tuple[int, Any]]] = {}
+    if topics is not None:
+        for t in topics:
+            for p in t.partition_indexes:
+                out.setdefault(t.name, []).append((int(p), data.get((t.name, int(p)))))
+    else:
+        for (topic, p), d in sorted(data.items()):
+            out.setdefault(topic, []).append((p, d))
+    return error, out
+
+
+def _fetch_topics(topic_cls: type, part_cls: type, grouped: dict[str, list[tuple[int, Any]]],
+                  partition_error: int) -> tuple[Any, ...]:
+    topics = []
+    for name, parts in grouped.items():
+        entries = []
+        for p, d in parts:
+            if d is None:
+                offset, epoch, meta, err = -1, -1, "", partition_error
+            else:
+                offset = d.offset
+                epoch = d.leader_epoch if d.leader_epoch is not None else -1
+                meta = d.metadata or ""
+                err = d.error or partition_error
+            entries.append(build(part_cls, partition_index=p, committed_offset=offset,
+                                 committed_leader_epoch=epoch, metadata=meta, error_code=_err(err)))
+        topics.append(build(topic_cls, name=name, partitions=tuple(entries)))
+    return tuple(topics)
+
+
+def handle_offset_fetch(apis: Any, request: Any) -> None:
+    gc = _coordinator(apis, request)
+    if gc is None:
+        return
+    body = request.body
+    version = request.api_version
+    cls = response_schema(OFFSET_FETCH, version)
+    require_stable = bool(getattr(body, "require_stable", False))
+    if version >= 8:
+        group_cls = item_cls(cls, "groups")
+        topic_cls = item_cls(group_cls, "topics")
+        part_cls = item_cls(topic_cls, "partitions")
+        groups = []
+        for g in body.groups:
+            error, grouped = _fetch_group(gc, g.group_id, g.topics, require_stable)
+            topics = _fetch_topics(topic_cls, part_cls, grouped if not error else {}, 0)
+            groups.append(build(group_cls, group_id=g.group_id, topics=topics, error_code=_err(error)))
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, groups=tuple(groups)))
+        return
+    topic_cls = item_cls(cls, "topics")
+    part_cls = item_cls(topic_cls, "partitions")
+    error, grouped = _fetch_group(gc, body.group_id, body.topics, require_stable)
+    if version < 2:
+        # no top-level error field: Kafka reports it on every requested partition
+        if error and body.topics is not None:
+            grouped = {t.name: [(int(p), None) for p in t.partition_indexes] for t in body.topics}
+        topics = _fetch_topics(topic_cls, part_cls, grouped, error)
+    else:
+        topics = _fetch_topics(topic_cls, part_cls, grouped if not error else {}, 0)
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=topics, error_code=_err(error)))
+
+
+# --- DescribeGroups / ListGroups / DeleteGroups --------------------------------------------------
+
+def handle_describe_groups(apis: Any, request: Any) -> None:
+    gc = _coordinator(apis, request)
+    if gc is None:
+        return
+    cls = response_schema(DESCRIBE_GROUPS, request.api_version)
+    group_cls = item_cls(cls, "groups")
+    member_cls = item_cls(group_cls, "members")
+    include_ops = bool(getattr(request.body, "include_authorized_operations", False))
+    groups = []
+    for group_id, error, summary in gc.handle_describe_groups(list(request.body.groups)):
+        members = tuple(build(member_cls, member_id=m.member_id, group_instance_id=m.group_instance_id,
+                              client_id=m.client_id, client_host=m.client_host,
+                              member_metadata=bytes(m.metadata or b""),
+                              member_assignment=bytes(m.assignment or b""))
+                        for m in summary.members)
+        groups.append(build(group_cls, error_code=_err(error), error_message=None, group_id=group_id,
+                            group_state=summary.state, protocol_type=summary.protocol_type,
+                            protocol_data=summary.protocol, members=members,
+                            authorized_operations=0 if include_ops else AUTHORIZED_OPS_OMITTED))
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, groups=tuple(groups)))
+
+
+def handle_list_groups(apis: Any, request: Any) -> None:
+    gc = _coordinator(apis, request)
+    if gc is None:
+        return
+    cls = response_schema(LIST_GROUPS, request.api_version)
+    group_cls = item_cls(cls, "groups")
+    states = getattr(request.body, "states_filter", None) or None
+    types = getattr(request.body, "types_filter", None) or None
+    error, overviews = gc.handle_list_groups(states, types)
+    groups = tuple(build(group_cls, group_id=o.group_id, protocol_type=o.protocol_type,
+                         group_state=o.state, group_type=o.group_type) for o in overviews)
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=_err(error), groups=groups))
+
+
+def handle_delete_groups(apis: Any, request: Any) -> None:
+    gc = _coordinator(apis, request)
+    if gc is None:
+        return
+    cls = response_schema(DELETE_GROUPS, request.api_version)
+    result_cls = item_cls(cls, "results")
+    names = list(request.body.groups_names)
+    result = gc.handle_delete_groups(names)
+    results = tuple(build(result_cls, group_id=g, error_code=_err(result.get(g, 0))) for g in names)
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, results=results))
+
+
+def register(apis: Any) -> None:
+    apis.register(JOIN_GROUP, handle_join_group)
+    apis.register(SYNC_GROUP, handle_sync_group)
+    apis.register(HEARTBEAT, handle_heartbeat)
+    apis.register(LEAVE_GROUP, handle_leave_group)
+    apis.register(OFFSET_COMMIT, handle_offset_commit)
+    apis.register(OFFSET_FETCH, handle_offset_fetch)
+    apis.register(DESCRIBE_GROUPS, handle_describe_groups)
+    apis.register(LIST_GROUPS, handle_list_groups)
+    apis.register(DELETE_GROUPS, handle_delete_groups)

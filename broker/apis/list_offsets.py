@@ -1,0 +1,154 @@
+"""ListOffsets (key 2): earliest, latest, max-timestamp and by-timestamp offsets.
+
+Special timestamps, as in Kafka: -1 LATEST (the HW for consumers, also the LSO for
+read_committed since there are no transactions; the LEO for a replica, ``replica_id >= 0``),
+-2 EARLIEST (log start), -3 MAX_TIMESTAMP (v7+), -4 EARLIEST_LOCAL and -5 EARLIEST_TIERED
+(log start: everything is local here). A timestamp ``t >= 0`` finds the first offset whose
+record timestamp is ``>= t`` below the HW, or offset -1 and timestamp -1 when there is none.
+
+Only the leader answers (NOT_LEADER_OR_FOLLOWER otherwise); a ``current_leader_epoch`` older or
+newer than the leader's gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (KIP-320).
+
+The timestamp scan reads the batch headers (``maxTimestamp``) and then the records of the one
+batch that holds the answer. Compressed batches are answered at batch granularity (their base
+offset), a documented approximation; the clients under test never compress.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from broker.protocol.codec import response_schema
+from kio.schema.errors import ErrorCode
+
+from broker.apis._common import ZERO_THROTTLE, respond
+from broker.protocol.adapter import build, item_cls
+
+API_KEY = 2
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_TIERED = -1, -2, -3, -4, -5
+_BATCH = struct.Struct(">qiiBIhiqq")  # base, length, epoch, magic, crc, attrs, last delta, first ts, max ts
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    shift = result = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def _record_timestamps(batch: bytes, base_offset: int) -> list[tuple[int, int]]:
+    """(offset, timestamp) of each record in an uncompressed v2 batch."""
+    _, _, _, _, _, attrs, _, first_ts, _ = _BATCH.unpack_from(batch, 0)
+    if attrs & 0x07:
+        return []
+    count = struct.unpack_from(">i", batch, 57)[0]
+    pos = 61
+    out: list[tuple[int, int]] = []
+    for _ in range(count):
+        length, pos = _varint(batch, pos)
+        end = pos + length
+        pos += 1  # attributes
+        ts_delta, pos = _varint(batch, pos)
+        off_delta, pos = _varint(batch, pos)
+        out.append((base_offset + off_delta, first_ts + ts_delta))
+        pos = end
+    return out
+
+
+def offset_for_timestamp(log: Any, target: int, limit: int) -> tuple[int, int]:
+    """(offset, timestamp) of the first record below ``limit`` with timestamp >= target."""
+    for base, batch in log.batches_from(log.log_start_offset):
+        if base >= limit:
+            break
+        max_ts = _BATCH.unpack_from(batch, 0)[8]
+        if max_ts < target:
+            continue
+        records = _record_timestamps(batch, base)
+        if not records:
+            return base, max_ts
+        for off, ts in records:
+            if off >= limit:
+                break
+            if ts >= target and off >= log.log_start_offset:
+                return off, ts
+    return -1, -1
+
+
+def offset_for_max_timestamp(log: Any, limit: int) -> tuple[int, int]:
+    best = (-1, -1)
+    for base, batch in log.batches_from(log.log_start_offset):
+        if base >= limit:
+            break
+        max_ts = _BATCH.unpack_from(batch, 0)[8]
+        if max_ts > best[1]:
+            records = [r for r in _record_timestamps(batch, base) if r[0] < limit]
+            if records:
+                off, ts = max(records, key=lambda r: (r[1], -r[0]))
+                if ts > best[1]:
+                    best = (off, ts)
+            else:
+                best = (base, max_ts)
+    return best
+
+
+def _answer(partition: Any, replica_id: int, isolation_level: int, timestamp: int,
+            current_leader_epoch: int) -> tuple[int, int, int, int]:
+    """(error, timestamp, offset, leader_epoch) for one partition."""
+    with partition.lock:
+        if not partition.online or not partition.is_leader:
+            return int(ErrorCode.not_leader_or_follower), -1, -1, -1
+        epoch = partition.leader_epoch
+        if current_leader_epoch >= 0:
+            if current_leader_epoch < epoch:
+                return int(ErrorCode.fenced_leader_epoch), -1, -1, -1
+            if current_leader_epoch > epoch:
+                return int(ErrorCode.unknown_leader_epoch), -1, -1, -1
+        log = partition.log
+        limit = log.log_end_offset if replica_id >= 0 else log.high_watermark
+        if timestamp == LATEST:
+            return 0, -1, limit, epoch
+        if timestamp in (EARLIEST, EARLIEST_LOCAL, EARLIEST_TIERED):
+            return 0, -1, log.log_start_offset, epoch
+        if timestamp == MAX_TIMESTAMP:
+            off, ts = offset_for_max_timestamp(log, limit)
+            return 0, ts, off, epoch if off >= 0 else -1
+        if timestamp < 0:
+            return int(ErrorCode.invalid_request), -1, -1, -1
+        off, ts = offset_for_timestamp(log, timestamp, limit)
+        return 0, ts, off, epoch if off >= 0 else -1
+
+
+def handle_list_offsets(apis: Any, request: Any) -> None:
+    body = request.body
+    cls = response_schema(API_KEY, request.api_version)
+    topic_cls = item_cls(cls, "topics")
+    part_cls = item_cls(topic_cls, "partitions")
+    replica_id = int(getattr(body, "replica_id", -1))
+    isolation = int(getattr(body, "isolation_level", 0))
+    rm = apis.replica_manager
+    topics = []
+    for t in body.topics:
+        parts = []
+        for p in t.partitions:
+            partition = rm.get_partition((t.name, p.partition_index))
+            if partition is None:
+                known = apis.metadata.partition_state(t.name, p.partition_index) is not None
+                err = ErrorCode.not_leader_or_follower if known else ErrorCode.unknown_topic_or_partition
+                parts.append(build(part_cls, partition_index=p.partition_index, error_code=err,
+                                   timestamp=-1, offset=-1, leader_epoch=-1))
+                continue
+            err, ts, off, epoch = _answer(partition, replica_id, isolation, int(p.timestamp),
+                                          int(getattr(p, "current_leader_epoch", -1)))
+            parts.append(build(part_cls, partition_index=p.partition_index, error_code=ErrorCode(err),
+                               timestamp=ts, offset=off, leader_epoch=epoch,
+                               old_style_offsets=(off,) if off >= 0 else ()))
+        topics.append(build(topic_cls, name=t.name, partitions=tuple(parts)))
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(topics)))
+
+
+def register(apis: Any) -> None:
+    apis.register(API_KEY, handle_list_offsets)

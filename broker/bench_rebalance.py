@@ -1,0 +1,306 @@
+"""``kafka-emu bench rebalance``: join/sync of N in-process members and heartbeat throughput.
+
+For each N (default 10, 100, 1000) a fresh ``GroupCoordinator`` (its own SystemTimers and
+reapers, ``group.initial.rebalance.delay.ms=0``, an in-memory ``__consumer_offsets`` log that
+acknowledges at once) receives N JoinGroups in one burst, as N clients starting together would
+send them. Members behave like the Java client: MEMBER_ID_REQUIRED → rejoin with the id;
+JoinGroup answered → SyncGroup (the leader sends an assignment for every member);
+REBALANCE_IN_PROGRESS / ILLEGAL_GENERATION on SyncGroup → rejoin; UNKNOWN_MEMBER_ID → rejoin
+without an id. Callbacks only enqueue the answer; one driver thread (the members' "network
+thread") reacts, so no member ever waits on another. Measured from the first JoinGroup to the
+last successful SyncGroup answer: wall time, process CPU time (all threads), request count and
+rebalances. Then, with the group Stable, heartbeat throughput: one thread sending heartbeats
+round-robin over the members for ``--heartbeat-seconds``.
+
+The naive comparator runs the same driver against ``NaiveCoordinator``: what one writes
+without purgatories — one global lock, a dict of members, a full scan of the members on every
+JoinGroup ("has everybody rejoined?") and every SyncGroup ("has everybody synced?"), session
+deadlines as timestamps swept by nobody during the run. It keeps no log and does no
+validation beyond member ids and generations, so it is *less* work per request; the ratio
+(naive / emulator, > 1 means the emulator is faster) shows what the scans cost as N grows.
+"""
+from __future__ import annotations
+
+import argparse
+import queue
+import threading
+import time
+import uuid
+from typing import Any, Callable
+
+from coordinator import GroupCoordinator, errors
+from coordinator.records import consumer_subscription, partition_for
+from coordinator.results import JoinGroupResult, JoinGroupResultMember, SyncGroupResult
+from metrics.progress import progress
+from timer.bench_util import emit
+
+GROUP = "bench-group"
+SESSION_MS = 45_000
+REBALANCE_MS = 60_000
+
+
+class InstantLog:
+    """A CoordinatorLog that stores records in memory and acknowledges at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.records: dict[int, list[tuple[int, bytes, bytes | None]]] = {}
+
+    def append_records(self, partition: int, records: list[tuple[bytes, bytes | None]], timeout_ms: int,
+                       lock: Any, callback: Callable[[int], None]) -> None:
+        with self._lock:
+            log = self.records.setdefault(partition, [])
+            for k, v in records:
+                log.append((len(log), k, v))
+        callback(errors.NONE)
+
+    def read_records(self, partition: int):
+        with self._lock:
+            return list(self.records.get(partition, []))
+
+
+# ---------------------------------------------------------------------------- naive comparator
+class NaiveCoordinator:
+    """A group coordinator as a user would first write it (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.members: dict[str, dict[str, Any]] = {}
+        self.pending: set[str] = set()
+        self.generation = 0
+        self.state = "Empty"
+        self.leader: str | None = None
+        self.assignment: dict[str, bytes] | None = None
+        self.rebalances = 0
+
+    def handle_join_group(self, group_id, member_id, group_instance_id, require_known_member_id, client_id,
+                          client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                          callback, reason=None, supports_skipping_assignment=False) -> None:
+        answers: list[tuple[Callable, Any]] = []
+        with self.lock:
+            if member_id == "":
+                member_id = f"{client_id}-{uuid.uuid4()}"
+                if require_known_member_id:
+                    self.pending.add(member_id)
+                    answers.append((callback, JoinGroupResult.error_result(member_id, errors.MEMBER_ID_REQUIRED)))
+                    member_id = ""
+            elif member_id not in self.members and member_id not in self.pending:
+                answers.append((callback, JoinGroupResult.error_result(member_id, errors.UNKNOWN_MEMBER_ID)))
+                member_id = ""
+            if member_id:
+                self.pending.discard(member_id)
+                m = self.members.setdefault(member_id, {"sync": None, "assignment": b""})
+                m.update(join=callback, metadata=protocols[0][1], deadline=time.monotonic() + session_timeout_ms / 1000)
+                if self.leader is None:
+                    self.leader = member_id
+                if self.state != "PreparingRebalance":
+                    self.state = "PreparingRebalance"
+                    self.rebalances += 1
+                    for other in self.members.values():  # cancel parked syncs
+                        if callable(other["sync"]):
+                            answers.append((other["sync"], SyncGroupResult(error=errors.REBALANCE_IN_PROGRESS)))
+                        other["sync"] = None
+                # The naive completion check: scan every member on every join.
+                if not self.pending and all(m2.get("join") is not None for m2 in self.members.values()):
+                    self.generation += 1
+                    self.state = "CompletingRebalance"
+                    self.assignment = None
+                    if self.leader not in self.members:
+                        self.leader = next(iter(self.members))
+                    listing = [JoinGroupResultMember(mid, None, m2["metadata"]) for mid, m2 in self.members.items()]
+                    for mid, m2 in self.members.items():
+                        answers.append((m2["join"], JoinGroupResult(
+                            listing if mid == self.leader else [], mid, self.generation, "consumer", "range",
+                            self.leader, False, errors.NONE)))
+                        m2["join"] = None
+        for cb, result in answers:
+            cb(result)
+
+    def handle_sync_group(self, group_id, generation, member_id, protocol_type, protocol_name, group_instance_id,
+                          group_assignment, callback) -> None:
+        answers: list[tuple[Callable, Any]] = []
+        with self.lock:
+            m = self.members.get(member_id)
+            if m is None:
+                answers.append((callback, SyncGroupResult(error=errors.UNKNOWN_MEMBER_ID)))
+            elif generation != self.generation:
+                answers.append((callback, SyncGroupResult(error=errors.ILLEGAL_GENERATION)))
+            elif self.state == "PreparingRebalance":
+                answers.append((callback, SyncGroupResult(error=errors.REBALANCE_IN_PROGRESS)))
+            else:
+                m["sync"] = callback
+                if member_id == self.leader:
+                    self.assignment = dict(group_assignment)
+                if self.assignment is not None:
+                    # The naive check again: scan all members, answer whoever waits.
+                    for mid, m2 in self.members.items():
+                        if callable(m2["sync"]):
+                            m2["assignment"] = self.assignment.get(mid, b"")
+                            answers.append((m2["sync"], SyncGroupResult("consumer", "range", m2["assignment"], errors.NONE)))
+                            m2["sync"] = "done"
+                    if all(m2["sync"] == "done" for m2 in self.members.values()):
+                        self.state = "Stable"
+                        for m2 in self.members.values():
+                            m2["sync"] = None
+        for cb, result in answers:
+            cb(result)
+
+    def handle_heartbeat(self, group_id, member_id, group_instance_id, generation_id, callback) -> None:
+        with self.lock:
+            m = self.members.get(member_id)
+            if m is None:
+                err = errors.UNKNOWN_MEMBER_ID
+            elif generation_id != self.generation:
+                err = errors.ILLEGAL_GENERATION
+            else:
+                m["deadline"] = time.monotonic() + SESSION_MS / 1000
+                err = errors.REBALANCE_IN_PROGRESS if self.state == "PreparingRebalance" else errors.NONE
+        callback(err)
+
+
+# ---------------------------------------------------------------------------- the members
+def run_join_sync(coordinator: Any, n: int, show: bool) -> dict[str, Any]:
+    """Drive N members through join and sync; return timings and counts."""
+    events: queue.SimpleQueue = queue.SimpleQueue()
+    member_ids = [""] * n
+    synced_gen = [-1] * n
+    requests = 0
+    metadata = consumer_subscription(["bench-topic"])
+
+    def join(i: int) -> None:
+        nonlocal requests
+        requests += 1
+        coordinator.handle_join_group(GROUP, member_ids[i], None, True, f"member-{i}", "127.0.0.1",
+                                      REBALANCE_MS, SESSION_MS, "consumer", [("range", metadata)],
+                                      lambda r, i=i: events.put(("join", i, r)))
+
+    def sync(i: int, r: JoinGroupResult) -> None:
+        nonlocal requests
+        requests += 1
+        assignment = {m.member_id: b"a" for m in r.members} if r.leader_id == r.member_id else {}
+        coordinator.handle_sync_group(GROUP, r.generation_id, r.member_id, "consumer", r.protocol_name, None,
+                                      assignment, lambda s, i=i, g=r.generation_id: events.put(("sync", i, (g, s))))
+
+    bar = progress(n, f"join/sync {n}", enabled=show, unit="member")
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    for i in range(n):  # the burst: every client starts at once
+        join(i)
+    done = 0
+    final_gen = -1
+    while done < n:
+        kind, i, payload = events.get(timeout=60)
+        if kind == "join":
+            r: JoinGroupResult = payload
+            if r.error == errors.MEMBER_ID_REQUIRED:
+                member_ids[i] = r.member_id
+                join(i)
+            elif r.error == errors.UNKNOWN_MEMBER_ID:
+                member_ids[i] = ""
+                join(i)
+            elif r.error == errors.NONE:
+                member_ids[i] = r.member_id
+                sync(i, r)
+            else:
+                raise RuntimeError(f"JoinGroup failed: {errors.name(r.error)}")
+        else:
+            gen, s = payload
+            if s.error == errors.NONE:
+                if synced_gen[i] < 0:
+                    done += 1
+                    bar.update(1)
+                synced_gen[i] = gen
+                final_gen = max(final_gen, gen)
+            elif s.error in (errors.REBALANCE_IN_PROGRESS, errors.ILLEGAL_GENERATION):
+                if synced_gen[i] >= 0:
+                    synced_gen[i] = -1
+                    done -= 1
+                join(i)
+            elif s.error == errors.UNKNOWN_MEMBER_ID:
+                member_ids[i] = ""
+                join(i)
+            else:
+                raise RuntimeError(f"SyncGroup failed: {errors.name(s.error)}")
+        if done == n and any(g != final_gen for g in synced_gen):
+            # Someone synced an older generation that a later rebalance replaced: it rejoins.
+            for j, g in enumerate(synced_gen):
+                if g != final_gen:
+                    synced_gen[j] = -1
+                    done -= 1
+                    join(j)
+    wall = time.perf_counter() - wall0
+    cpu = time.process_time() - cpu0
+    bar.close()
+    return {"members": n, "wall_s": round(wall, 4), "cpu_s": round(cpu, 4), "requests": requests,
+            "generation": final_gen, "member_ids": list(member_ids)}
+
+
+def run_heartbeats(coordinator: Any, member_ids: list[str], generation: int, seconds: float) -> dict[str, Any]:
+    got: list[int] = []
+    cb = got.append
+    n = len(member_ids)
+    count = 0
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    deadline = wall0 + seconds
+    while True:
+        for _ in range(200):
+            coordinator.handle_heartbeat(GROUP, member_ids[count % n], None, generation, cb)
+            count += 1
+        if time.perf_counter() >= deadline:
+            break
+    wall = time.perf_counter() - wall0
+    cpu = time.process_time() - cpu0
+    bad = sum(1 for e in got if e != errors.NONE)
+    return {"heartbeats": count, "per_s": round(count / wall), "cpu_us_per_heartbeat": round(cpu / count * 1e6, 2),
+            "errors": bad}
+
+
+def bench_one(n: int, heartbeat_seconds: float, show: bool) -> dict[str, Any]:
+    config = {"group.initial.rebalance.delay.ms": 0, "offsets.topic.num.partitions": 1}
+    coordinator = GroupCoordinator.create(0, config, InstantLog())
+    coordinator.startup(enable_metadata_expiration=False)
+    coordinator.group_manager.add_owned_partition(partition_for(GROUP, 1))
+    try:
+        js = run_join_sync(coordinator, n, show)
+        group = coordinator.group_manager.get_group(GROUP)
+        assert group is not None and group.state.value == "Stable" and group.size() == n, group
+        hb = run_heartbeats(coordinator, js.pop("member_ids"), js["generation"], heartbeat_seconds)
+        js["rebalances"] = coordinator.rebalances_started
+    finally:
+        coordinator.shutdown()
+    naive = NaiveCoordinator()
+    njs = run_join_sync(naive, n, show)
+    nhb = run_heartbeats(naive, njs.pop("member_ids"), njs["generation"], heartbeat_seconds)
+    njs["rebalances"] = naive.rebalances
+    return {
+        "members": n,
+        "emulator": {"join_sync": js, "heartbeat": hb},
+        "naive": {"join_sync": njs, "heartbeat": nhb},
+        "ratio_join_sync_wall": round(njs["wall_s"] / js["wall_s"], 2) if js["wall_s"] else None,
+        "ratio_heartbeat_rate": round(hb["per_s"] / nhb["per_s"], 2) if nhb["per_s"] else None,
+        "under_2s": js["wall_s"] < 2.0,
+    }
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--members", type=int, nargs="+", default=[10, 100, 1000],
+                        help="group sizes to run (default: 10 100 1000)")
+    parser.add_argument("--heartbeat-seconds", type=float, default=1.0,
+                        help="how long to send heartbeats to the Stable group, per size and implementation")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    show = not args.no_progress and not args.json
+    results = [bench_one(n, args.heartbeat_seconds, show) for n in args.members]
+    result = {"benchmark": "rebalance", "initial_rebalance_delay_ms": 0, "results": results}
+    table = [("members", "join+sync wall s", "cpu s", "requests", "rebalances", "naive wall s",
+              "ratio naive/emu", "hb/s", "naive hb/s", "ratio emu/naive")]
+    for r in results:
+        e, nv = r["emulator"], r["naive"]
+        table.append((str(r["members"]), f"{e['join_sync']['wall_s']:.3f}", f"{e['join_sync']['cpu_s']:.3f}",
+                      str(e["join_sync"]["requests"]), str(e["join_sync"]["rebalances"]),
+                      f"{nv['join_sync']['wall_s']:.3f}", f"{r['ratio_join_sync_wall']}",
+                      str(e["heartbeat"]["per_s"]), str(nv["heartbeat"]["per_s"]), f"{r['ratio_heartbeat_rate']}"))
+    emit(result, args.json, table)
+    return 0 if all(r["under_2s"] for r in results if r["members"] <= 1000) else 1

@@ -1,0 +1,459 @@
+"""``kafka-emu bench wire``: request rate and client throughput over loopback.
+
+(a) Request rate with one request in flight per connection: a small acks=1 Produce (one
+100-byte record) on 1 and on 16 connections, against a 1-broker and a 3-broker in-process
+cluster, each connection producing to its own partition on that partition's leader. Topics have
+replication factor = broker count (so on 3 brokers every append also feeds two followers'
+fetches); the 3-broker run is repeated on replication factor 1 (``ours_rf1``), the wire layer
+without replication. ``network_layer_only`` answers Produce with a canned response from a
+handler thread: the ceiling of processors + codec + one handoff each way. The same
+load is run against a naive comparator — a thread-per-connection blocking server that decodes
+with kio, checks the CRC, appends under one lock and encodes the response — and the ratio is
+printed.
+
+(b) ``--messages`` (default 1,000,000) messages of 100 B produced by confluent-kafka with
+acks=all to the 3-broker cluster (replication factor 3), then consumed back: messages/s and MB/s
+each way.
+
+Load generators run in separate processes (``spawn``), so they do not compete with the broker
+for its interpreter lock; the broker runs in this process, as an embedded cluster does.
+``--json`` prints exactly one JSON object on stdout; progress goes to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import selectors
+import socket
+import struct
+import sys
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+TARGET_RATE_1 = 5000
+TARGET_RATE_16 = 15000
+TARGET_PRODUCE_MSGS = 300_000
+RECORD = b"x" * 100
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.add_argument("--messages", type=int, default=1_000_000,
+                        help="messages for the confluent-kafka throughput run (0 skips it)")
+    parser.add_argument("--duration", type=float, default=2.0, help="seconds per request-rate measurement")
+    parser.add_argument("--connections", default="1,16", help="connection counts for the request rate")
+    parser.add_argument("--brokers", default="1,3", help="cluster sizes for the request rate")
+    parser.add_argument("--no-naive", action="store_true", help="skip the naive comparator")
+
+
+# --- the load generator (runs in a child process) ----------------------------------------------
+
+def produce_frame(topic: str, partition: int, correlation_id: int = 0) -> bytes:
+    from kio.schema.produce.v9 import request as pr
+
+    from broker.protocol.codec import encode_request
+    from broker.record_batch import build_batch
+
+    batch = build_batch([(None, RECORD)])
+    req = pr.ProduceRequest(transactional_id=None, acks=1, timeout=timedelta(seconds=30),
+                            topic_data=(pr.TopicProduceData(name=topic, partition_data=(
+                                pr.PartitionProduceData(index=partition, records=batch),)),))
+    return encode_request(req, correlation_id, "bench-wire")
+
+
+def _rate_client(targets: list[tuple[str, int, str, int]], warmup: float, duration: float,
+                 out: Any) -> None:
+    """One request in flight per connection; counts answered requests in the measured window."""
+    sel = selectors.DefaultSelector()
+    conns = []
+    for host, port, topic, partition in targets:
+        s = socket.create_connection((host, port))
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.setblocking(False)
+        frame = bytearray(produce_frame(topic, partition))
+        state = {"sock": s, "frame": frame, "buf": bytearray(), "corr": 0}
+        conns.append(state)
+        sel.register(s, selectors.EVENT_READ, state)
+
+    def send(st: dict[str, Any]) -> None:
+        st["corr"] += 1
+        struct.pack_into(">i", st["frame"], 8, st["corr"])
+        st["sock"].setblocking(True)
+        st["sock"].sendall(st["frame"])
+        st["sock"].setblocking(False)
+
+    for st in conns:
+        send(st)
+    start = time.perf_counter()
+    measure_from = start + warmup
+    end = measure_from + duration
+    counted = 0
+    errors = 0
+    latencies_ok = True
+    while True:
+        now = time.perf_counter()
+        if now >= end:
+            break
+        for key, _ in sel.select(0.5):
+            st = key.data
+            try:
+                data = st["sock"].recv(65536)
+            except BlockingIOError:
+                continue
+            if not data:
+                latencies_ok = False
+                errors += 1
+                sel.unregister(st["sock"])
+                continue
+            buf = st["buf"]
+            buf += data
+            while len(buf) >= 4:
+                size = struct.unpack_from(">i", buf, 0)[0]
+                if len(buf) < 4 + size:
+                    break
+                del buf[:4 + size]
+                if time.perf_counter() >= measure_from:
+                    counted += 1
+                send(st)
+    for st in conns:
+        st["sock"].close()
+    out.put({"requests": counted, "seconds": duration, "errors": errors, "ok": latencies_ok})
+
+
+def measure_rate(targets: list[tuple[str, int, str, int]], warmup: float, duration: float) -> float:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_rate_client, args=(targets, warmup, duration, q), name="bench-wire-client")
+    p.start()
+    try:
+        res = q.get(timeout=warmup + duration + 60)
+    finally:
+        p.join(10)
+    return res["requests"] / res["seconds"]
+
+
+# --- naive comparator ----------------------------------------------------------------------------
+
+class NaiveServer:
+    """Thread-per-connection blocking Produce server: the baseline the SocketServer is compared to.
+
+    Everything a broker must do for a Produce is here (framing, kio decode, CRC check, append under
+    a lock, kio encode), with none of the structure (no processors, no request channel, no
+    purgatory). ``_lock`` guards ``_log``.
+    """
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self._lock = threading.Lock()
+        self._log: list[bytes] = []
+        self._stop = False
+        self._threads: list[threading.Thread] = []
+        t = threading.Thread(target=self._accept, name="naive-acceptor", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _accept(self) -> None:
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            t = threading.Thread(target=self._serve, args=(conn,), name="naive-connection", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _serve(self, conn: socket.socket) -> None:
+        from crc32c import crc32c
+        from kio.index import load_request_schema, load_response_schema
+        from kio.schema.errors import ErrorCode
+        from kio.schema.request_header.v2.header import RequestHeader
+        from kio.serial import entity_reader, entity_writer
+        import io
+
+        read_header = entity_reader(RequestHeader)
+
+        def exact(n: int) -> bytes:
+            out = bytearray()
+            while len(out) < n:
+                chunk = conn.recv(n - len(out))
+                if not chunk:
+                    raise ConnectionError
+                out += chunk
+            return bytes(out)
+
+        try:
+            while not self._stop:
+                size = struct.unpack(">i", exact(4))[0]
+                frame = exact(size)
+                header, hsize = read_header(frame, 0)
+                req_cls = load_request_schema(header.request_api_key, header.request_api_version)
+                body, _ = entity_reader(req_cls)(frame, hsize)
+                resp_cls = load_response_schema(0, header.request_api_version)
+                mod = sys.modules[resp_cls.__module__]
+                topics = []
+                for t in body.topic_data:
+                    parts = []
+                    for p in t.partition_data:
+                        data = p.records or b""
+                        ok = crc32c(data[21:]) == struct.unpack_from(">I", data, 17)[0]
+                        with self._lock:
+                            base = len(self._log)
+                            self._log.append(data)
+                        parts.append(mod.PartitionProduceResponse(
+                            index=p.index, error_code=ErrorCode.none if ok else ErrorCode.corrupt_message,
+                            base_offset=base,
+                            log_append_time=None, log_start_offset=0, record_errors=(), error_message=None))
+                    topics.append(mod.TopicProduceResponse(name=t.name, partition_responses=tuple(parts)))
+                resp = resp_cls(responses=tuple(topics), throttle_time=timedelta(0))
+                buf = io.BytesIO()
+                buf.write(struct.pack(">i", header.correlation_id))
+                if resp_cls.__header_schema__.__flexible__:
+                    buf.write(b"\0")
+                entity_writer(resp_cls)(buf, resp)
+                payload = buf.getvalue()
+                conn.sendall(struct.pack(">i", len(payload)) + payload)
+        except (ConnectionError, OSError, struct.error):
+            pass
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self._stop = True
+        self.sock.close()
+
+
+class CannedChannel:
+    """A request channel whose handler threads answer every Produce with a prebuilt response.
+
+    Measures the network layer alone (processors, framing, codec, one handoff to a handler thread
+    and back), i.e. the ceiling the broker core's Produce path is added to. ``_queue`` is a
+    thread-safe ``queue.Queue``; the handler threads are daemons named ``canned-handler-<n>``.
+    """
+
+    def __init__(self, threads: int = 2) -> None:
+        import queue
+
+        self.closed = False
+        self._queue: "queue.Queue[Any]" = queue.Queue()
+        self._responses: dict[int, Any] = {}
+        for i in range(threads):
+            threading.Thread(target=self._run, name=f"canned-handler-{i}", daemon=True).start()
+
+    def send_request(self, request: Any, timeout_s: float | None = None) -> bool:
+        self._queue.put(request)
+        return True
+
+    def _run(self) -> None:
+        from broker.protocol.error_response import build_error_response
+        from broker.request_channel import Response
+
+        while True:
+            request = self._queue.get()
+            if request is None:
+                return
+            body = self._responses.get(request.api_version)
+            if body is None:
+                body = self._responses[request.api_version] = build_error_response(
+                    request.api_key, request.api_version, request.body, 0)
+            request.respond(Response(request, body))
+
+    def close(self) -> None:
+        self.closed = True
+        for _ in range(8):
+            self._queue.put(None)
+
+
+def measure_network_only(conn_counts: list[int], warmup: float, duration: float) -> dict[str, int]:
+    from broker.config import KafkaConfig
+    from broker.network import SocketServer
+
+    channel = CannedChannel()
+    server = SocketServer(KafkaConfig({"broker.id": 0}), channel)
+    server.startup()
+    try:
+        return {str(c): round(measure_rate([("127.0.0.1", server.bound_port, "t", p) for p in range(c)],
+                                           warmup, duration)) for c in conn_counts}
+    finally:
+        server.shutdown()
+        channel.close()
+
+
+# --- confluent-kafka throughput (child processes) --------------------------------------------------
+
+def _confluent_produce(bootstrap: str, topic: str, n: int, out: Any) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                  "queue.buffering.max.messages": max(n + 10, 100000),
+                  "queue.buffering.max.kbytes": 2 * 1024 * 1024, "batch.size": 1000000})
+    failed = [0]
+
+    def cb(err: Any, _msg: Any) -> None:
+        if err is not None:
+            failed[0] += 1
+
+    start = time.perf_counter()
+    produce = p.produce
+    for _ in range(n):
+        while True:
+            try:
+                produce(topic, RECORD, on_delivery=cb)
+                break
+            except BufferError:
+                p.poll(0.01)
+        # serve delivery callbacks now and then without stalling the loop
+    remaining = p.flush(120)
+    elapsed = time.perf_counter() - start
+    out.put({"seconds": elapsed, "failed": failed[0], "undelivered": remaining})
+
+
+def _confluent_consume(bootstrap: str, topic: str, n: int, out: Any) -> None:
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{time.time_ns()}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760,
+                  "session.timeout.ms": 6000})
+    c.subscribe([topic])
+    got = 0
+    start = None
+    deadline = time.monotonic() + 300
+    while got < n and time.monotonic() < deadline:
+        msgs = c.consume(num_messages=10000, timeout=1.0)
+        for m in msgs:
+            if m.error() is None:
+                if start is None:
+                    start = time.perf_counter()
+                got += 1
+    elapsed = time.perf_counter() - (start or time.perf_counter())
+    c.close()
+    out.put({"seconds": elapsed, "messages": got})
+
+
+def measure_confluent(cluster: Any, n: int) -> dict[str, Any]:
+    topic = f"bench-wire-clients-{time.time_ns()}"
+    brokers = len(cluster.metadata.live_broker_ids())
+    cluster.metadata.create_topic(topic, brokers, brokers)
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_confluent_produce, args=(cluster.bootstrap_servers, topic, n, q))
+    p.start()
+    prod = q.get(timeout=600)
+    p.join(30)
+    c = ctx.Process(target=_confluent_consume, args=(cluster.bootstrap_servers, topic, n, q))
+    c.start()
+    cons = q.get(timeout=600)
+    c.join(30)
+    mb = n * len(RECORD) / 1e6
+    return {
+        "messages": n, "message_bytes": len(RECORD), "acks": "all", "replication_factor": brokers,
+        "produce_seconds": round(prod["seconds"], 3),
+        "produce_msgs_per_s": round(n / prod["seconds"]),
+        "produce_mb_per_s": round(mb / prod["seconds"], 2),
+        "produce_failed": prod["failed"] + prod["undelivered"],
+        "consumed": cons["messages"],
+        "consume_seconds": round(cons["seconds"], 3),
+        "consume_msgs_per_s": round(cons["messages"] / cons["seconds"]) if cons["seconds"] > 0 else None,
+        "consume_mb_per_s": round(cons["messages"] * len(RECORD) / 1e6 / cons["seconds"], 2)
+        if cons["seconds"] > 0 else None,
+    }
+
+
+# --- driver ----------------------------------------------------------------------------------------
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _rate_targets(cluster: Any, topic: str, conns: int) -> list[tuple[str, int, str, int]]:
+    md = cluster.metadata
+    out = []
+    for p in range(conns):
+        st = md.partition_state(topic, p)
+        b = md.broker(st.leader)
+        out.append((b.host, b.port, topic, p))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from broker.cluster import EmbeddedCluster
+
+    conn_counts = [int(x) for x in str(args.connections).split(",") if x]
+    broker_counts = [int(x) for x in str(args.brokers).split(",") if x]
+    warmup = min(0.5, args.duration / 2)
+    result: dict[str, Any] = {"request_rate": {}, "targets": {
+        "rate_1_connection": TARGET_RATE_1, "rate_16_connections": TARGET_RATE_16,
+        "produce_msgs_per_s": TARGET_PRODUCE_MSGS}}
+    for nb in broker_counts:
+        entry: dict[str, Any] = {"ours": {}, "naive": {}, "ratio": {}}
+        with EmbeddedCluster(brokers=nb, config={"default.replication.factor": nb,
+                                                 "offsets.topic.replication.factor": nb}) as cluster:
+            entry["replication_factor"] = nb
+            for conns in conn_counts:
+                topic = f"bench-wire-rate-{nb}-{conns}"
+                cluster.metadata.create_topic(topic, conns, nb)
+                _say(f"request rate: {nb} broker(s), {conns} connection(s)")
+                entry["ours"][str(conns)] = round(measure_rate(_rate_targets(cluster, topic, conns),
+                                                               warmup, args.duration))
+            if nb > 1:
+                # the same load on replication factor 1: the wire layer without follower fetches
+                entry["ours_rf1"] = {}
+                for conns in conn_counts:
+                    topic = f"bench-wire-rate-{nb}-{conns}-rf1"
+                    cluster.metadata.create_topic(topic, conns, 1)
+                    _say(f"request rate: {nb} broker(s), {conns} connection(s), replication factor 1")
+                    entry["ours_rf1"][str(conns)] = round(measure_rate(
+                        _rate_targets(cluster, topic, conns), warmup, args.duration))
+            if nb == max(broker_counts) and args.messages > 0:
+                _say(f"confluent-kafka: {args.messages} messages, acks=all, {nb} broker(s)")
+                result["confluent_kafka"] = measure_confluent(cluster, args.messages)
+        if not args.no_naive:
+            naive = NaiveServer()
+            try:
+                for conns in conn_counts:
+                    _say(f"naive comparator: {conns} connection(s)")
+                    targets = [("127.0.0.1", naive.port, "naive", p) for p in range(conns)]
+                    entry["naive"][str(conns)] = round(measure_rate(targets, warmup, args.duration))
+            finally:
+                naive.close()
+            for k, v in entry["ours"].items():
+                if entry["naive"].get(k):
+                    entry["ratio"][k] = round(v / entry["naive"][k], 2)
+        result["request_rate"][f"{nb}_broker"] = entry
+    _say("network layer alone (canned Produce responses)")
+    result["network_layer_only"] = measure_network_only(conn_counts, warmup, args.duration)
+    checks = {}
+    for key, entry in result["request_rate"].items():
+        if "1" in entry["ours"]:
+            checks[f"{key}_rate_1_connection"] = entry["ours"]["1"] >= TARGET_RATE_1
+        if "16" in entry["ours"]:
+            checks[f"{key}_rate_16_connections"] = entry["ours"]["16"] >= TARGET_RATE_16
+    if "confluent_kafka" in result:
+        checks["produce_msgs_per_s"] = result["confluent_kafka"]["produce_msgs_per_s"] >= TARGET_PRODUCE_MSGS
+    result["meets_targets"] = checks
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, entry in result["request_rate"].items():
+            for conns, rate in entry["ours"].items():
+                naive_rate = entry["naive"].get(conns)
+                extra = f"  naive {naive_rate} req/s  ratio {entry['ratio'].get(conns)}" if naive_rate else ""
+                rf1 = entry.get("ours_rf1", {}).get(conns)
+                extra += f"  (replication factor 1: {rf1} req/s)" if rf1 else ""
+                print(f"{key:9s} {conns:>3s} conn: {rate:>8} req/s{extra}")
+        print(f"network layer alone: {result['network_layer_only']} req/s")
+        if "confluent_kafka" in result:
+            c = result["confluent_kafka"]
+            print(f"confluent-kafka acks=all {c['messages']} x 100 B: produce {c['produce_msgs_per_s']} msg/s "
+                  f"({c['produce_mb_per_s']} MB/s), consume {c['consume_msgs_per_s']} msg/s "
+                  f"({c['consume_mb_per_s']} MB/s)")
+        print(f"targets met: {checks}")
+    return 0

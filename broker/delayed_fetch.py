@@ -1,0 +1,70 @@
+"""DelayedFetch: a fetch waiting for ``min_bytes`` of new data or ``max_wait_ms``.
+
+One operation per request, watched on one ``TopicPartitionOperationKey`` per partition in the
+``Fetch`` purgatory. ``try_complete`` follows Kafka's cases: the partition is gone (C) or not
+led here (A/B), the leader epoch is fenced (E), the end offset for the fetch isolation (LEO for
+followers, HW for consumers, LSO = HW for read_committed) fell below the fetch offset (F,
+truncation), a diverging epoch (H), or enough bytes accumulated (G). ``on_complete`` re-reads
+every partition (without updating follower state) and calls back.
+
+Locking: the operation lock guards completion; partition state is read without partition
+locks (ints).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from broker import errors
+from timer import DelayedOperation
+
+if TYPE_CHECKING:
+    from broker.replica_manager import FetchParams, PartitionFetchInfo, ReplicaManager
+
+
+class DelayedFetch(DelayedOperation):
+    def __init__(self, delay_ms: int, params: "FetchParams",
+                 fetch_infos: list[tuple[tuple[str, int], "PartitionFetchInfo"]],
+                 replica_manager: "ReplicaManager",
+                 response_callback: Callable[[list], None]) -> None:
+        super().__init__(delay_ms)
+        self.params = params
+        self.fetch_infos = fetch_infos
+        self.replica_manager = replica_manager
+        self.response_callback = response_callback
+
+    def try_complete(self) -> bool:
+        rm = self.replica_manager
+        params = self.params
+        isolation = params.isolation
+        accumulated = 0
+        for tp, info in self.fetch_infos:
+            partition = rm.get_partition(tp)
+            if partition is None or not partition.online:
+                return self.force_complete()  # (C)
+            if not partition.is_leader:
+                return self.force_complete()  # (A/B)
+            if info.current_leader_epoch >= 0 and info.current_leader_epoch != partition.leader_epoch:
+                return self.force_complete()  # (E)
+            log = partition.log
+            end = log.log_end_offset if isolation == 0 else log.high_watermark
+            offset = info.fetch_offset
+            if offset > end:
+                return self.force_complete()  # (F) truncated under us
+            if offset < end:
+                accumulated += min(log.bytes_between(offset, end, info.max_bytes), info.max_bytes)
+            if info.last_fetched_epoch >= 0 and params.is_follower:
+                epoch, end_off = log.end_offset_for_epoch(info.last_fetched_epoch)
+                if epoch < info.last_fetched_epoch or end_off < offset:
+                    return self.force_complete()  # (H) diverging
+        if accumulated >= params.min_bytes:
+            return self.force_complete()  # (G)
+        return False
+
+    def on_expiration(self) -> None:
+        self.replica_manager.stats.record_fetch_expiration(self.params.is_follower)
+
+    def on_complete(self) -> None:
+        results = self.replica_manager.read_from_local_log(self.params, self.fetch_infos,
+                                                           update_fetch_state=False)
+        self.response_callback(results)

@@ -1,0 +1,80 @@
+"""KafkaApis: dispatch of requests to API handlers by ``api_key``.
+
+Handler modules in ``broker/apis/`` register ``handler(apis, request)`` functions through
+``register(apis)`` (listed in ``broker/apis/__init__.py``); a handler answers through
+``apis.request_channel.send_response(request, body)`` now or later. Everything a handler needs
+is an attribute here: ``config``, ``metadata``, ``replica_manager``, ``request_channel``,
+``group_coordinator`` (None until the coordinator exists), ``time``, ``broker_id``, ``server``.
+
+An unknown api key is answered by closing the connection (as Kafka's network layer does for a
+key it cannot parse); a handler that raises gets a generic error response
+(UNKNOWN_SERVER_ERROR) if the protocol package can build one, otherwise a close. The handler
+thread never dies.
+
+Locking: the table is filled at start-up and only read afterwards.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import structlog
+
+from broker import errors
+
+if TYPE_CHECKING:
+    from broker.request_channel import Request
+
+_log = structlog.get_logger("broker.kafka_apis")
+
+Handler = Callable[[Any, "Request"], None]
+
+
+class KafkaApis:
+    def __init__(self, server: Any = None, *, config: Any = None, metadata: Any = None,
+                 replica_manager: Any = None, request_channel: Any = None,
+                 group_coordinator: Any = None, time: Any = None, register_all: bool = True) -> None:
+        self.server = server
+        self.config = config if config is not None else getattr(server, "config", None)
+        self.metadata = metadata if metadata is not None else getattr(server, "metadata", None)
+        self.replica_manager = replica_manager if replica_manager is not None else \
+            getattr(server, "replica_manager", None)
+        self.request_channel = request_channel if request_channel is not None else \
+            getattr(server, "request_channel", None)
+        self.group_coordinator = group_coordinator if group_coordinator is not None else \
+            getattr(server, "group_coordinator", None)
+        self.time = time if time is not None else getattr(server, "time", None)
+        self.broker_id = self.config["broker.id"] if self.config is not None else 0
+        self.handlers: dict[int, Handler] = {}
+        self.unknown_api_requests = 0
+        self.handler_errors = 0
+        if register_all:
+            from broker.apis import register_all as _register_all
+            _register_all(self)
+
+    def register(self, api_key: int, handler: Handler) -> None:
+        self.handlers[api_key] = handler
+
+    def handle(self, request: "Request") -> None:
+        handler = self.handlers.get(request.api_key)
+        if handler is None:
+            self.unknown_api_requests += 1
+            _log.warning("unknown_api_key", broker_id=self.broker_id, api_key=request.api_key,
+                         api_version=request.api_version, connection=request.connection_id)
+            self.request_channel.send_response(request, None, close_connection=True)
+            return
+        try:
+            handler(self, request)
+        except Exception:
+            self.handler_errors += 1
+            _log.exception("api_handler_failed", broker_id=self.broker_id, api_key=request.api_key,
+                           api_version=request.api_version, correlation_id=request.correlation_id)
+            self._answer_error(request, errors.UNKNOWN_SERVER_ERROR)
+
+    def _answer_error(self, request: "Request", code: int) -> None:
+        body = None
+        try:
+            from broker.protocol.error_response import build_error_response
+            body = build_error_response(request.api_key, request.api_version, request.body, code)
+        except Exception:
+            body = None
+        self.request_channel.send_response(request, body, close_connection=body is None)

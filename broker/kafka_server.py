@@ -1,0 +1,233 @@
+"""KafkaServer: one broker, owning its config, request channel, handler pool, replica manager
+(with the Produce and Fetch purgatories and the action queue), replica fetchers, scheduler, the
+group coordinator (when the ``coordinator`` package provides it) and, later, the socket server.
+
+Start-up order: request channel → replica manager → fetcher manager → coordinator → KafkaApis
+and handler pool → scheduler (``isr-expiration`` every ``replica.lag.time.max.ms / 2``) →
+socket server (if enabled) → registration with the metadata store, which pushes the partition
+states (become leader / follower). A restarted broker first truncates every log to its HW.
+
+``shutdown()`` emulates a crash as far as clients can tell: the channel closes (in-process
+senders of queued requests hear a disconnect), handlers, fetchers and the scheduler stop,
+every partition goes offline so delayed produces and fetches complete with
+NOT_LEADER_OR_FOLLOWER, the coordinator stops, and only then does the metadata store fence the
+broker and elect new leaders. Every thread started here ends before ``shutdown`` returns.
+
+Locking: ``_lock`` guards start/stop transitions and ``_pending_coordinator_elections``.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Mapping
+
+import structlog
+
+from broker.coordinator_log import OFFSETS_TOPIC, ReplicaManagerCoordinatorLog
+from broker.config import KafkaConfig
+from broker.kafka_apis import KafkaApis
+from broker.log import Log
+from broker.metadata import BrokerInfo, MetadataStore
+from broker.replica_fetcher import ReplicaFetcherManager
+from broker.replica_manager import ReplicaManager
+from broker.request_channel import RequestChannel
+from broker.request_handler import KafkaRequestHandlerPool
+from broker.scheduler import KafkaScheduler
+from timer.time import Time
+
+try:  # the coordinator helper's package; optional until it exists
+    from coordinator.group_coordinator import GroupCoordinator
+except ImportError:  # pragma: no cover
+    GroupCoordinator = None  # type: ignore[assignment,misc]
+
+_log = structlog.get_logger("broker.kafka_server")
+
+
+class KafkaServer:
+    def __init__(self, config: KafkaConfig | Mapping[str, Any], metadata: MetadataStore | None = None,
+                 time: Time | None = None, logs: dict[tuple[str, int], Log] | None = None,
+                 host: str = "127.0.0.1", port: int = 0, enable_coordinator: bool = True) -> None:
+        self.config = config if isinstance(config, KafkaConfig) else KafkaConfig(config)
+        self.broker_id: int = self.config["broker.id"]
+        self.metadata = metadata if metadata is not None else MetadataStore()
+        self.time = time or Time.SYSTEM
+        self.logs: dict[tuple[str, int], Log] = logs if logs is not None else {}
+        self.host = host
+        self.port = port
+        self.enable_coordinator = enable_coordinator
+        self._lock = threading.Lock()
+        self.request_channel: RequestChannel | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.fetcher_manager: ReplicaFetcherManager | None = None
+        self.apis: KafkaApis | None = None
+        self.handler_pool: KafkaRequestHandlerPool | None = None
+        self.scheduler: KafkaScheduler | None = None
+        self.group_coordinator: Any = None
+        self.coordinator_log: ReplicaManagerCoordinatorLog | None = None
+        self.socket_server: Any = None  # broker.network (wire helper), started in startup()
+        self.broker_info: BrokerInfo | None = None
+        self._pending_coordinator_elections: dict[int, tuple[int, int]] = {}
+        self._handler_idents: set[int] = set()
+        self.started = False
+        self.stopped = False
+
+    # ------------------------------------------------------------------ start
+    def startup(self) -> "KafkaServer":
+        with self._lock:
+            if self.started:
+                return self
+            cfg = self.config
+            for log in self.logs.values():  # restart: drop what was never committed locally
+                log.truncate_to(log.high_watermark)
+            self.request_channel = RequestChannel(cfg["queued.max.requests"], self.broker_id)
+            rm = self.replica_manager = ReplicaManager(cfg, self.metadata, self.time, self.logs)
+            rm.action_queue.on_add = self._wake_handler_if_needed
+            self.fetcher_manager = ReplicaFetcherManager(self.broker_id, rm, self.metadata, cfg)
+            rm.fetcher_manager = self.fetcher_manager
+            if self.enable_coordinator and GroupCoordinator is not None:
+                self.coordinator_log = ReplicaManagerCoordinatorLog(rm)
+                self.group_coordinator = GroupCoordinator.create(self.broker_id, cfg.as_dict(),
+                                                                 self.coordinator_log, self.time)
+                self.group_coordinator.startup()
+                rm.leadership_listeners.append(self._on_leadership_change)
+                rm.hw_watchers.append(self._on_hw_moved)
+            self.apis = KafkaApis(self)
+            self.handler_pool = KafkaRequestHandlerPool(self.broker_id, self.request_channel, self.apis,
+                                                        rm.action_queue, cfg["num.io.threads"])
+            self.handler_pool.start()
+            self._handler_idents = {h.ident for h in self.handler_pool.handlers if h.ident}
+            self.scheduler = KafkaScheduler(self.broker_id, self.time)
+            self.scheduler.schedule("isr-expiration", rm.maybe_shrink_isr,
+                                    max(1, cfg["replica.lag.time.max.ms"] // 2))
+            self.scheduler.start()
+            # ---- socket server (wire helper): start listeners here when configured ----
+            self._start_socket_server()
+            # ---- end socket server ----
+            self.broker_info = BrokerInfo(self.broker_id, self.host, self.port,
+                                          cfg.get("broker.rack"), self.request_channel)
+            self.started = True
+        self.metadata.broker_started(self.broker_info, self._on_metadata)
+        _log.info("broker_started", broker_id=self.broker_id)
+        return self
+
+    # ---- socket server (wire helper, issue 5) ----
+    def _start_socket_server(self) -> None:
+        """Start the network layer when ``listeners`` is set (or a port was given).
+
+        Binds synchronously, so the advertised host/port registered with the metadata store
+        right after this are the real ones (an ephemeral port 0 is resolved here).
+        """
+        listeners = str(self.config.get("listeners") or "")
+        if not listeners and not self.port:
+            return None
+        from broker.network import SocketServer
+
+        cfg = self.config
+        if not listeners:
+            cfg = cfg.with_overrides(listeners=f"PLAINTEXT://{self.host}:{self.port}")
+        server = SocketServer(cfg, self.request_channel, self.broker_id)
+        try:
+            server.startup()
+        except OSError:
+            if not cfg.get("kafka.emu.listener.port.reused"):
+                raise
+            # the port this broker had before its restart is taken: take a new ephemeral one
+            cfg = cfg.with_overrides(listeners=f"PLAINTEXT://{self.host}:0")
+            server = SocketServer(cfg, self.request_channel, self.broker_id)
+            server.startup()
+        self.socket_server = server
+        self.host, self.port = server.advertised_endpoint()
+        return None
+
+    @property
+    def bootstrap_server(self) -> str | None:
+        """``host:port`` of this broker's first listener (None without a socket server)."""
+        return self.socket_server.bootstrap_server if self.socket_server is not None else None
+    # ---- end socket server ----
+
+    def _wake_handler_if_needed(self) -> None:
+        if threading.get_ident() not in self._handler_idents and self.request_channel is not None:
+            self.request_channel.wakeup()
+
+    def _on_metadata(self, states: list, removed: list) -> None:
+        rm = self.replica_manager
+        if rm is None or self.stopped:
+            return
+        rm.apply_partition_states(states, removed)
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.shutdown_idle_fetchers()
+
+    # ------------------------------------------------------------------ coordinator bridge
+    def _on_leadership_change(self, topic: str, partition: int, is_leader: bool, epoch: int) -> None:
+        if topic != OFFSETS_TOPIC or self.group_coordinator is None:
+            return
+        if is_leader:
+            p = self.replica_manager.get_partition((topic, partition))
+            target = p.log.log_end_offset if p is not None else 0
+            with self._lock:
+                self._pending_coordinator_elections[partition] = (epoch, target)
+            self._on_hw_moved((topic, partition))
+        else:
+            with self._lock:
+                self._pending_coordinator_elections.pop(partition, None)
+            self.group_coordinator.on_resigned(partition, epoch)
+
+    def _on_hw_moved(self, tp: tuple[str, int]) -> None:
+        """Elect the coordinator once the new leader's HW covers everything it had: reads are
+        bounded by the HW, which trails the LEO right after a leader change."""
+        if tp[0] != OFFSETS_TOPIC or self.group_coordinator is None:
+            return
+        pending = self._pending_coordinator_elections.get(tp[1])
+        if pending is None:
+            return
+        epoch, target = pending
+        p = self.replica_manager.get_partition(tp)
+        if p is None or not p.is_leader or p.leader_epoch != epoch or p.log.high_watermark < target:
+            return
+        with self._lock:
+            if self._pending_coordinator_elections.get(tp[1]) != pending:
+                return
+            del self._pending_coordinator_elections[tp[1]]
+        self.group_coordinator.on_elected(tp[1], epoch)
+
+    # ------------------------------------------------------------------ metrics helpers
+    def request_queue_size(self) -> int:
+        return self.request_channel.size() if self.request_channel is not None else 0
+
+    def handler_idle_ratio(self) -> float:
+        return self.handler_pool.idle_ratio() if self.handler_pool is not None else 1.0
+
+    # ------------------------------------------------------------------ stop
+    def shutdown(self, fence: bool = True) -> None:
+        """Stop every thread of this broker. ``fence=False`` (whole-cluster close) skips the
+        election of new leaders for its partitions."""
+        with self._lock:
+            if not self.started or self.stopped:
+                return
+            self.stopped = True
+        _log.info("broker_stopping", broker_id=self.broker_id)
+        if self.socket_server is not None:
+            try:
+                self.socket_server.shutdown()
+            except Exception:
+                _log.exception("socket_server_shutdown_failed", broker_id=self.broker_id)
+        self.request_channel.close()
+        self.handler_pool.shutdown()
+        self.request_channel.close()  # answer anything queued while the handlers stopped
+        self.fetcher_manager.shutdown()
+        self.scheduler.shutdown()
+        self.replica_manager.shutdown()
+        if self.group_coordinator is not None:
+            try:
+                self.group_coordinator.shutdown()
+            except Exception:
+                _log.exception("coordinator_shutdown_failed", broker_id=self.broker_id)
+        self.metadata.unregister_listener(self.broker_id)
+        self.metadata.broker_stopped(self.broker_id, elect=fence)
+        _log.info("broker_stopped", broker_id=self.broker_id)
+
+    # convenience
+    def partition(self, topic: str, partition: int) -> Any:
+        return self.replica_manager.get_partition((topic, partition))
+
+
+KafkaBroker = KafkaServer

@@ -1,0 +1,278 @@
+"""MetadataStore: the small shared cluster metadata of an in-process cluster (the "controller").
+
+It holds live brokers and their endpoints, topics with stable non-zero topic ids, and per
+partition the leader, leader epoch, partition epoch, assigned replicas and ISR. It plays the
+KRaft controller's part: leader election from the ISR with a leader-epoch bump when a broker
+stops, ISR changes from leaders (``alter_isr``, Kafka's AlterPartition) accepted only for the
+current leader epoch, and pushes of partition states to the live brokers.
+
+Locks: ``_lock`` guards the maps (held briefly, never while calling out). ``_controller_lock``
+serialises controller operations (topic creation and deletion, broker stop/start, elections)
+including the pushes to brokers, so brokers see changes in order, as from a single-threaded
+controller. Lock order: controller lock → partition locks → ``_lock``; a partition (holding its
+lock) may call ``alter_isr`` (takes ``_lock`` only).
+
+Differences from Kafka on purpose: ISR changes are applied synchronously (no in-flight
+AlterPartition state); a stopped broker is fenced at once (removed from every ISR unless it is
+the last member, and loses its leaderships); there is no unclean election.
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+import structlog
+
+_log = structlog.get_logger("broker.metadata")
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    topic_id: uuid.UUID
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: dict[int, PartitionState] = field(default_factory=dict)
+    configs: dict[str, Any] = field(default_factory=dict)
+    internal: bool = False
+
+
+@dataclass
+class BrokerInfo:
+    broker_id: int
+    host: str = "127.0.0.1"
+    port: int = 0
+    rack: str | None = None
+    request_channel: Any = None  # the broker's RequestChannel (in-process requests)
+    live: bool = True
+
+
+PartitionListener = Callable[[list[PartitionState], list[tuple[str, int]]], None]
+
+
+class MetadataStore:
+    def __init__(self, cluster_id: str | None = None) -> None:
+        self.cluster_id = cluster_id or uuid.uuid4().hex[:22]
+        self._lock = threading.Lock()
+        self._controller_lock = threading.RLock()
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.topics: dict[str, TopicInfo] = {}
+        self.topics_by_id: dict[uuid.UUID, str] = {}
+        # broker id -> callback(changed states, removed partitions); set by KafkaServer
+        self._listeners: dict[int, PartitionListener] = {}
+        self._next_assignment_start = 0
+
+    # ------------------------------------------------------------------ brokers
+    def register_broker(self, info: BrokerInfo, listener: PartitionListener | None = None) -> None:
+        with self._lock:
+            self.brokers[info.broker_id] = info
+            if listener is not None:
+                self._listeners[info.broker_id] = listener
+
+    def live_brokers(self) -> list[BrokerInfo]:
+        with self._lock:
+            return sorted((b for b in self.brokers.values() if b.live), key=lambda b: b.broker_id)
+
+    def live_broker_ids(self) -> list[int]:
+        return [b.broker_id for b in self.live_brokers()]
+
+    def broker(self, broker_id: int) -> BrokerInfo | None:
+        return self.brokers.get(broker_id)
+
+    def is_live(self, broker_id: int) -> bool:
+        b = self.brokers.get(broker_id)
+        return b is not None and b.live
+
+    @property
+    def controller_id(self) -> int:
+        live = self.live_broker_ids()
+        return live[0] if live else -1
+
+    # ------------------------------------------------------------------ topics
+    def topic(self, name: str) -> TopicInfo | None:
+        return self.topics.get(name)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return self.topics_by_id.get(topic_id)
+
+    def topic_id(self, name: str) -> uuid.UUID | None:
+        t = self.topics.get(name)
+        return t.topic_id if t else None
+
+    def partition_state(self, topic: str, partition: int) -> PartitionState | None:
+        t = self.topics.get(topic)
+        return t.partitions.get(partition) if t else None
+
+    def all_partition_states(self) -> list[PartitionState]:
+        with self._lock:
+            return [s for t in self.topics.values() for s in t.partitions.values()]
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: dict[str, Any] | None = None, internal: bool = False) -> TopicInfo:
+        """Assign replicas round robin over the live brokers; the first replica leads."""
+        with self._controller_lock:
+            with self._lock:
+                if name in self.topics:
+                    raise ValueError(f"topic {name!r} already exists")
+                live = sorted(b.broker_id for b in self.brokers.values() if b.live)
+                if partitions <= 0:
+                    raise ValueError("partitions must be positive")
+                if replication_factor <= 0 or replication_factor > len(live):
+                    raise ValueError(f"replication factor {replication_factor} larger than "
+                                     f"available brokers {len(live)}")
+                topic_id = uuid.uuid4()
+                while topic_id.int == 0:
+                    topic_id = uuid.uuid4()
+                info = TopicInfo(name, topic_id, configs=dict(configs or {}), internal=internal)
+                start = self._next_assignment_start
+                self._next_assignment_start += 1
+                for p in range(partitions):
+                    replicas = tuple(live[(start + p + r) % len(live)] for r in range(replication_factor))
+                    info.partitions[p] = PartitionState(name, p, topic_id, replicas[0], 0, 0,
+                                                        replicas, replicas)
+                self.topics[name] = info
+                self.topics_by_id[topic_id] = name
+                states = list(info.partitions.values())
+            _log.info("topic_created", topic=name, partitions=partitions,
+                      replication_factor=replication_factor, topic_id=str(topic_id))
+            self._push(states, [])
+            return info
+
+    def delete_topic(self, name: str) -> bool:
+        with self._controller_lock:
+            with self._lock:
+                info = self.topics.pop(name, None)
+                if info is None:
+                    return False
+                self.topics_by_id.pop(info.topic_id, None)
+            self._push([], [(name, p) for p in info.partitions])
+            _log.info("topic_deleted", topic=name)
+            return True
+
+    # ------------------------------------------------------------------ ISR changes
+    def alter_isr(self, topic: str, partition: int, leader: int, leader_epoch: int,
+                  new_isr: tuple[int, ...]) -> PartitionState | None:
+        """AlterPartition from the leader; None if it is stale (not leader or old epoch)."""
+        with self._lock:
+            t = self.topics.get(topic)
+            st = t.partitions.get(partition) if t else None
+            if st is None or st.leader != leader or st.leader_epoch != leader_epoch:
+                return None
+            if any(not self.brokers.get(r, BrokerInfo(r, live=False)).live for r in new_isr
+                   if r not in st.isr):
+                return None  # fenced brokers cannot join the ISR
+            new = replace(st, isr=tuple(new_isr), partition_epoch=st.partition_epoch + 1)
+            t.partitions[partition] = new
+            return new
+
+    # ------------------------------------------------------------------ broker lifecycle
+    def broker_stopped(self, broker_id: int, elect: bool = True) -> list[PartitionState]:
+        """Fence ``broker_id``: move its leaderships (epoch bump) and drop it from ISRs
+        (``elect=False``: only mark it dead, as when the whole cluster closes)."""
+        with self._controller_lock:
+            changed: list[PartitionState] = []
+            with self._lock:
+                b = self.brokers.get(broker_id)
+                if b is not None:
+                    b.live = False
+                    b.request_channel = None
+                if not elect:
+                    return changed
+                live = {x.broker_id for x in self.brokers.values() if x.live}
+                for t in self.topics.values():
+                    for p, st in list(t.partitions.items()):
+                        if broker_id not in st.replicas:
+                            continue
+                        if st.leader == broker_id:
+                            candidates = [r for r in st.isr if r != broker_id and r in live]
+                            if candidates:
+                                new_isr = tuple(r for r in st.isr if r != broker_id)
+                                new = replace(st, leader=candidates[0], leader_epoch=st.leader_epoch + 1,
+                                              partition_epoch=st.partition_epoch + 1, isr=new_isr)
+                            else:  # offline: keep the last ISR member (Kafka keeps it too)
+                                new = replace(st, leader=-1, leader_epoch=st.leader_epoch + 1,
+                                              partition_epoch=st.partition_epoch + 1)
+                        elif broker_id in st.isr and len(st.isr) > 1:
+                            new = replace(st, isr=tuple(r for r in st.isr if r != broker_id),
+                                          partition_epoch=st.partition_epoch + 1)
+                        else:
+                            continue
+                        t.partitions[p] = new
+                        changed.append(new)
+            _log.info("broker_fenced", broker_id=broker_id, partitions_changed=len(changed))
+            self._push(changed, [], exclude=broker_id)
+            return changed
+
+    def broker_started(self, info: BrokerInfo, listener: PartitionListener | None = None) -> None:
+        """Unfence a broker; offline partitions whose ISR holds it elect it leader."""
+        with self._controller_lock:
+            changed: list[PartitionState] = []
+            with self._lock:
+                info.live = True
+                self.brokers[info.broker_id] = info
+                if listener is not None:
+                    self._listeners[info.broker_id] = listener
+                for t in self.topics.values():
+                    for p, st in list(t.partitions.items()):
+                        if st.leader == -1 and info.broker_id in st.isr:
+                            new = replace(st, leader=info.broker_id, leader_epoch=st.leader_epoch + 1,
+                                          partition_epoch=st.partition_epoch + 1)
+                            t.partitions[p] = new
+                            changed.append(new)
+                mine = [s for t in self.topics.values() for s in t.partitions.values()
+                        if info.broker_id in s.replicas]
+            _log.info("broker_unfenced", broker_id=info.broker_id, elected=len(changed))
+            listener_fn = self._listeners.get(info.broker_id)
+            if listener_fn is not None:
+                listener_fn(mine, [])
+            self._push(changed, [], exclude=info.broker_id)
+
+    def elect_preferred_leaders(self) -> list[PartitionState]:
+        """Move leadership back to the first replica where it is live and in the ISR."""
+        with self._controller_lock:
+            changed = []
+            with self._lock:
+                for t in self.topics.values():
+                    for p, st in list(t.partitions.items()):
+                        pref = st.replicas[0]
+                        if st.leader != pref and pref in st.isr and self.brokers.get(pref) \
+                                and self.brokers[pref].live:
+                            new = replace(st, leader=pref, leader_epoch=st.leader_epoch + 1,
+                                          partition_epoch=st.partition_epoch + 1)
+                            t.partitions[p] = new
+                            changed.append(new)
+            self._push(changed, [])
+            return changed
+
+    # ------------------------------------------------------------------ pushes
+    def _push(self, states: list[PartitionState], removed: list[tuple[str, int]],
+              exclude: int | None = None) -> None:
+        if not states and not removed:
+            return
+        with self._lock:
+            targets = [(bid, fn) for bid, fn in self._listeners.items()
+                       if bid != exclude and self.brokers.get(bid) is not None and self.brokers[bid].live]
+        for bid, fn in sorted(targets, key=lambda x: x[0]):
+            mine = [s for s in states if bid in s.replicas]
+            gone = removed
+            if mine or gone:
+                try:
+                    fn(mine, gone)
+                except Exception:
+                    _log.exception("metadata_push_failed", broker_id=bid)
+
+    def unregister_listener(self, broker_id: int) -> None:
+        with self._lock:
+            self._listeners.pop(broker_id, None)

@@ -1,0 +1,329 @@
+"""Partition: one partition replica on one broker, as leader or follower.
+
+Leader side: leader epoch, assigned replicas, ISR, the leader's view of every follower
+(``FollowerState``: LEO, log start, last fetch and last caught-up times), the high watermark
+(HW = min LEO over the ISR, not advanced while the ISR is below ``min.insync.replicas``), ISR
+shrink for followers lagging more than ``replica.lag.time.max.ms`` and ISR expansion when a
+follower catches up, and ``check_enough_replicas_reach_offset`` for acks=all.
+
+Locking: ``lock`` (an RLock, Kafka's ``leaderIsrUpdateLock``) guards the role, epochs, ISR, the
+follower states and the ``Log``. It is never held while a purgatory is triggered: methods return
+whether the HW moved and the caller (ReplicaManager) triggers ``check_and_complete`` after the
+lock is released. ``alter_isr`` on the metadata store is called with the lock held (the store
+takes only its own short lock). Plain int reads (HW, LEO, leader flag) are done without the lock
+where a stale value only delays a completion check that the next trigger repeats.
+
+Differences from Kafka on purpose: ISR changes are committed synchronously through the shared
+metadata store (no pending AlterPartition, so the "maximal ISR" is the ISR); caught-up
+non-members do not hold back the HW.
+"""
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+import structlog
+
+from broker import errors
+from broker.errors import KafkaError
+from broker.log import UNDEFINED_EPOCH, Log, LogAppendInfo
+
+if TYPE_CHECKING:
+    from broker.metadata import MetadataStore, PartitionState
+    from broker.stats import BrokerTopicStats
+    from timer.time import Time
+
+_log = structlog.get_logger("broker.partition")
+
+ISOLATION_LOG_END = 0       # follower fetches
+ISOLATION_HIGH_WATERMARK = 1  # read_uncommitted consumers
+ISOLATION_TXN_COMMITTED = 2   # read_committed consumers (LSO == HW: no transactions here)
+
+
+@dataclass
+class FollowerState:
+    broker_id: int
+    log_end_offset: int = -1
+    log_start_offset: int = -1
+    last_fetch_time_ms: int = 0
+    last_caught_up_time_ms: int = 0
+    last_fetch_leader_leo: int = -1
+    prev_fetch_time_ms: int = 0
+
+
+class LogReadResult(NamedTuple):
+    records: bytes
+    error: int
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    log_end_offset: int
+    diverging_epoch: tuple[int, int] | None = None
+    leader_id: int = -1
+    leader_epoch: int = -1
+
+
+def _error_read(code: int, leader_id: int = -1, leader_epoch: int = -1) -> LogReadResult:
+    return LogReadResult(b"", code, -1, -1, -1, -1, None, leader_id, leader_epoch)
+
+
+class Partition:
+    def __init__(self, topic: str, partition: int, topic_id: uuid.UUID | None, broker_id: int,
+                 log: Log, metadata: "MetadataStore | None", time: "Time",
+                 stats: "BrokerTopicStats", min_insync_replicas: int = 1,
+                 replica_lag_time_max_ms: int = 30000) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.tp = (topic, partition)
+        self.topic_id = topic_id
+        self.broker_id = broker_id
+        self.log = log
+        self.metadata = metadata
+        self.time = time
+        self.stats = stats
+        self.min_insync_replicas = min_insync_replicas
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.lock = threading.RLock()
+        self.leader_id = -1
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.replicas: tuple[int, ...] = ()
+        self.isr: tuple[int, ...] = ()
+        self.followers: dict[int, FollowerState] = {}
+        self.is_leader = False
+        self.online = True
+
+    # ------------------------------------------------------------------ role changes
+    @property
+    def effective_min_isr(self) -> int:
+        return min(self.min_insync_replicas, max(len(self.replicas), 1))
+
+    def make_leader(self, state: "PartitionState") -> tuple[bool, bool]:
+        """Apply a leader state; returns (became leader now, HW increased)."""
+        with self.lock:
+            now = self.time.milliseconds()
+            new_leader = not self.is_leader or state.leader_epoch != self.leader_epoch
+            if not new_leader and state.partition_epoch < self.partition_epoch:
+                return False, False  # older than an ISR change this leader already applied
+            self.replicas = state.replicas
+            self.isr = state.isr
+            self.partition_epoch = state.partition_epoch
+            self.topic_id = state.topic_id
+            self.online = True
+            if new_leader:
+                self.leader_epoch = state.leader_epoch
+                self.leader_id = self.broker_id
+                self.is_leader = True
+                self.log.assign_epoch_start_offset(state.leader_epoch)
+                leo = self.log.log_end_offset
+                self.followers = {
+                    r: FollowerState(r, last_caught_up_time_ms=now if r in self.isr else 0,
+                                     last_fetch_leader_leo=leo)
+                    for r in self.replicas if r != self.broker_id}
+            else:
+                for r in self.replicas:
+                    if r != self.broker_id and r not in self.followers:
+                        self.followers[r] = FollowerState(r)
+            hw_moved = self._maybe_increment_leader_hw(now)
+            return new_leader, hw_moved
+
+    def make_follower(self, state: "PartitionState") -> bool:
+        """Apply a follower state; true if the leader or epoch changed (fetcher must restart)."""
+        with self.lock:
+            changed = self.is_leader or self.leader_epoch != state.leader_epoch or \
+                self.leader_id != state.leader
+            self.is_leader = False
+            self.online = True
+            self.leader_id = state.leader
+            self.leader_epoch = state.leader_epoch
+            self.partition_epoch = state.partition_epoch
+            self.replicas = state.replicas
+            self.isr = state.isr
+            self.topic_id = state.topic_id
+            self.followers = {}
+            return changed
+
+    def go_offline(self) -> None:
+        """Crash or deletion: this replica no longer serves anything."""
+        with self.lock:
+            self.is_leader = False
+            self.online = False
+            self.leader_id = -1
+
+    # ------------------------------------------------------------------ leader appends
+    def append_records_to_leader(self, data: bytes, required_acks: int, max_batch_size: int,
+                                 single_batch: bool = True) -> tuple[LogAppendInfo, bool]:
+        with self.lock:
+            if not self.is_leader:
+                raise KafkaError(errors.NOT_LEADER_OR_FOLLOWER,
+                                 f"broker {self.broker_id} is not the leader of {self.topic}-{self.partition}")
+            if required_acks == -1 and len(self.isr) < self.effective_min_isr:
+                raise KafkaError(errors.NOT_ENOUGH_REPLICAS,
+                                 f"ISR {list(self.isr)} is smaller than min.insync.replicas "
+                                 f"{self.effective_min_isr}")
+            info = self.log.append_as_leader(data, self.leader_epoch, max_batch_size, single_batch)
+            if info.duplicate:
+                return info, False
+            return info, self._maybe_increment_leader_hw(self.time.milliseconds())
+
+    def _maybe_increment_leader_hw(self, now_ms: int) -> bool:
+        """Lock held. HW := min LEO over the ISR; frozen while under min ISR (KAFKA-15583)."""
+        if not self.is_leader or len(self.isr) < self.effective_min_isr:
+            return False
+        candidate = self.log.log_end_offset
+        for r in self.isr:
+            if r == self.broker_id:
+                continue
+            st = self.followers.get(r)
+            leo = st.log_end_offset if st is not None else -1
+            if leo < candidate:
+                candidate = leo
+        if candidate < 0:
+            return False
+        return self.log.maybe_increment_high_watermark(candidate)
+
+    def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
+        """(done, error) for a DelayedProduce waiting for ``required_offset``."""
+        if not self.is_leader:
+            return False, errors.NOT_LEADER_OR_FOLLOWER
+        if self.log.high_watermark >= required_offset:
+            if self.effective_min_isr <= len(self.isr):
+                return True, errors.NONE
+            return True, errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return False, errors.NONE
+
+    # ------------------------------------------------------------------ follower fetch state
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, log_start_offset: int,
+                                    fetch_time_ms: int, leader_leo: int) -> bool:
+        """A follower fetched at ``fetch_offset``; returns whether the HW moved."""
+        with self.lock:
+            st = self.followers.get(replica_id)
+            if st is None or not self.is_leader:
+                return False
+            old_leo = st.log_end_offset
+            if fetch_offset >= leader_leo:
+                st.last_caught_up_time_ms = max(st.last_caught_up_time_ms, fetch_time_ms)
+            elif fetch_offset >= st.last_fetch_leader_leo:
+                st.last_caught_up_time_ms = max(st.last_caught_up_time_ms, st.last_fetch_time_ms)
+            st.log_end_offset = fetch_offset
+            st.log_start_offset = log_start_offset
+            st.prev_fetch_time_ms = st.last_fetch_time_ms
+            st.last_fetch_time_ms = fetch_time_ms
+            st.last_fetch_leader_leo = max(st.last_fetch_leader_leo, leader_leo)
+            hw_moved = False
+            if replica_id not in self.isr:
+                hw_moved = self._maybe_expand_isr(st, fetch_time_ms)
+            if old_leo != fetch_offset:
+                hw_moved = self._maybe_increment_leader_hw(fetch_time_ms) or hw_moved
+            return hw_moved
+
+    def _maybe_expand_isr(self, st: FollowerState, now_ms: int) -> bool:
+        leo = st.log_end_offset
+        if leo < self.log.high_watermark or leo < self.log.epoch_start_offset(self.leader_epoch):
+            return False
+        if self.metadata is not None and not self.metadata.is_live(st.broker_id):
+            return False
+        new_isr = tuple(sorted(set(self.isr) | {st.broker_id}, key=self.replicas.index))
+        if not self._alter_isr(new_isr):
+            return False
+        self.stats.record_isr_expand()
+        _log.info("isr_expanded", broker_id=self.broker_id, topic=self.topic,
+                  partition=self.partition, isr=list(new_isr), follower=st.broker_id)
+        return self._maybe_increment_leader_hw(now_ms)
+
+    def _alter_isr(self, new_isr: tuple[int, ...]) -> bool:
+        if self.metadata is None:
+            self.isr = new_isr
+            self.partition_epoch += 1
+            return True
+        new = self.metadata.alter_isr(self.topic, self.partition, self.broker_id, self.leader_epoch, new_isr)
+        if new is None:
+            return False
+        self.isr = new.isr
+        self.partition_epoch = new.partition_epoch
+        return True
+
+    def maybe_shrink_isr(self) -> bool:
+        """Drop ISR followers not caught up within replica.lag.time.max.ms; true if HW moved."""
+        with self.lock:
+            if not self.is_leader:
+                return False
+            now = self.time.milliseconds()
+            leo = self.log.log_end_offset
+            out = []
+            for r in self.isr:
+                if r == self.broker_id:
+                    continue
+                st = self.followers.get(r)
+                if st is None:
+                    out.append(r)
+                elif st.log_end_offset != leo and now - st.last_caught_up_time_ms > self.replica_lag_time_max_ms:
+                    out.append(r)
+            if not out:
+                return False
+            new_isr = tuple(r for r in self.isr if r not in out)
+            if not self._alter_isr(new_isr):
+                return False
+            self.stats.record_isr_shrink()
+            _log.info("isr_shrunk", broker_id=self.broker_id, topic=self.topic, partition=self.partition,
+                      isr=list(new_isr), out_of_sync=out, leo=leo, hw=self.log.high_watermark)
+            return self._maybe_increment_leader_hw(now)
+
+    def is_under_replicated(self) -> bool:
+        return self.is_leader and len(self.isr) < len(self.replicas)
+
+    def is_under_min_isr(self) -> bool:
+        return self.is_leader and len(self.isr) < self.effective_min_isr
+
+    # ------------------------------------------------------------------ reads
+    def read_records(self, fetch_offset: int, max_bytes: int, isolation: int,
+                     current_leader_epoch: int = -1, last_fetched_epoch: int = -1,
+                     min_one: bool = True, fetch_only_leader: bool = True) -> LogReadResult:
+        with self.lock:
+            if current_leader_epoch >= 0 and self.online:
+                if current_leader_epoch < self.leader_epoch:
+                    return _error_read(errors.FENCED_LEADER_EPOCH, self.leader_id, self.leader_epoch)
+                if current_leader_epoch > self.leader_epoch:
+                    return _error_read(errors.UNKNOWN_LEADER_EPOCH, self.leader_id, self.leader_epoch)
+            if not self.online or (fetch_only_leader and not self.is_leader):
+                return _error_read(errors.NOT_LEADER_OR_FOLLOWER, self.leader_id, self.leader_epoch)
+            log = self.log
+            hw = log.high_watermark
+            leo = log.log_end_offset
+            if last_fetched_epoch >= 0 and isolation == ISOLATION_LOG_END:
+                epoch, end = log.end_offset_for_epoch(last_fetched_epoch)
+                if epoch < last_fetched_epoch or end < fetch_offset or epoch == UNDEFINED_EPOCH:
+                    return LogReadResult(b"", errors.NONE, hw, hw, log.log_start_offset, leo,
+                                         (epoch, end), self.leader_id, self.leader_epoch)
+            if fetch_offset < log.log_start_offset or fetch_offset > leo:
+                return LogReadResult(b"", errors.OFFSET_OUT_OF_RANGE, hw, hw, log.log_start_offset, leo,
+                                     None, self.leader_id, self.leader_epoch)
+            limit = leo if isolation == ISOLATION_LOG_END else hw
+            records = log.read(fetch_offset, max_bytes, limit, min_one) if fetch_offset < limit else b""
+            return LogReadResult(records, errors.NONE, hw, hw, log.log_start_offset, leo, None,
+                                 self.leader_id, self.leader_epoch)
+
+    def fetch_offset_snapshot(self, isolation: int) -> tuple[int, int]:
+        """(end offset for the isolation, leader epoch)."""
+        log = self.log
+        end = log.log_end_offset if isolation == ISOLATION_LOG_END else log.high_watermark
+        return end, self.leader_epoch
+
+    # ------------------------------------------------------------------ follower side
+    def append_records_to_follower(self, data: bytes, leader_hw: int) -> tuple[int, bool]:
+        """Append replicated batches and take min(leader HW, LEO); returns (batches, HW moved)."""
+        with self.lock:
+            n = self.log.append_as_follower(data) if data else 0
+            moved = self.log.update_high_watermark(leader_hw) if leader_hw >= 0 else False
+            return n, moved
+
+    def truncate_to(self, offset: int) -> bool:
+        with self.lock:
+            return self.log.truncate_to(offset)
+
+    def __repr__(self) -> str:
+        role = "leader" if self.is_leader else f"follower(of {self.leader_id})"
+        return (f"Partition({self.topic}-{self.partition} on {self.broker_id}: {role}, "
+                f"epoch={self.leader_epoch}, isr={list(self.isr)}, {self.log})")

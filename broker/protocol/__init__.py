@@ -1,0 +1,25 @@
+"""Wire codec: the adapter between Kafka's framed bytes and kio entities.
+
+Only the network layer (``broker.network``) touches bytes; everything behind the request
+channel sees decoded kio entities, as the architecture contract asks.
+"""
+from broker.protocol.codec import (
+    ApiCodec,
+    InvalidRequestError,
+    RequestHeaderData,
+    UnknownApiKeyError,
+    UnsupportedVersionError,
+    decode_request,
+    decode_request_header,
+    encode_request,
+    encode_response,
+    get_codec,
+)
+from broker.protocol.error_response import build_error_response
+from broker.protocol.versions import API_VERSIONS, is_supported
+
+__all__ = [
+    "API_VERSIONS", "ApiCodec", "InvalidRequestError", "RequestHeaderData", "UnknownApiKeyError",
+    "UnsupportedVersionError", "build_error_response", "decode_request", "decode_request_header",
+    "encode_request", "encode_response", "get_codec", "is_supported",
+]

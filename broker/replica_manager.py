@@ -1,0 +1,396 @@
+"""ReplicaManager: the broker's partitions, appends, fetches and their purgatories.
+
+``append_records`` (acks 0, 1, -1) appends to local leader logs, defers the purgatory checks to
+the ``ActionQueue`` (HW moved → Produce and Fetch; appended without HW move → Fetch), and for
+acks=-1 parks one ``DelayedProduce`` per request in the ``Produce`` purgatory.
+``fetch_messages`` reads with the isolation of the requester (follower: LEO; consumer: HW;
+read_committed: LSO = HW), records follower fetch state (which may move the HW and complete
+produces directly, trigger matrix §4.8), and parks one ``DelayedFetch`` per request in the
+``Fetch`` purgatory unless it can answer now. ``apply_partition_states`` is the metadata push
+(Kafka's LeaderAndIsr / metadata delta): become leader or follower, start or stop fetchers, and
+complete delayed operations of partitions this broker no longer leads.
+
+Differences from Kafka on purpose: no DeleteRecords, ShareFetch or remote-storage purgatories;
+consumers fetch from leaders only (no KIP-392 preferred read replica); ``last_stable_offset`` is
+the HW (no transactions); role changes come from the in-process metadata store instead of
+LeaderAndIsr requests or KRaft metadata deltas.
+
+Locking: ``_lock`` guards the partition map (lookups are plain dict reads); each ``Partition``
+has its own lock; purgatories are triggered only with no partition lock held. Counters are in
+``stats`` (``BrokerTopicStats``).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+import structlog
+
+from broker import errors
+from broker.action_queue import ActionQueue
+from broker.delayed_fetch import DelayedFetch
+from broker.delayed_produce import DelayedProduce, ProducePartitionStatus
+from broker.errors import KafkaError
+from broker.log import Log
+from broker.partition import (
+    ISOLATION_HIGH_WATERMARK,
+    ISOLATION_LOG_END,
+    ISOLATION_TXN_COMMITTED,
+    LogReadResult,
+    Partition,
+)
+from broker.stats import BrokerTopicStats
+from timer import DelayedOperationPurgatory, TopicPartitionOperationKey
+from timer.time import Time
+
+if TYPE_CHECKING:
+    from broker.config import KafkaConfig
+    from broker.metadata import MetadataStore, PartitionState
+
+_log = structlog.get_logger("broker.replica_manager")
+
+TP = tuple[str, int]
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+@dataclass(frozen=True)
+class FetchParams:
+    replica_id: int = -1
+    max_wait_ms: int = 0
+    min_bytes: int = 1
+    max_bytes: int = 0x7FFFFFFF
+    isolation: int = ISOLATION_HIGH_WATERMARK
+    replica_epoch: int = -1
+
+    @property
+    def is_follower(self) -> bool:
+        return self.replica_id >= 0
+
+
+@dataclass(frozen=True)
+class PartitionFetchInfo:
+    fetch_offset: int
+    max_bytes: int
+    log_start_offset: int = -1
+    current_leader_epoch: int = -1
+    last_fetched_epoch: int = -1
+
+
+def isolation_for(replica_id: int, isolation_level: int) -> int:
+    if replica_id >= 0:
+        return ISOLATION_LOG_END
+    return ISOLATION_TXN_COMMITTED if isolation_level == 1 else ISOLATION_HIGH_WATERMARK
+
+
+class ReplicaManager:
+    def __init__(self, config: "KafkaConfig", metadata: "MetadataStore | None" = None,
+                 time: Time | None = None, logs: dict[TP, Log] | None = None,
+                 produce_purgatory: DelayedOperationPurgatory | None = None,
+                 fetch_purgatory: DelayedOperationPurgatory | None = None,
+                 action_queue: ActionQueue | None = None) -> None:
+        self.config = config
+        self.broker_id: int = config["broker.id"]
+        self.metadata = metadata
+        self.time = time or Time.SYSTEM
+        self.logs: dict[TP, Log] = logs if logs is not None else {}
+        self.stats = BrokerTopicStats()
+        self.action_queue = action_queue or ActionQueue()
+        self.produce_purgatory = produce_purgatory or DelayedOperationPurgatory(
+            "Produce", broker_id=self.broker_id,
+            purge_interval=config["producer.purgatory.purge.interval.requests"], time=self.time)
+        self.fetch_purgatory = fetch_purgatory or DelayedOperationPurgatory(
+            "Fetch", broker_id=self.broker_id,
+            purge_interval=config["fetch.purgatory.purge.interval.requests"], time=self.time)
+        self._lock = threading.Lock()
+        self.partitions: dict[TP, Partition] = {}
+        self.fetcher_manager: Any = None  # ReplicaFetcherManager, set by KafkaServer
+        # callbacks(topic, partition, is_leader, leader_epoch) after role changes, outside locks
+        self.leadership_listeners: list[Callable[[str, int, bool, int], None]] = []
+        self.max_message_bytes: int = config["message.max.bytes"]
+        self.min_insync_replicas: int = config["min.insync.replicas"]
+        self.replica_lag_time_max_ms: int = config["replica.lag.time.max.ms"]
+        self._keys: dict[TP, TopicPartitionOperationKey] = {}
+        self.hw_watchers: list[Callable[[TP], None]] = []  # called with tp after an HW move
+        self.shutting_down = False
+
+    # ------------------------------------------------------------------ partitions
+    def get_partition(self, tp: TP) -> Partition | None:
+        return self.partitions.get(tp)
+
+    def _key(self, tp: TP) -> TopicPartitionOperationKey:
+        key = self._keys.get(tp)
+        if key is None:
+            key = self._keys[tp] = TopicPartitionOperationKey(tp[0], tp[1])
+        return key
+
+    def create_partition(self, topic: str, partition: int, topic_id: Any = None,
+                         min_insync_replicas: int | None = None) -> Partition:
+        """Create (or return) the local replica; its ``Log`` survives emulated restarts."""
+        tp = (topic, partition)
+        with self._lock:
+            p = self.partitions.get(tp)
+            if p is not None:
+                return p
+            log = self.logs.get(tp)
+            if log is None:
+                log = self.logs[tp] = Log(topic, partition)
+            min_isr = min_insync_replicas if min_insync_replicas is not None else self.min_insync_replicas
+            p = Partition(topic, partition, topic_id, self.broker_id, log, self.metadata, self.time,
+                          self.stats, min_isr, self.replica_lag_time_max_ms)
+            self.partitions[tp] = p
+            return p
+
+    def leader_partitions(self) -> list[Partition]:
+        return [p for p in list(self.partitions.values()) if p.is_leader]
+
+    def under_replicated_partitions(self) -> int:
+        return sum(1 for p in list(self.partitions.values()) if p.is_under_replicated())
+
+    def under_min_isr_partitions(self) -> int:
+        return sum(1 for p in list(self.partitions.values()) if p.is_under_min_isr())
+
+    def leader_count(self) -> int:
+        return len(self.leader_partitions())
+
+    def partition_count(self) -> int:
+        return len(self.partitions)
+
+    # ------------------------------------------------------------------ triggers
+    def try_complete_delayed_requests(self, tp: TP) -> None:
+        """HW moved: Fetch then Produce (each guarded, KAFKA-17240)."""
+        key = self._key(tp)
+        for purgatory in (self.fetch_purgatory, self.produce_purgatory):
+            try:
+                purgatory.check_and_complete(key)
+            except Exception:
+                _log.exception("check_and_complete_failed", broker_id=self.broker_id,
+                               purgatory=purgatory.purgatory_name, topic=tp[0], partition=tp[1])
+
+    def _complete_fetches(self, tp: TP) -> None:
+        try:
+            self.fetch_purgatory.check_and_complete(self._key(tp))
+        except Exception:
+            _log.exception("check_and_complete_failed", broker_id=self.broker_id, purgatory="Fetch")
+
+    # ------------------------------------------------------------------ produce
+    def append_records(self, timeout_ms: int, required_acks: int, entries: dict[TP, bytes],
+                       response_callback: Callable[[dict[TP, ProducePartitionStatus]], None],
+                       delayed_produce_lock: Any = None, internal_topics_allowed: bool = False,
+                       single_batch: bool = True) -> None:
+        """Kafka's ``appendRecords``; ``response_callback`` gets one status per partition."""
+        if required_acks not in (-1, 0, 1):
+            response_callback({tp: ProducePartitionStatus(-1, errors.INVALID_REQUIRED_ACKS, -1,
+                                                           error_message="invalid required acks")
+                               for tp in entries})
+            return
+        statuses: dict[TP, ProducePartitionStatus] = {}
+        successes = 0
+        actions: list[tuple[TP, bool]] = []
+        for tp, data in entries.items():
+            try:
+                if tp[0] in INTERNAL_TOPICS and not internal_topics_allowed:
+                    raise KafkaError(errors.INVALID_REQUEST, f"cannot append to internal topic {tp[0]}")
+                partition = self.partitions.get(tp)
+                if partition is None:
+                    raise KafkaError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {tp}")
+                info, hw_moved = partition.append_records_to_leader(
+                    data, required_acks, self.max_message_bytes, single_batch)
+                statuses[tp] = ProducePartitionStatus(info.last_offset + 1, errors.NONE, info.first_offset,
+                                                      -1, partition.log.log_start_offset)
+                successes += 1
+                if not info.duplicate:
+                    self.stats.record_bytes_in(tp[0], info.num_records, info.size_bytes)
+                    actions.append((tp, hw_moved))
+            except KafkaError as e:
+                self.stats.record_failed_produce()
+                statuses[tp] = ProducePartitionStatus(-1, e.code, -1, -1, -1, e.message)
+            except Exception as e:  # never let a bad request kill a handler
+                _log.exception("append_failed", broker_id=self.broker_id, topic=tp[0], partition=tp[1])
+                self.stats.record_failed_produce()
+                statuses[tp] = ProducePartitionStatus(-1, errors.UNKNOWN_SERVER_ERROR, -1, -1, -1, str(e))
+        if actions:
+            def action(actions: list[tuple[TP, bool]] = actions) -> None:
+                for tp, hw_moved in actions:
+                    if hw_moved:
+                        self.try_complete_delayed_requests(tp)
+                    else:
+                        self._complete_fetches(tp)
+            self.action_queue.add(action)
+        if required_acks == -1 and entries and successes > 0:
+            op = DelayedProduce(timeout_ms, statuses, self, response_callback, delayed_produce_lock)
+            self.produce_purgatory.try_complete_else_watch(op, [self._key(tp) for tp in entries])
+        else:
+            response_callback(statuses)
+
+    # ------------------------------------------------------------------ fetch
+    def fetch_messages(self, params: FetchParams, fetch_infos: list[tuple[TP, PartitionFetchInfo]],
+                       response_callback: Callable[[list[tuple[TP, LogReadResult]]], None]) -> None:
+        results = self.read_from_local_log(params, fetch_infos, update_fetch_state=params.is_follower)
+        if params.max_wait_ms <= 0 or not fetch_infos:
+            response_callback(results)
+            return
+        nbytes = 0
+        for _tp, r in results:
+            if r.error != errors.NONE or r.diverging_epoch is not None:
+                response_callback(results)
+                return
+            nbytes += len(r.records)
+        if nbytes >= params.min_bytes:
+            response_callback(results)
+            return
+        op = DelayedFetch(params.max_wait_ms, params, fetch_infos, self, response_callback)
+        self.fetch_purgatory.try_complete_else_watch(op, [self._key(tp) for tp, _ in fetch_infos])
+
+    def read_from_local_log(self, params: FetchParams, fetch_infos: list[tuple[TP, PartitionFetchInfo]],
+                            update_fetch_state: bool) -> list[tuple[TP, LogReadResult]]:
+        out: list[tuple[TP, LogReadResult]] = []
+        remaining = params.max_bytes
+        min_one = True
+        follower = params.replica_id
+        now = self.time.milliseconds() if update_fetch_state else 0
+        moved: list[TP] = []
+        for tp, info in fetch_infos:
+            partition = self.partitions.get(tp)
+            if partition is None:
+                out.append((tp, LogReadResult(b"", errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1, -1)))
+                continue
+            if follower >= 0 and follower not in partition.replicas:
+                code = errors.UNKNOWN_LEADER_EPOCH if info.current_leader_epoch >= 0 else errors.NOT_LEADER_OR_FOLLOWER
+                out.append((tp, LogReadResult(b"", code, -1, -1, -1, -1)))
+                continue
+            result = partition.read_records(info.fetch_offset, max(min(info.max_bytes, remaining), 0),
+                                            params.isolation, info.current_leader_epoch,
+                                            info.last_fetched_epoch, min_one)
+            if result.records:
+                remaining -= len(result.records)
+                min_one = False
+                if follower < 0:
+                    self.stats.record_bytes_out(tp[0], len(result.records))
+            elif result.error != errors.NONE:
+                self.stats.record_failed_fetch()
+            out.append((tp, result))
+            if update_fetch_state and result.error == errors.NONE and result.diverging_epoch is None:
+                if partition.update_follower_fetch_state(follower, info.fetch_offset, info.log_start_offset,
+                                                         now, result.log_end_offset):
+                    moved.append(tp)
+        for tp in moved:  # outside partition locks (trigger matrix: follower fetch moved HW)
+            self.try_complete_delayed_requests(tp)
+            self._on_hw_moved(tp)
+        return out
+
+    # ------------------------------------------------------------------ ISR expiration
+    def maybe_shrink_isr(self) -> int:
+        """The ``isr-expiration`` task; returns how many partitions shrank their ISR."""
+        shrunk = 0
+        for p in self.leader_partitions():
+            before = len(p.isr)
+            try:
+                if p.maybe_shrink_isr():
+                    self.try_complete_delayed_requests(p.tp)
+                    self._on_hw_moved(p.tp)
+            except Exception:
+                _log.exception("isr_expiration_failed", broker_id=self.broker_id, topic=p.topic,
+                               partition=p.partition)
+            if len(p.isr) < before:
+                shrunk += 1
+        return shrunk
+
+    # ------------------------------------------------------------------ metadata pushes
+    def apply_partition_states(self, states: Iterable["PartitionState"],
+                               removed: Iterable[TP] = ()) -> None:
+        """Become leader or follower per ``states``; stop replicas in ``removed``."""
+        if self.shutting_down:
+            return
+        events: list[tuple[str, int, bool, int]] = []
+        complete: list[TP] = []
+        for st in states:
+            tp = (st.topic, st.partition)
+            if self.broker_id not in st.replicas:
+                continue
+            topic_info = self.metadata.topic(st.topic) if self.metadata is not None else None
+            min_isr = None
+            if topic_info is not None and "min.insync.replicas" in topic_info.configs:
+                min_isr = int(topic_info.configs["min.insync.replicas"])
+            partition = self.create_partition(st.topic, st.partition, st.topic_id, min_isr)
+            was_leader = partition.is_leader
+            if st.leader == self.broker_id:
+                became, hw_moved = partition.make_leader(st)
+                if became:
+                    if self.fetcher_manager is not None:
+                        self.fetcher_manager.remove_partitions([tp])
+                    events.append((st.topic, st.partition, True, st.leader_epoch))
+                    _log.info("became_leader", broker_id=self.broker_id, topic=st.topic,
+                              partition=st.partition, leader_epoch=st.leader_epoch, isr=list(st.isr))
+                if became or hw_moved:
+                    complete.append(tp)
+            else:
+                changed = partition.make_follower(st)
+                if changed:
+                    if was_leader:
+                        events.append((st.topic, st.partition, False, st.leader_epoch))
+                    complete.append(tp)
+                    if self.fetcher_manager is not None:
+                        self.fetcher_manager.remove_partitions([tp])
+                        if st.leader >= 0:
+                            self.fetcher_manager.add_partition(tp, st.leader, st.topic_id,
+                                                               partition.log.log_end_offset)
+                    _log.info("became_follower", broker_id=self.broker_id, topic=st.topic,
+                              partition=st.partition, leader=st.leader, leader_epoch=st.leader_epoch)
+        for tp in removed:
+            partition = self.partitions.get(tp)
+            if partition is None:
+                continue
+            was_leader = partition.is_leader
+            partition.go_offline()
+            if self.fetcher_manager is not None:
+                self.fetcher_manager.remove_partitions([tp])
+            with self._lock:
+                self.partitions.pop(tp, None)
+                self.logs.pop(tp, None)
+            complete.append(tp)
+            if was_leader:
+                events.append((tp[0], tp[1], False, partition.leader_epoch))
+        for tp in complete:
+            self.try_complete_delayed_requests(tp)
+            self._on_hw_moved(tp)
+        for event in events:
+            for listener in list(self.leadership_listeners):
+                try:
+                    listener(*event)
+                except Exception:
+                    _log.exception("leadership_listener_failed", broker_id=self.broker_id)
+
+    def _on_hw_moved(self, tp: TP) -> None:
+        """Hook for HW watchers (coordinator loading waits on it)."""
+        for watcher in list(self.hw_watchers):
+            try:
+                watcher(tp)
+            except Exception:
+                _log.exception("hw_watcher_failed", broker_id=self.broker_id)
+
+    # ------------------------------------------------------------------ follower side
+    def append_as_follower(self, tp: TP, data: bytes, leader_hw: int) -> bool:
+        """Called by the replica fetcher; returns whether the local HW moved."""
+        partition = self.partitions.get(tp)
+        if partition is None or partition.is_leader or not partition.online:
+            return False
+        n, moved = partition.append_records_to_follower(data, leader_hw)
+        if moved:
+            self._complete_fetches(tp)  # local consumers (KIP-392)
+            self._on_hw_moved(tp)
+        return moved
+
+    # ------------------------------------------------------------------ shutdown
+    def shutdown(self) -> None:
+        """Crash-stop: every partition goes offline and its delayed operations complete
+        (NOT_LEADER_OR_FOLLOWER); then the purgatories stop."""
+        self.shutting_down = True
+        parts = list(self.partitions.values())
+        for p in parts:
+            p.go_offline()
+        for p in parts:
+            self.try_complete_delayed_requests(p.tp)
+        self.action_queue.try_complete_actions()
+        self.produce_purgatory.shutdown()
+        self.fetch_purgatory.shutdown()

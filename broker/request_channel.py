@@ -1,0 +1,167 @@
+"""Request, Response and RequestChannel: the queue between request senders and handler threads.
+
+Senders (network processors, in-process replica fetchers, benchmarks) put a ``Request`` on the
+bounded channel (``queued.max.requests``; a full channel blocks the sender, as in Kafka);
+``KafkaRequestHandler`` threads take them. A handler answers, now or later from a delayed
+operation, with ``send_response``, which fills the timing fields, calls ``request.respond`` and
+then every ``request_listeners`` callable with the completed request (metrics).
+
+Locking: the queue has its own lock; ``request_listeners`` is only appended to at start-up.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time as _time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import structlog
+
+_log = structlog.get_logger("broker.request_channel")
+
+
+@dataclass(eq=False)
+class Request:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any                      # a kio request entity (decoded)
+    respond: Callable[["Response"], None]   # delivers the response to whoever sent the request
+    connection_id: str = "in-process"
+    processor_id: int = -1         # -1 for in-process requests (replica fetchers, benchmarks)
+    client_host: str = ""
+    listener: str = "PLAINTEXT"
+    start_time_ns: int = 0
+    dequeue_time_ns: int = 0
+    api_local_complete_time_ns: int = 0
+    response_complete_time_ns: int = 0
+    response_dequeue_time_ns: int = 0
+
+
+@dataclass(eq=False)
+class Response:
+    request: Request
+    body: Any | None               # a kio response entity; None = no response (acks=0 produce)
+    close_connection: bool = False
+
+
+class _Wakeup:
+    """Queue marker: a handler drains the action queue (no request attached)."""
+
+    __slots__ = ()
+
+
+WAKEUP = _Wakeup()
+
+
+class RequestChannel:
+    def __init__(self, queue_size: int = 500, broker_id: int = 0) -> None:
+        self.broker_id = broker_id
+        self.queue_size = queue_size
+        # A C ``SimpleQueue`` (fast hand-off to a waiting handler) bounded by ``queue_size``: a
+        # sender finding it full waits on ``_not_full`` (the rare slow path).
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._not_full = threading.Condition()
+        self._full_waiters = 0
+        self.request_listeners: list[Callable[[Request], None]] = []
+        self.closed = False
+        self._wakeup_pending = False
+
+    # ------------------------------------------------------------------ senders
+    def send_request(self, request: Request, timeout_s: float | None = None) -> bool:
+        """Queue a request (blocks while the channel is full); false if closed or timed out."""
+        if self.closed:
+            return False
+        if not request.start_time_ns:
+            request.start_time_ns = _time.monotonic_ns()
+        if self._queue.qsize() >= self.queue_size:
+            deadline = None if timeout_s is None else _time.monotonic() + timeout_s
+            with self._not_full:
+                self._full_waiters += 1
+                try:
+                    while self._queue.qsize() >= self.queue_size and not self.closed:
+                        remaining = None if deadline is None else deadline - _time.monotonic()
+                        if remaining is not None and remaining <= 0:
+                            return False
+                        self._not_full.wait(0.05 if remaining is None else min(remaining, 0.05))
+                finally:
+                    self._full_waiters -= 1
+            if self.closed:
+                return False
+        self._queue.put(request)
+        if self.closed:  # raced with close(): make sure the sender hears back
+            self._drain_closed()
+        return True
+
+    def wakeup(self) -> None:
+        """Ask a handler to drain the action queue soon (coalesced; never blocks)."""
+        if self._wakeup_pending or self.closed:
+            return
+        self._wakeup_pending = True
+        if self._queue.qsize() >= self.queue_size:
+            self._wakeup_pending = False  # handlers are busy and drain after each request anyway
+            return
+        self._queue.put(WAKEUP)
+
+    # ------------------------------------------------------------------ handlers
+    def receive_request(self, timeout_s: float) -> Any:
+        """The next Request, ``WAKEUP``, or None on timeout."""
+        try:
+            item = self._queue.get(timeout=timeout_s)
+        except queue.Empty:
+            return None
+        if self._full_waiters:
+            with self._not_full:
+                self._not_full.notify()
+        if item is WAKEUP:
+            self._wakeup_pending = False
+            return item
+        if item is not None:
+            item.dequeue_time_ns = _time.monotonic_ns()
+        return item
+
+    def send_response(self, request: Request, body: Any, close_connection: bool = False) -> None:
+        now = _time.monotonic_ns()
+        if not request.api_local_complete_time_ns:
+            request.api_local_complete_time_ns = now
+        response = Response(request, body, close_connection)
+        try:
+            request.respond(response)
+        except Exception:
+            _log.exception("respond_failed", broker_id=self.broker_id, api_key=request.api_key,
+                           correlation_id=request.correlation_id)
+        request.response_complete_time_ns = request.response_complete_time_ns or _time.monotonic_ns()
+        for listener in self.request_listeners:
+            try:
+                listener(request)
+            except Exception:
+                _log.exception("request_listener_failed", broker_id=self.broker_id)
+
+    # ------------------------------------------------------------------ sizes and close
+    def size(self) -> int:
+        """Requests waiting (Kafka's RequestQueueSize)."""
+        return self._queue.qsize()
+
+    def close(self) -> None:
+        """Stop accepting; in-process senders of queued requests get a disconnect (body None,
+        close_connection)."""
+        self.closed = True
+        self._drain_closed()
+
+    def _drain_closed(self) -> None:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, Request):
+                try:
+                    item.respond(Response(item, None, close_connection=True))
+                except Exception:
+                    _log.exception("respond_failed_on_close", broker_id=self.broker_id)
+
+    def put_shutdown_markers(self, count: int) -> None:
+        for _ in range(count):
+            self._queue.put(None)

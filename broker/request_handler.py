@@ -1,0 +1,101 @@
+"""KafkaRequestHandlerPool: ``num.io.threads`` named threads serving the request channel.
+
+Each ``KafkaRequestHandler`` (``data-plane-kafka-request-handler-<n>``) takes a request, calls
+``KafkaApis.handle`` and then drains the replica manager's ``ActionQueue`` so purgatory checks
+run with no lock held. Idle time (waiting on the channel) is accumulated per thread for Kafka's
+``RequestHandlerAvgIdlePercent``.
+
+Locking: none shared; counters are written by their own thread only and read by scrapes.
+"""
+from __future__ import annotations
+
+import time as _time
+from typing import TYPE_CHECKING
+
+import structlog
+
+from broker.request_channel import WAKEUP
+from timer import ShutdownableThread
+
+if TYPE_CHECKING:
+    from broker.action_queue import ActionQueue
+    from broker.kafka_apis import KafkaApis
+    from broker.request_channel import RequestChannel
+
+_log = structlog.get_logger("broker.request_handler")
+
+POLL_S = 0.3
+
+
+class KafkaRequestHandler(ShutdownableThread):
+    def __init__(self, handler_id: int, broker_id: int, channel: "RequestChannel", apis: "KafkaApis",
+                 action_queue: "ActionQueue") -> None:
+        super().__init__(name=f"data-plane-kafka-request-handler-{handler_id}")
+        self.handler_id = handler_id
+        self.broker_id = broker_id
+        self.channel = channel
+        self.apis = apis
+        self.action_queue = action_queue
+        self.idle_ns = 0
+        self.busy_ns = 0
+        self.requests_handled = 0
+
+    def on_initiate_shutdown(self) -> None:
+        self.channel.put_shutdown_markers(1)
+
+    def do_work(self) -> None:
+        t0 = _time.monotonic_ns()
+        item = self.channel.receive_request(POLL_S)
+        t1 = _time.monotonic_ns()
+        self.idle_ns += t1 - t0
+        if item is None:
+            self.action_queue.try_complete_actions()
+            return
+        if item is not WAKEUP:
+            try:
+                self.apis.handle(item)
+            except Exception:
+                _log.exception("request_handling_failed", broker_id=self.broker_id,
+                               api_key=item.api_key, correlation_id=item.correlation_id)
+            self.requests_handled += 1
+        self.action_queue.try_complete_actions()
+        self.busy_ns += _time.monotonic_ns() - t1
+
+
+class KafkaRequestHandlerPool:
+    def __init__(self, broker_id: int, channel: "RequestChannel", apis: "KafkaApis",
+                 action_queue: "ActionQueue", num_threads: int) -> None:
+        self.broker_id = broker_id
+        self.channel = channel
+        self.handlers = [KafkaRequestHandler(i, broker_id, channel, apis, action_queue)
+                         for i in range(num_threads)]
+        self._last_idle = 0
+        self._last_total = 0
+
+    def start(self) -> None:
+        for h in self.handlers:
+            h.start()
+
+    def thread_names(self) -> set[str]:
+        return {h.name for h in self.handlers}
+
+    def idle_ratio(self) -> float:
+        """Average idle fraction of the handler threads since the previous call (or start)."""
+        idle = sum(h.idle_ns for h in self.handlers)
+        total = idle + sum(h.busy_ns for h in self.handlers)
+        d_idle, d_total = idle - self._last_idle, total - self._last_total
+        self._last_idle, self._last_total = idle, total
+        if d_total <= 0:
+            return 1.0
+        return max(0.0, min(1.0, d_idle / d_total))
+
+    def cumulative_idle_ratio(self) -> float:
+        idle = sum(h.idle_ns for h in self.handlers)
+        total = idle + sum(h.busy_ns for h in self.handlers)
+        return 1.0 if total <= 0 else idle / total
+
+    def shutdown(self) -> None:
+        for h in self.handlers:
+            h.initiate_shutdown()
+        for h in self.handlers:
+            h.await_shutdown()

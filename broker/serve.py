@@ -1,0 +1,105 @@
+"""``kafka-emu serve``: run an in-process Kafka cluster until SIGINT/SIGTERM.
+
+    kafka-emu serve --brokers 3 --port 9092 [--config server.properties] [--metrics-port N]
+
+Broker ``i`` listens on ``--host:--port+i`` (``--port 0``: ephemeral ports). The bootstrap
+servers are printed on stdout as the first line (``bootstrap.servers=host:port,...``) so
+scripts can read them; logs go to stderr. A ``server.properties`` file supplies broker
+properties under Kafka's names; ``--set key=value`` overrides single properties. On SIGINT or
+SIGTERM every broker is shut down (every thread joined) and the command exits 0.
+
+``--metrics-port`` serves the cluster's Prometheus metrics (``metrics.cluster.ClusterMetrics``)
+at ``http://host:port/metrics``; its address is printed as a second line (``metrics=...``).
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import Any
+
+import structlog
+
+_log = structlog.get_logger("broker.serve")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
+    parser.add_argument("--port", type=int, default=9092,
+                        help="listener port of broker 0; broker i uses port+i (0: ephemeral)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--advertised-host", default=None,
+                        help="host name clients are told to connect to (default: --host)")
+    parser.add_argument("--config", default=None, help="a server.properties file (Kafka property names)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one broker property (repeatable)")
+    parser.add_argument("--metrics-port", type=int, default=None, help="Prometheus metrics port")
+
+
+def build_config(args: argparse.Namespace) -> dict[str, Any]:
+    from broker.config import KafkaConfig
+
+    props: dict[str, Any] = {}
+    if args.config:
+        with open(args.config, encoding="utf-8") as fh:
+            props.update(KafkaConfig.parse_properties(fh.read()))
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--set expects KEY=VALUE, got {item!r}")
+        props[key.strip()] = value.strip()
+    props.setdefault("listeners", f"PLAINTEXT://{args.host}:{args.port}")
+    if args.advertised_host:
+        props.setdefault("advertised.listeners", f"PLAINTEXT://{args.advertised_host}:{args.port}")
+    # Kafka's default offsets.topic.replication.factor (3) cannot be met by fewer brokers
+    props.setdefault("offsets.topic.replication.factor", min(3, max(1, args.brokers)))
+    return props
+
+
+def _start_metrics(cluster: Any, port: int, host: str) -> Any:
+    """Serve the cluster's Prometheus registry (``metrics.cluster.ClusterMetrics``) on ``port``."""
+    try:
+        from metrics.cluster import ClusterMetrics
+    except ImportError:
+        print(f"kafka-emu: --metrics-port {port}: the metrics package is not available",
+              file=sys.stderr)
+        return None
+    exporter = ClusterMetrics(cluster)
+    server = exporter.start_http_server(port, host=host)
+    bound = getattr(server, "port", port)
+    print(f"metrics=http://{host}:{bound}/metrics", flush=True)
+    return exporter
+
+
+def run(args: argparse.Namespace) -> int:
+    from broker.cluster import EmbeddedCluster
+
+    props = build_config(args)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        _log.info("signal_received", signal=signal.Signals(signum).name)
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    cluster = EmbeddedCluster(brokers=max(1, args.brokers), config=props)
+    exporter = None
+    try:
+        print(f"bootstrap.servers={cluster.bootstrap_servers}", flush=True)
+        if args.metrics_port is not None:
+            exporter = _start_metrics(cluster, args.metrics_port, args.host)
+        _log.info("serving", brokers=args.brokers, bootstrap_servers=cluster.bootstrap_servers)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        if exporter is not None and hasattr(exporter, "close"):
+            try:
+                exporter.close()
+            except Exception:  # noqa: BLE001
+                _log.exception("metrics_exporter_close_failed")
+        cluster.close()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        _log.info("stopped")
+    return 0

@@ -1,0 +1,259 @@
+"""The catalogue of every series the emulator exports, with the Kafka MBean each one mirrors.
+
+One table drives the collectors (help text, type, label names), the documentation test (every
+entry must appear in ``docs/metrics.md``) and the dashboard test, so a metric cannot be added in
+one place and forgotten in another.
+
+Naming follows the Prometheus JMX exporter's usual rules for Kafka: ``kafka.server:type=
+ReplicaManager,name=UnderReplicatedPartitions`` becomes ``kafka_server_replicamanager_
+underreplicatedpartitions``, MBean key properties other than ``type``/``name`` become labels
+(``delayedOperation``, ``fetcherType``, ``request``). Kafka's *meters* (``...PerSec``) are
+exported as Prometheus counters: the family keeps the MBean's name and prometheus_client adds
+``_total`` to the sample (``kafka_server_replicamanager_isrshrinkspersec_total``); the JMX
+``OneMinuteRate`` attribute is ``rate(..._total[1m])`` in PromQL. Kafka's *histograms* of
+request times become Prometheus histograms (``_bucket``/``_sum``/``_count``) in milliseconds.
+Series with no Kafka counterpart use the ``kafka_emu_`` prefix.
+
+Every series also carries ``broker_id``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Kind = Literal["gauge", "counter", "histogram", "summary"]
+
+BROKER_LABEL = "broker_id"
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One exported family. ``labels`` excludes ``broker_id``, which every family has."""
+
+    name: str
+    kind: Kind
+    labels: tuple[str, ...]
+    help: str
+    mbean: str | None  # the Kafka MBean (or Kafka metric) mirrored, None if emulator-specific
+    unit: str = ""
+
+    @property
+    def sample_name(self) -> str:
+        """The name of the main sample as Prometheus stores it (counters gain ``_total``)."""
+        if self.kind == "counter":
+            return self.name + "_total"
+        if self.kind in ("histogram", "summary"):
+            return self.name + "_count"
+        return self.name
+
+    @property
+    def all_labels(self) -> tuple[str, ...]:
+        return (BROKER_LABEL, *self.labels)
+
+
+# ---------------------------------------------------------------- purgatory and timer
+PURGATORY_SIZE = MetricSpec(
+    "kafka_server_delayedoperationpurgatory_purgatorysize", "gauge", ("delayedOperation",),
+    "Operations watched in the purgatory, counted once per watch key, including completed "
+    "operations not yet purged (DelayedOperationPurgatory.watched()).",
+    "kafka.server:type=DelayedOperationPurgatory,name=PurgatorySize,delayedOperation=<name>")
+NUM_DELAYED = MetricSpec(
+    "kafka_server_delayedoperationpurgatory_numdelayedoperations", "gauge", ("delayedOperation",),
+    "Operations waiting in the purgatory's timer: parked and neither completed nor expired "
+    "(DelayedOperationPurgatory.num_delayed()).",
+    "kafka.server:type=DelayedOperationPurgatory,name=NumDelayedOperations,delayedOperation=<name>")
+DELAYED_PRODUCE_EXPIRES = MetricSpec(
+    "kafka_server_delayedproducemetrics_expirespersec", "counter", (),
+    "acks=all produces that timed out in the Produce purgatory (answered REQUEST_TIMED_OUT), "
+    "counted as Kafka does: once per partition still waiting for the ISR when the request "
+    "expired.",
+    "kafka.server:type=DelayedProduceMetrics,name=ExpiresPerSec")
+DELAYED_FETCH_EXPIRES = MetricSpec(
+    "kafka_server_delayedfetchmetrics_expirespersec", "counter", ("fetcherType",),
+    "Fetch requests that waited their full max.wait.ms in the Fetch purgatory without "
+    "reaching min.bytes; fetcherType is follower (replica fetchers) or consumer.",
+    "kafka.server:type=DelayedFetchMetrics,name=ExpiresPerSec,fetcherType=<follower|consumer>")
+PURGATORY_EXPIRATIONS = MetricSpec(
+    "kafka_emu_purgatory_expirations", "counter", ("delayedOperation",),
+    "Operations of any purgatory completed by their timeout (the purgatory's "
+    "expiration_count); for Heartbeat this counts session expirations.",
+    None)
+PURGATORY_PURGES = MetricSpec(
+    "kafka_emu_purgatory_purges", "counter", ("delayedOperation",),
+    "Purges of completed operations from the watcher lists, run by the expiration reaper when "
+    "the estimated watched count exceeds num_delayed by more than the purge interval.",
+    None)
+TIMER_PENDING = MetricSpec(
+    "kafka_emu_timer_pendingtasks", "gauge", ("timer",),
+    "Tasks linked in a timing-wheel timer (SystemTimer.size()), labelled by the timer's "
+    "executor name; a purgatory's timer equals its NumDelayedOperations.",
+    None)
+TIMER_EXPIRED = MetricSpec(
+    "kafka_emu_timer_expiredtasks", "counter", ("timer",),
+    "Timer tasks handed to the timer's executor because their deadline passed.",
+    None)
+
+# ---------------------------------------------------------------- request path
+REQUESTS = MetricSpec(
+    "kafka_network_requestmetrics_requestspersec", "counter", ("request", "version"),
+    "Requests completed, by API name and version (Fetch also counted as FetchConsumer or "
+    "FetchFollower, as Kafka does).",
+    "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=<api>,version=<v>")
+
+_TIME_DOC = ("kafka.network:type=RequestMetrics,name={},request=<api>")
+TOTAL_TIME = MetricSpec(
+    "kafka_network_requestmetrics_totaltimems", "histogram", ("request",),
+    "Milliseconds from the request's arrival on the request channel to the end of sending its "
+    "response.", _TIME_DOC.format("TotalTimeMs"), "ms")
+REQUEST_QUEUE_TIME = MetricSpec(
+    "kafka_network_requestmetrics_requestqueuetimems", "histogram", ("request",),
+    "Milliseconds the request waited in the request channel before a handler thread took it.",
+    _TIME_DOC.format("RequestQueueTimeMs"), "ms")
+LOCAL_TIME = MetricSpec(
+    "kafka_network_requestmetrics_localtimems", "histogram", ("request",),
+    "Milliseconds the handler thread spent on the request itself (append, read, coordinator "
+    "call) until it either answered or parked it in a purgatory.",
+    _TIME_DOC.format("LocalTimeMs"), "ms")
+REMOTE_TIME = MetricSpec(
+    "kafka_network_requestmetrics_remotetimems", "histogram", ("request",),
+    "Milliseconds the request spent parked waiting on other brokers or members (acks=all "
+    "produce, long-poll fetch, JoinGroup, SyncGroup); zero for requests answered at once.",
+    _TIME_DOC.format("RemoteTimeMs"), "ms")
+RESPONSE_QUEUE_TIME = MetricSpec(
+    "kafka_network_requestmetrics_responsequeuetimems", "histogram", ("request",),
+    "Milliseconds the response waited for its network processor to pick it up.",
+    _TIME_DOC.format("ResponseQueueTimeMs"), "ms")
+RESPONSE_SEND_TIME = MetricSpec(
+    "kafka_network_requestmetrics_responsesendtimems", "histogram", ("request",),
+    "Milliseconds spent writing the response to the socket.",
+    _TIME_DOC.format("ResponseSendTimeMs"), "ms")
+REQUEST_TIME_HISTOGRAMS = (TOTAL_TIME, REQUEST_QUEUE_TIME, LOCAL_TIME, REMOTE_TIME,
+                           RESPONSE_QUEUE_TIME, RESPONSE_SEND_TIME)
+
+REQUEST_QUEUE_SIZE = MetricSpec(
+    "kafka_network_requestchannel_requestqueuesize", "gauge", (),
+    "Requests waiting in the broker's request channel for a handler thread "
+    "(bounded by queued.max.requests).",
+    "kafka.network:type=RequestChannel,name=RequestQueueSize")
+RESPONSE_QUEUE_SIZE = MetricSpec(
+    "kafka_network_requestchannel_responsequeuesize", "gauge", (),
+    "Responses waiting for their network processor, summed over processors.",
+    "kafka.network:type=RequestChannel,name=ResponseQueueSize")
+HANDLER_IDLE = MetricSpec(
+    "kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent", "gauge", (),
+    "Fraction (0..1, as in Kafka despite the name) of time the request handler threads spent "
+    "waiting for a request, averaged over threads and over the time since the previous scrape.",
+    "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent")
+HANDLER_IDLE_SECONDS = MetricSpec(
+    "kafka_emu_requesthandlerpool_idle_seconds", "counter", (),
+    "Seconds the request handler threads spent waiting for a request, summed over threads; "
+    "rate() of it divided by the thread count is the idle fraction over any window.",
+    None)
+HANDLER_THREADS = MetricSpec(
+    "kafka_emu_requesthandlerpool_threads", "gauge", (),
+    "Request handler threads in the pool (num.io.threads).",
+    None)
+NETWORK_IDLE = MetricSpec(
+    "kafka_network_socketserver_networkprocessoravgidlepercent", "gauge", (),
+    "Fraction (0..1) of time the network processor threads spent waiting in select, averaged "
+    "over processors and over the time since the previous scrape.",
+    "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent")
+
+# ---------------------------------------------------------------- replica manager and topics
+UNDER_REPLICATED = MetricSpec(
+    "kafka_server_replicamanager_underreplicatedpartitions", "gauge", (),
+    "Partitions led by this broker whose ISR is smaller than the assigned replica set.",
+    "kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions")
+PARTITION_COUNT = MetricSpec(
+    "kafka_server_replicamanager_partitioncount", "gauge", (),
+    "Partitions hosted by this broker (leader or follower).",
+    "kafka.server:type=ReplicaManager,name=PartitionCount")
+LEADER_COUNT = MetricSpec(
+    "kafka_server_replicamanager_leadercount", "gauge", (),
+    "Partitions this broker leads.",
+    "kafka.server:type=ReplicaManager,name=LeaderCount")
+UNDER_MIN_ISR = MetricSpec(
+    "kafka_server_replicamanager_underminisrpartitioncount", "gauge", (),
+    "Partitions led by this broker whose ISR is smaller than min.insync.replicas "
+    "(acks=all produces to them fail with NOT_ENOUGH_REPLICAS).",
+    "kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount")
+ISR_SHRINKS = MetricSpec(
+    "kafka_server_replicamanager_isrshrinkspersec", "counter", (),
+    "ISR shrinks on partitions this broker leads (a follower fell behind "
+    "replica.lag.time.max.ms or its broker stopped).",
+    "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec")
+ISR_EXPANDS = MetricSpec(
+    "kafka_server_replicamanager_isrexpandspersec", "counter", (),
+    "ISR expansions on partitions this broker leads (a follower caught up to the HW).",
+    "kafka.server:type=ReplicaManager,name=IsrExpandsPerSec")
+MESSAGES_IN = MetricSpec(
+    "kafka_server_brokertopicmetrics_messagesinpersec", "counter", (),
+    "Records appended by produce requests to partitions this broker leads (all topics).",
+    "kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec")
+BYTES_IN = MetricSpec(
+    "kafka_server_brokertopicmetrics_bytesinpersec", "counter", (),
+    "Bytes of record batches appended by produce requests (all topics; replication excluded).",
+    "kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec")
+BYTES_OUT = MetricSpec(
+    "kafka_server_brokertopicmetrics_bytesoutpersec", "counter", (),
+    "Bytes of record batches returned by fetch requests to consumers (replication excluded).",
+    "kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec")
+
+# ---------------------------------------------------------------- group coordinator
+_GMM = "kafka.coordinator.group:type=GroupMetadataManager,name={}"
+NUM_GROUPS = MetricSpec(
+    "kafka_coordinator_group_groupmetadatamanager_numgroups", "gauge", (),
+    "Classic groups loaded on this coordinator, all states.", _GMM.format("NumGroups"))
+GROUP_STATE_METRICS: dict[str, MetricSpec] = {
+    state: MetricSpec(
+        f"kafka_coordinator_group_groupmetadatamanager_numgroups{state.lower()}", "gauge", (),
+        f"Groups in state {state} on this coordinator.", _GMM.format(f"NumGroups{state}"))
+    for state in ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty")
+}
+NUM_OFFSETS = MetricSpec(
+    "kafka_coordinator_group_groupmetadatamanager_numoffsets", "gauge", (),
+    "Committed offsets cached by this coordinator (one per group and partition).",
+    _GMM.format("NumOffsets"))
+GROUP_MEMBERS = MetricSpec(
+    "kafka_emu_coordinator_members", "gauge", (),
+    "Members of the groups loaded on this coordinator.", None)
+COMPLETED_REBALANCES = MetricSpec(
+    "kafka_server_group_coordinator_metrics_group_completed_rebalance", "counter", (),
+    "Rebalances completed: a group reached Stable from CompletingRebalance with a new "
+    "generation (rate() is Kafka's group-completed-rebalance-rate).",
+    "kafka.server:type=group-coordinator-metrics, group-completed-rebalance-count/-rate")
+REBALANCES_STARTED = MetricSpec(
+    "kafka_emu_coordinator_rebalances_started", "counter", (),
+    "Transitions of a group into PreparingRebalance (a join, leave, expiry or metadata change "
+    "started a rebalance).", None)
+REBALANCE_TIME = MetricSpec(
+    "kafka_emu_coordinator_rebalance_time_ms", "summary", (),
+    "Milliseconds from entering PreparingRebalance to reaching Stable with the new "
+    "generation; _sum/_count give the mean over any window.", None, "ms")
+REBALANCE_TIME_MAX = MetricSpec(
+    "kafka_emu_coordinator_rebalance_time_ms_max", "gauge", (),
+    "Longest rebalance seen by this coordinator, in milliseconds.", None, "ms")
+HEARTBEAT_EXPIRATIONS = MetricSpec(
+    "kafka_emu_coordinator_heartbeat_expirations", "counter", (),
+    "Members removed because their session timed out without a heartbeat.", None)
+
+ALL: tuple[MetricSpec, ...] = (
+    PURGATORY_SIZE, NUM_DELAYED, DELAYED_PRODUCE_EXPIRES, DELAYED_FETCH_EXPIRES,
+    PURGATORY_EXPIRATIONS, PURGATORY_PURGES, TIMER_PENDING, TIMER_EXPIRED,
+    REQUESTS, *REQUEST_TIME_HISTOGRAMS, REQUEST_QUEUE_SIZE, RESPONSE_QUEUE_SIZE,
+    HANDLER_IDLE, HANDLER_IDLE_SECONDS, HANDLER_THREADS, NETWORK_IDLE,
+    UNDER_REPLICATED, PARTITION_COUNT, LEADER_COUNT, UNDER_MIN_ISR, ISR_SHRINKS, ISR_EXPANDS,
+    MESSAGES_IN, BYTES_IN, BYTES_OUT,
+    NUM_GROUPS, *GROUP_STATE_METRICS.values(), NUM_OFFSETS, GROUP_MEMBERS,
+    COMPLETED_REBALANCES, REBALANCES_STARTED, REBALANCE_TIME, REBALANCE_TIME_MAX,
+    HEARTBEAT_EXPIRATIONS,
+)
+
+BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in ALL}
+
+# Request time histogram buckets, in milliseconds: sub-millisecond in-process requests up to
+# the 30 s request.timeout.ms ceiling, roughly 1-2.5-5 per decade.
+TIME_BUCKETS_MS: tuple[float, ...] = (
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
+    1000.0, 2500.0, 5000.0, 10000.0, 30000.0,
+)

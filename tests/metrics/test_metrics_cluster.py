@@ -1,0 +1,182 @@
+"""The metrics of a real in-process cluster (broker.cluster.EmbeddedCluster) under known activity.
+
+These are the situations the series exist for: an acks=all produce parked while a follower
+stalls, an ISR shrink and expansion, a broker stopping and restarting, a consumer group
+rebalancing. Values are read from the registry (the same code a scrape runs); the Prometheus
+end-to-end test covers the scrape itself.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Iterator
+
+import pytest
+
+from metrics import ClusterMetrics
+
+from metrics_support import eventually
+
+pytestmark = pytest.mark.timeout(60)
+
+cluster_module = pytest.importorskip("broker.cluster")
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
+    config = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 100}
+    config.update(getattr(request, "param", {}))
+    c = cluster_module.EmbeddedCluster(brokers=3, config=config)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture
+def metrics(cluster: Any) -> Iterator[ClusterMetrics]:
+    m = ClusterMetrics(cluster)
+    try:
+        yield m
+    finally:
+        m.close()
+
+
+def value(metrics: ClusterMetrics, name: str, **labels: Any) -> float:
+    return metrics.sample(name, {k: str(v) for k, v in labels.items()}) or 0.0
+
+
+def total(metrics: ClusterMetrics, name: str, **labels: str) -> float:
+    """Sum of a series over brokers (the samples whose labels include ``labels``)."""
+    out = 0.0
+    for family in metrics.registry.collect():
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                out += sample.value
+    return out
+
+
+def followers(cluster: Any, topic: str, partition: int = 0) -> tuple[int, list[int]]:
+    state = cluster.partition_state(topic, partition)
+    leader = state.leader
+    return leader, [r for r in state.replicas if r != leader]
+
+
+def test_acks_all_produce_parks_in_produce_purgatory_while_followers_stall(cluster: Any, metrics: ClusterMetrics) -> None:
+    cluster.create_topic("orders", partitions=1, replication_factor=3)
+    eventually(lambda: cluster.leader_of("orders") >= 0, what="a leader")
+    leader, others = followers(cluster, "orders")
+    assert cluster.produce("orders", 0, [(b"k", b"warm-up")]) == (0, 0)  # followers caught up
+
+    for f in others:
+        cluster.broker(f).fetcher_manager.set_paused(True, leader_id=leader)
+    result: list[tuple[int, int]] = []
+    producer = threading.Thread(target=lambda: result.append(cluster.produce("orders", 0, [(b"k", b"v")] * 3)),
+                                name="test-acks-all-producer")
+    started = time.monotonic()
+    producer.start()
+    delayed = "kafka_server_delayedoperationpurgatory_numdelayedoperations"
+    eventually(lambda: value(metrics, delayed, broker_id=leader, delayedOperation="Produce") == 1,
+               what="one produce parked on the leader")
+    assert value(metrics, "kafka_server_delayedoperationpurgatory_purgatorysize",
+                 broker_id=leader, delayedOperation="Produce") >= 1
+    assert value(metrics, "kafka_emu_timer_pendingtasks", broker_id=leader, timer="Produce") >= 1
+    time.sleep(0.05)  # a known minimum parking time for the latency check below
+    for f in others:
+        cluster.broker(f).fetcher_manager.set_paused(False, leader_id=leader)
+    producer.join(30)
+    parked_ms = (time.monotonic() - started) * 1000
+    assert result == [(0, 1)]
+    assert value(metrics, delayed, broker_id=leader, delayedOperation="Produce") == 0
+    produce = {"broker_id": str(leader), "request": "Produce"}
+    assert metrics.sample("kafka_network_requestmetrics_totaltimems_count", produce) == 2
+    # The parked produce's total time covers its wait (>= 50 ms), and is at most the wall time.
+    total_ms = metrics.sample("kafka_network_requestmetrics_totaltimems_sum", produce)
+    assert 50 <= total_ms <= parked_ms + 1000
+    assert value(metrics, "kafka_server_brokertopicmetrics_messagesinpersec_total", broker_id=leader) == 4
+    assert value(metrics, "kafka_server_delayedproducemetrics_expirespersec_total", broker_id=leader) == 0
+
+
+@pytest.mark.parametrize("cluster", [{"replica.lag.time.max.ms": 300}], indirect=True)
+def test_isr_shrink_under_replication_and_expand(cluster: Any, metrics: ClusterMetrics) -> None:
+    cluster.create_topic("lagging", partitions=1, replication_factor=3)
+    eventually(lambda: cluster.leader_of("lagging") >= 0, what="a leader")
+    leader, (stalled, _) = followers(cluster, "lagging")
+    assert value(metrics, "kafka_server_replicamanager_underreplicatedpartitions", broker_id=leader) == 0
+    cluster.broker(stalled).fetcher_manager.set_paused(True, leader_id=leader)
+    assert cluster.produce("lagging", 0, [(b"k", b"v")], acks=1)[0] == 0  # the stalled one falls behind
+
+    eventually(lambda: value(metrics, "kafka_server_replicamanager_isrshrinkspersec_total", broker_id=leader) >= 1,
+               what="an ISR shrink")
+    assert value(metrics, "kafka_server_replicamanager_underreplicatedpartitions", broker_id=leader) >= 1
+    assert total(metrics, "kafka_server_replicamanager_underreplicatedpartitions") >= 1
+
+    cluster.broker(stalled).fetcher_manager.set_paused(False, leader_id=leader)
+    eventually(lambda: value(metrics, "kafka_server_replicamanager_isrexpandspersec_total", broker_id=leader) >= 1,
+               what="an ISR expansion")
+    eventually(lambda: total(metrics, "kafka_server_replicamanager_underreplicatedpartitions") == 0,
+               what="no under-replicated partition")
+
+
+def test_stopped_broker_disappears_and_restarted_broker_is_measured(cluster: Any, metrics: ClusterMetrics) -> None:
+    cluster.create_topic("t", partitions=3, replication_factor=3)
+    eventually(lambda: all(cluster.leader_of("t", p) >= 0 for p in range(3)), what="leaders")
+    eventually(lambda: total(metrics, "kafka_network_requestmetrics_requestspersec_total", broker_id="2") > 0,
+               what="requests served by broker 2")
+    cluster.stop_broker(2)
+    # Every broker-2 series goes, the request histograms and counters included.
+    assert 'broker_id="2"' not in metrics.exposition()
+    # The survivors lead partitions whose ISR lost broker 2 (stopped brokers leave the ISR).
+    eventually(lambda: total(metrics, "kafka_server_replicamanager_underreplicatedpartitions") >= 1,
+               what="under-replicated partitions after the stop")
+
+    restarted = cluster.start_broker(2)
+    eventually(lambda: value(metrics, "kafka_server_replicamanager_partitioncount", broker_id=2) >= 3,
+               what="restarted broker hosting its replicas")
+    # The request listener follows the new broker's new request channel.
+    assert len(restarted.request_channel.request_listeners) == 1
+    before = total(metrics, "kafka_network_requestmetrics_requestspersec_total", broker_id="2")
+    cluster.fetch("t", 0, 0, broker_id=2)
+    assert total(metrics, "kafka_network_requestmetrics_requestspersec_total", broker_id="2") > before
+
+
+def test_consumer_group_join_and_rebalance_are_counted(cluster: Any, metrics: ClusterMetrics) -> None:
+    """Two real consumers (confluent-kafka / librdkafka over TCP) join one group in turn."""
+    ck = pytest.importorskip("confluent_kafka")
+    cluster.create_topic("events", partitions=4, replication_factor=3)
+    eventually(lambda: all(cluster.leader_of("events", p) >= 0 for p in range(4)), what="leaders")
+    config = {"bootstrap.servers": cluster.bootstrap_servers, "group.id": "billing",
+              "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+              "heartbeat.interval.ms": 200, "log_level": 3}
+    completed = "kafka_server_group_coordinator_metrics_group_completed_rebalance_total"
+    consumers: list[Any] = []
+
+    def poll_until(check: Any, what: str) -> None:
+        deadline = time.monotonic() + 30
+        while not check():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            for c in consumers:
+                c.poll(0.05)
+
+    try:
+        consumers.append(ck.Consumer(config))
+        consumers[0].subscribe(["events"])
+        poll_until(lambda: total(metrics, completed) >= 1 and len(consumers[0].assignment()) == 4,
+                   "first rebalance")
+        assert total(metrics, "kafka_coordinator_group_groupmetadatamanager_numgroupsstable") == 1
+        assert total(metrics, "kafka_coordinator_group_groupmetadatamanager_numgroups") == 1
+        assert total(metrics, "kafka_emu_coordinator_members") == 1
+        assert total(metrics, "kafka_network_requestmetrics_requestspersec_total", request="JoinGroup") >= 1
+        assert total(metrics, "kafka_network_requestmetrics_requestspersec_total", request="SyncGroup") >= 1
+
+        consumers.append(ck.Consumer(config))
+        consumers[1].subscribe(["events"])
+        poll_until(lambda: total(metrics, completed) >= 2 and all(len(c.assignment()) == 2 for c in consumers),
+                   "second rebalance splitting the partitions")
+        assert total(metrics, "kafka_emu_coordinator_members") == 2
+        assert total(metrics, "kafka_emu_coordinator_rebalances_started_total") >= 2
+        assert total(metrics, "kafka_emu_coordinator_rebalance_time_ms_count") == total(metrics, completed)
+        assert total(metrics, "kafka_network_requestmetrics_totaltimems_count", request="JoinGroup") >= 3
+    finally:
+        for c in consumers:
+            c.close()

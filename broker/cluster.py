@@ -16,6 +16,11 @@ Lowered defaults (``EMBEDDED_DEFAULTS``, for speed in tests; any can be overridd
 ``num.io.threads`` 4 (Kafka 8), ``replica.fetch.backoff.ms`` 50 (Kafka 1000),
 ``offsets.topic.num.partitions`` 10 (Kafka 50). Everything else is Kafka's default.
 
+``metrics_port`` (None: off; 0: a free port) serves the cluster's Prometheus metrics
+(``metrics.serve_cluster_metrics``) on ``metrics_host`` once the brokers are up;
+``metrics_url`` is then ``http://host:port/metrics``. ``close()`` stops the endpoint before the
+brokers, so no scrape races a shutdown.
+
 Locking: ``_lock`` guards the broker map and start/stop transitions.
 """
 from __future__ import annotations
@@ -33,6 +38,7 @@ from broker.kafka_server import KafkaServer
 from broker.log import Log
 from broker.metadata import MetadataStore
 from broker.record_batch import build_batch, iter_records
+from metrics.logging import ensure_configured as ensure_logging_configured
 from timer.time import Time
 
 _log = structlog.get_logger("broker.cluster")
@@ -95,7 +101,11 @@ def broker_listeners(props: Mapping[str, Any], broker_id: int,
 class EmbeddedCluster:
     def __init__(self, brokers: int = 3, config: Mapping[str, Any] | None = None,
                  time: Time | None = None, offsets_topic: bool = True,
-                 enable_coordinator: bool = True, start: bool = True) -> None:
+                 enable_coordinator: bool = True, start: bool = True,
+                 metrics_port: int | None = None, metrics_host: str = "127.0.0.1") -> None:
+        # An embedding application that set up structlog keeps its set-up; otherwise only
+        # warnings and errors are printed (structlog's own default prints debug events).
+        ensure_logging_configured()
         self.num_brokers = brokers
         self.base_config: dict[str, Any] = dict(EMBEDDED_DEFAULTS)
         self.base_config.update(config or {})
@@ -108,6 +118,9 @@ class EmbeddedCluster:
         self._lock = threading.RLock()
         self._closed = False
         self._started = False
+        self.metrics_port = metrics_port
+        self.metrics_host = metrics_host
+        self.metrics: Any = None    # metrics.ClusterMetrics while the endpoint runs
         if start:
             self.start()
 
@@ -138,7 +151,17 @@ class EmbeddedCluster:
             self._started = True
         if self.offsets_topic:
             self.ensure_offsets_topic()
+        if self.metrics_port is not None and self.metrics is None:
+            from metrics import serve_cluster_metrics
+
+            self.metrics = serve_cluster_metrics(self, self.metrics_port, self.metrics_host)
         return self
+
+    @property
+    def metrics_url(self) -> str | None:
+        """``http://host:port/metrics`` of the cluster's Prometheus endpoint, None when off."""
+        server = getattr(self.metrics, "server", None)
+        return getattr(server, "url", None) if server is not None else None
 
     def ensure_offsets_topic(self) -> None:
         if self.metadata.topic(OFFSETS_TOPIC) is not None:
@@ -172,6 +195,12 @@ class EmbeddedCluster:
                 return
             self._closed = True
             servers = list(self.servers.values())
+            metrics, self.metrics = self.metrics, None
+        if metrics is not None:
+            try:
+                metrics.close()
+            except Exception:  # noqa: BLE001 - the brokers must still go down
+                _log.exception("metrics_close_failed")
         for s in servers:  # no elections while the whole cluster goes down
             s.shutdown(fence=False)
 

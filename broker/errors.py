@@ -1,33 +1,8 @@
-"""Kafka error codes used by the broker core (values from Kafka's ``Errors``)."""
+"""Kafka error codes for the broker: the one table in ``coordinator.errors``, plus ``KafkaError``."""
 from __future__ import annotations
 
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-OFFSET_OUT_OF_RANGE = 1
-CORRUPT_MESSAGE = 2
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_FETCH_SIZE = 4
-LEADER_NOT_AVAILABLE = 5
-NOT_LEADER_OR_FOLLOWER = 6
-REQUEST_TIMED_OUT = 7
-MESSAGE_TOO_LARGE = 10
-RECORD_LIST_TOO_LARGE = 18
-NOT_ENOUGH_REPLICAS = 19
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
-INVALID_REQUIRED_ACKS = 21
-TOPIC_AUTHORIZATION_FAILED = 29
-UNSUPPORTED_VERSION = 35
-INVALID_REQUEST = 42
-UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-DUPLICATE_SEQUENCE_NUMBER = 46
-INVALID_PRODUCER_EPOCH = 47
-KAFKA_STORAGE_ERROR = 56
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
-INVALID_RECORD = 87
-UNKNOWN_TOPIC_ID = 100
-INCONSISTENT_TOPIC_ID = 103
+from coordinator.errors import *  # noqa: F401,F403  (the shared table of Kafka error codes)
+from coordinator.errors import name  # noqa: F401
 
 
 class KafkaError(Exception):

@@ -11,15 +11,24 @@ key it cannot parse); a handler that raises gets a generic error response
 (UNKNOWN_SERVER_ERROR) if the protocol package can build one, otherwise a close. The handler
 thread never dies.
 
+When the handler returns (answered, parked in a purgatory, or raised) ``handle`` stamps
+``request.api_local_complete_time_ns`` unless the handler's answer already did, as Kafka's
+``KafkaApis.handle`` does, so a request parked in a purgatory counts its wait as RemoteTimeMs,
+not LocalTimeMs. The handler runs inside ``metrics.logging.request_context`` (request type,
+version, correlation id and client id on every log event it emits); the handler thread binds
+``broker_id`` once for its lifetime.
+
 Locking: the table is filled at start-up and only read afterwards.
 """
 from __future__ import annotations
 
+import time as _time
 from typing import TYPE_CHECKING, Any, Callable
 
 import structlog
 
 from broker import errors
+from metrics.logging import request_context
 
 if TYPE_CHECKING:
     from broker.request_channel import Request
@@ -63,12 +72,16 @@ class KafkaApis:
             self.request_channel.send_response(request, None, close_connection=True)
             return
         try:
-            handler(self, request)
+            with request_context(request):
+                handler(self, request)
         except Exception:
             self.handler_errors += 1
             _log.exception("api_handler_failed", broker_id=self.broker_id, api_key=request.api_key,
                            api_version=request.api_version, correlation_id=request.correlation_id)
             self._answer_error(request, errors.UNKNOWN_SERVER_ERROR)
+        finally:
+            if not request.api_local_complete_time_ns:
+                request.api_local_complete_time_ns = _time.monotonic_ns()
 
     def _answer_error(self, request: "Request", code: int) -> None:
         body = None

@@ -50,7 +50,7 @@ class PartitionFetchState:
 class ReplicaFetcherThread(ShutdownableThread):
     def __init__(self, fetcher_id: int, leader_id: int, broker_id: int, replica_manager: "ReplicaManager",
                  metadata: "MetadataStore", config: Any) -> None:
-        super().__init__(name=f"ReplicaFetcherThread-{fetcher_id}-{leader_id}")
+        super().__init__(name=f"ReplicaFetcherThread-{fetcher_id}-{leader_id}", log_context={"broker_id": broker_id})
         self.fetcher_id = fetcher_id
         self.leader_id = leader_id
         self.broker_id = broker_id

@@ -3,8 +3,12 @@
 Senders (network processors, in-process replica fetchers, benchmarks) put a ``Request`` on the
 bounded channel (``queued.max.requests``; a full channel blocks the sender, as in Kafka);
 ``KafkaRequestHandler`` threads take them. A handler answers, now or later from a delayed
-operation, with ``send_response``, which fills the timing fields, calls ``request.respond`` and
-then every ``request_listeners`` callable with the completed request (metrics).
+operation, with ``send_response``, which fills the timing fields and calls ``request.respond``.
+The completed request then goes to every ``request_listeners`` callable (metrics): for an
+in-process request (``processor_id`` -1: replica fetchers, benchmarks) right there, as nothing
+is sent; for a network request (``processor_id`` >= 0) only once its network processor has
+written the response (``end_time_ns``), as Kafka's ``updateRequestMetrics`` runs on send
+completion, so ResponseQueueTimeMs and ResponseSendTimeMs are real.
 
 Locking: the queue has its own lock; ``request_listeners`` is only appended to at start-up.
 """
@@ -38,6 +42,7 @@ class Request:
     api_local_complete_time_ns: int = 0
     response_complete_time_ns: int = 0
     response_dequeue_time_ns: int = 0
+    end_time_ns: int = 0           # the response was written (network) / handed back (in-process)
 
 
 @dataclass(eq=False)
@@ -133,6 +138,8 @@ class RequestChannel:
             _log.exception("respond_failed", broker_id=self.broker_id, api_key=request.api_key,
                            correlation_id=request.correlation_id)
         request.response_complete_time_ns = request.response_complete_time_ns or _time.monotonic_ns()
+        if request.processor_id >= 0:
+            return  # the network processor calls the listeners once the response is written
         for listener in self.request_listeners:
             try:
                 listener(request)

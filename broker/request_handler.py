@@ -3,7 +3,8 @@
 Each ``KafkaRequestHandler`` (``data-plane-kafka-request-handler-<n>``) takes a request, calls
 ``KafkaApis.handle`` and then drains the replica manager's ``ActionQueue`` so purgatory checks
 run with no lock held. Idle time (waiting on the channel) is accumulated per thread for Kafka's
-``RequestHandlerAvgIdlePercent``.
+``RequestHandlerAvgIdlePercent``. Each thread binds ``broker_id`` to its log context once
+(``ShutdownableThread(log_context=...)``); ``KafkaApis.handle`` adds the request's fields.
 
 Locking: none shared; counters are written by their own thread only and read by scrapes.
 """
@@ -30,7 +31,8 @@ POLL_S = 0.3
 class KafkaRequestHandler(ShutdownableThread):
     def __init__(self, handler_id: int, broker_id: int, channel: "RequestChannel", apis: "KafkaApis",
                  action_queue: "ActionQueue") -> None:
-        super().__init__(name=f"data-plane-kafka-request-handler-{handler_id}")
+        super().__init__(name=f"data-plane-kafka-request-handler-{handler_id}",
+                         log_context={"broker_id": broker_id})
         self.handler_id = handler_id
         self.broker_id = broker_id
         self.channel = channel

@@ -18,7 +18,7 @@ _log = structlog.get_logger("broker.scheduler")
 
 class KafkaScheduler(ShutdownableThread):
     def __init__(self, broker_id: int, time: Time | None = None) -> None:
-        super().__init__(name=f"kafka-scheduler-{broker_id}")
+        super().__init__(name=f"kafka-scheduler-{broker_id}", log_context={"broker_id": broker_id})
         self.broker_id = broker_id
         self.time = time or Time.SYSTEM
         self._cond = threading.Condition()

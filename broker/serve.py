@@ -8,6 +8,10 @@ scripts can read them; logs go to stderr. A ``server.properties`` file supplies 
 properties under Kafka's names; ``--set key=value`` overrides single properties. On SIGINT or
 SIGTERM every broker is shut down (every thread joined) and the command exits 0.
 
+Logging: ``--log-level``, ``--log-format`` and ``--log-logger-level`` (added by ``kafka-emu``
+itself), then ``log.level``/``log.format``/``log.level.<logger>`` from the properties, then
+``$KAFKA_EMU_LOG_LEVEL``/``$KAFKA_EMU_LOG_FORMAT``; JSON lines by default.
+
 ``--metrics-port`` serves the cluster's Prometheus metrics (``metrics.cluster.ClusterMetrics``)
 at ``http://host:port/metrics``; its address is printed as a second line (``metrics=...``).
 """
@@ -75,7 +79,12 @@ def _start_metrics(cluster: Any, port: int, host: str) -> Any:
 def run(args: argparse.Namespace) -> int:
     from broker.cluster import EmbeddedCluster
 
+    from metrics.logging import configure_from
+
     props = build_config(args)
+    # log.level / log.format / log.level.<logger> from server.properties apply (the command line
+    # still wins, the environment loses), and kafka-python & co. log through the same renderer.
+    configure_from(args, config=props, default_format="json", capture_stdlib=True)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:

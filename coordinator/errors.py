@@ -1,7 +1,7 @@
-"""Kafka protocol error codes used by the group coordinator (values from Kafka's ``Errors``).
+"""Kafka protocol error codes (values from Kafka's ``Errors``), for the coordinator and the broker.
 
-Plain ints so the wire layer can put them straight into kio response entities; the broker may
-reuse this module. ``name(code)`` gives Kafka's enum name for logs and test messages.
+Plain ints so the wire layer can put them straight into kio response entities. They live here,
+the lowest package that needs them, and ``broker.errors`` re-exports them. ``name(code)`` gives Kafka's enum name for logs and test messages.
 """
 from __future__ import annotations
 
@@ -47,6 +47,15 @@ FENCED_INSTANCE_ID = 82
 GROUP_MAX_SIZE_REACHED = 81
 GROUP_SUBSCRIBED_TO_TOPIC = 86
 UNSTABLE_OFFSET_COMMIT = 88
+UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+DUPLICATE_SEQUENCE_NUMBER = 46
+INVALID_PRODUCER_EPOCH = 47
+FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
+INVALID_RECORD = 87
+UNKNOWN_TOPIC_ID = 100
+INCONSISTENT_TOPIC_ID = 103
 
 _NAMES = {v: k for k, v in list(globals().items()) if k.isupper() and isinstance(v, int)}
 

@@ -10,7 +10,10 @@ Kafka invokes them under the lock — the emulator does not, so in-process calle
 Heartbeat, LeaveGroup and validation-error answers are given outside any lock, as in Kafka.
 
 Locks: group lock → (purgatory shard/timer locks, CoordinatorLog's locks). ``_metrics_lock``
-only guards the metric counters and is never held while calling out.
+only guards the metric counters (``rebalances_started``, ``rebalance_count``,
+``rebalance_time_ms_total``, ``rebalance_time_ms_max``, ``state_transitions``...) and is never
+held while calling out. State transitions log inside ``metrics.logging.group_context``
+(``group_id``, ``generation``), see ``GroupMetadata.transition_to``.
 
 Deliberate differences from Kafka:
 * callbacks run after the group lock is released (above);
@@ -108,6 +111,7 @@ class GroupCoordinator:
         self.rebalances_started = 0
         self.rebalance_count = 0            # completed rebalances (CompletingRebalance -> Stable)
         self.rebalance_time_ms_total = 0    # PreparingRebalance entered -> Stable, summed
+        self.rebalance_time_ms_max = 0      # the longest such rebalance seen
         self.heartbeat_expirations = 0      # members removed because their session expired
         self.sync_expirations = 0
         self.state_transitions = 0
@@ -206,7 +210,10 @@ class GroupCoordinator:
             elif new is Stable and previous is CompletingRebalance:
                 self.rebalance_count += 1
                 if group.rebalance_start_ms is not None:
-                    self.rebalance_time_ms_total += now - group.rebalance_start_ms
+                    took = now - group.rebalance_start_ms
+                    self.rebalance_time_ms_total += took
+                    if took > self.rebalance_time_ms_max:
+                        self.rebalance_time_ms_max = took
                 group.rebalance_start_ms = None
 
     def groups_by_state(self) -> dict[str, int]:
@@ -234,6 +241,7 @@ class GroupCoordinator:
             "rebalances_started": self.rebalances_started,
             "rebalances_completed": self.rebalance_count,
             "rebalance_time_ms_total": self.rebalance_time_ms_total,
+            "rebalance_time_ms_max": self.rebalance_time_ms_max,
             "heartbeat_expirations": self.heartbeat_expirations,
             "sync_expirations": self.sync_expirations,
             "state_transitions": self.state_transitions,

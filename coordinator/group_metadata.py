@@ -7,6 +7,9 @@ the caller holds it (as Kafka's ``@nonthreadsafe`` class does) except ``in_lock`
 callbacks are handed to ``lock.defer`` so they run after the lock is released (see
 ``group_lock``); a callback that raises is retried once with UNKNOWN_SERVER_ERROR, as in Kafka.
 
+``transition_to`` logs and calls ``on_transition`` inside ``metrics.logging.group_context``
+(``group_id``, ``generation``), so events the coordinator emits from the hook carry them too.
+
 Read without the lock (metrics scrape): ``state`` and ``len(members)`` — single attribute reads.
 
 Deliberate differences from Kafka: the leader re-elected on removal is the first remaining member
@@ -28,6 +31,7 @@ from coordinator import errors
 from coordinator.group_lock import GroupLock
 from coordinator.member_metadata import MemberMetadata
 from coordinator.records import parse_consumer_subscription_topics
+from metrics.logging import group_context
 from coordinator.results import (
     GroupOverview, GroupSummary, JoinGroupResult, JoinGroupResultMember, MemberSummary,
     OffsetAndMetadata, SyncGroupResult,
@@ -302,11 +306,11 @@ class GroupMetadata:
         self.state = group_state
         if self._time is not None:
             self.current_state_timestamp = self._time.milliseconds()
-        _log.info("group_state_transition", group_id=self.group_id, generation=self.generation_id,
-                  from_state=previous.value, to_state=group_state.value, reason=reason,
-                  members=len(self.members))
-        if self.on_transition is not None:
-            self.on_transition(self, previous, group_state, reason)
+        with group_context(self.group_id, self.generation_id):
+            _log.info("group_state_transition", from_state=previous.value, to_state=group_state.value,
+                      reason=reason, members=len(self.members))
+            if self.on_transition is not None:
+                self.on_transition(self, previous, group_state, reason)
 
     def candidate_protocols(self) -> set[str]:
         n = len(self.members)

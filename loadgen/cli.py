@@ -43,8 +43,9 @@ def _add_module_parser(sub: argparse._SubParsersAction, name: str, module: str, 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-emu", description="A Kafka broker-coordinator emulator in Python")
-    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
-    parser.add_argument("--log-format", default=None, choices=["json", "console"])
+    from metrics.logging import add_logging_arguments
+
+    add_logging_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     # Import only the module the command line names (help for the others stays available).
     wanted = [a for a in argv if not a.startswith("-")]
@@ -73,10 +74,14 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"kafka-emu: {missing}", file=sys.stderr)
         return 2
-    from metrics.logging import configure_logging
+    from metrics.logging import configure_from
 
-    fmt = args.log_format or ("json" if args.command == "serve" else "console")
-    configure_logging(level=args.log_level, fmt=fmt)
+    try:
+        configure_from(args, default_format="json" if args.command == "serve" else "console",
+                       capture_stdlib=args.command == "serve")
+    except ValueError as exc:  # e.g. a bad --log-logger-level or $KAFKA_EMU_LOG_FORMAT
+        print(f"kafka-emu: {exc}", file=sys.stderr)
+        return 2
     module = importlib.import_module(args._module)
     try:
         return int(module.run(args) or 0)

@@ -26,6 +26,11 @@ debug call with the level at warning is a no-op method call; only events at or a
 pay for the processors. Per-logger overrides lower the floor and drop the extra events in a
 processor, so they are meant for debugging, not for production settings.
 
+``request_context`` is on every request's path, so it is lazy: entering it sets one context
+variable to the request (about 0.3 µs, where binding four structlog contextvars costs several
+µs), and the ``_merge_request_context`` processor turns it into fields only when an event is
+actually emitted. Fields passed explicitly to a log call, then ``group_context`` values, win.
+
 Locking: ``_lock`` guards (re)configuration; writes to a stream are serialized by structlog's
 ``PrintLogger`` (one lock per file).
 """
@@ -33,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import contextvars
 import logging
 import os
 import sys
@@ -66,7 +72,24 @@ GENERATION = "generation"
 MEMBER_ID = "member_id"
 
 
+# The request being handled on this thread (and the broker id given with it), or None; read by
+# ``_merge_request_context`` only when an event is emitted (see ``request_context``).
+_current_request: contextvars.ContextVar[tuple[Any, int | None] | None] = contextvars.ContextVar(
+    "kafka_emu_request", default=None)
+
+
 # ---------------------------------------------------------------------- processors
+def _merge_request_context(_: Any, __: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    current = _current_request.get()
+    if current is not None:
+        request, broker_id = current
+        for key, value in request_fields(request).items():
+            event_dict.setdefault(key, value)
+        if broker_id is not None:
+            event_dict.setdefault(BROKER_ID, broker_id)
+    return event_dict
+
+
 def _add_thread_name(_: Any, __: str, event_dict: dict[str, Any]) -> dict[str, Any]:
     event_dict.setdefault("thread", threading.current_thread().name)
     return event_dict
@@ -164,7 +187,7 @@ def configure_logging(level: str = "warning", fmt: str = "console", stream: Text
         renderer = structlog.processors.JSONRenderer()
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=False)
-    processors: list[Any] = [structlog.contextvars.merge_contextvars]
+    processors: list[Any] = [structlog.contextvars.merge_contextvars, _merge_request_context]
     if per_logger:
         processors.append(_LoggerLevelFilter(default_level, per_logger))
     shared: list[Any] = [
@@ -197,7 +220,8 @@ def _capture_stdlib(level: int, renderer: Any, stream: TextIO | None) -> None:
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.set_name(_STDLIB_HANDLER_NAME)
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=[structlog.contextvars.merge_contextvars, structlog.stdlib.add_log_level,
+        foreign_pre_chain=[structlog.contextvars.merge_contextvars, _merge_request_context,
+                           structlog.stdlib.add_log_level,
                            structlog.stdlib.add_logger_name, _add_thread_name,
                            structlog.processors.TimeStamper(fmt="iso", utc=True)],
         processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
@@ -307,14 +331,24 @@ def request_fields(request: Any) -> dict[str, Any]:
     return fields
 
 
-@contextlib.contextmanager
-def request_context(request: Any, broker_id: int | None = None) -> Iterator[None]:
-    """Bind a request's fields (and optionally the broker id) while handling it; restores after."""
-    fields = request_fields(request)
-    if broker_id is not None:
-        fields[BROKER_ID] = broker_id
-    with structlog.contextvars.bound_contextvars(**fields):
-        yield
+class request_context:  # noqa: N801 - used like a function: ``with request_context(request):``
+    """Bind a request's fields (and optionally the broker id) while handling it; restores after.
+
+    Lazy and cheap (one context variable set and reset): the fields are computed from the
+    request only when an event is emitted inside the block.
+    """
+
+    __slots__ = ("_value", "_token")
+
+    def __init__(self, request: Any, broker_id: int | None = None) -> None:
+        self._value = (request, broker_id)
+        self._token: Any = None
+
+    def __enter__(self) -> None:
+        self._token = _current_request.set(self._value)
+
+    def __exit__(self, *exc: Any) -> None:
+        _current_request.reset(self._token)
 
 
 @contextlib.contextmanager

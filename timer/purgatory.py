@@ -264,7 +264,8 @@ class ExpirationReaper(ShutdownableThread):
     """Advances the purgatory's timer (200 ms polls) and purges; one per purgatory."""
 
     def __init__(self, purgatory: DelayedOperationPurgatory) -> None:
-        super().__init__(name=f"ExpirationReaper-{purgatory.broker_id}-{purgatory.purgatory_name}")
+        super().__init__(name=f"ExpirationReaper-{purgatory.broker_id}-{purgatory.purgatory_name}",
+                         log_context={"broker_id": purgatory.broker_id})
         self.purgatory = purgatory
 
     def do_work(self) -> None:

@@ -5,19 +5,28 @@ Mirrors Kafka's ``ShutdownableThread``: ``do_work()`` runs in a loop until
 thread name. Kafka lets an unexpected exception end the thread; a dead reaper or fetcher would
 silently stall every timeout in the emulator, so here the exception is logged and the loop goes
 on (after a short pause, so a persistent fault cannot spin a core).
+
+``log_context`` (for example ``{"broker_id": 0}``) is bound once at the top of ``run()`` with
+``metrics.logging.bind_thread_context``, so every event the thread emits carries it at no cost
+per event (structlog contextvars are per thread). Only ``metrics`` is imported, as the
+dependency rule for ``timer`` requires.
 """
 from __future__ import annotations
 
 import threading
+from typing import Any, Mapping
 
 import structlog
+
+from metrics.logging import bind_thread_context
 
 _log = structlog.get_logger("timer.shutdownable_thread")
 
 
 class ShutdownableThread(threading.Thread):
-    def __init__(self, name: str, daemon: bool = True) -> None:
+    def __init__(self, name: str, daemon: bool = True, log_context: Mapping[str, Any] | None = None) -> None:
         super().__init__(name=name, daemon=daemon)
+        self.log_context = dict(log_context) if log_context else None
         self._shutdown_initiated = threading.Event()
         self._shutdown_complete = threading.Event()
         self.error_count = 0
@@ -51,6 +60,8 @@ class ShutdownableThread(threading.Thread):
         return self._shutdown_initiated.is_set()
 
     def run(self) -> None:
+        if self.log_context:
+            bind_thread_context(**self.log_context)
         _log.debug("thread_started", thread=self.name)
         reason = "shutdown"
         try:

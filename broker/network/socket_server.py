@@ -12,8 +12,9 @@ Structure (as in Kafka's ``kafka.network.SocketServer``):
   has at most one request in flight and responses leave in request order;
 * a response comes back through ``Request.respond`` from whichever thread completed it (a
   request handler, a purgatory reaper, a coordinator callback). That thread encodes it (spreading
-  the encoding cost over the handler pool instead of the processor) and queues the bytes on the
-  owning processor, waking it through a socketpair — the processor never polls for responses.
+  the encoding cost over the handler pool instead of the processor) and, when it can, writes it
+  to the socket itself (see "direct response writes" below); otherwise it queues the bytes on
+  the owning processor, waking it through a socketpair — the processor never polls for responses.
 
 Hygiene: ``socket.request.max.bytes`` is checked against the 4-byte size prefix before any body
 byte is buffered; ``connections.max.idle.ms`` closes quiet connections; a frame that cannot be
@@ -23,6 +24,18 @@ failure is caught per connection: one bad client never ends a processor or distu
 client.
 
 Differences from Kafka, on purpose:
+* Direct response writes. In Kafka a response always goes back through the connection's
+  processor (handler → response queue → processor → socket). In CPython each of those thread
+  handoffs costs a wakeup and a GIL handover, which dominates a small request's latency, so the
+  completing thread writes the encoded response straight to the socket (one non-blocking
+  ``send``) and only tells the processor afterwards, without waking it; a remainder the socket
+  did not take goes to the processor as a normal queued response. This is safe because a
+  connection has at most one request in flight (it is muted until the processor has seen the
+  response complete), so the processor never has anything pending for a connection whose
+  response is being written directly, and Kafka's ordering guarantee holds. The processor learns
+  of the completed write when it next looks at its queue: before polling, when the connection
+  becomes readable again (the client's next request), or within ``_IN_FLIGHT_POLL_S``. Set
+  ``Processor.direct_writes = False`` to get Kafka's path.
 * A request for a known API at a version kio decodes but we do not advertise is answered with
   UNSUPPORTED_VERSION by the processor itself (Kafka's handler would throw and answer
   UNKNOWN_SERVER_ERROR); an ApiVersions request at any version is let through so its handler can
@@ -92,7 +105,7 @@ class KafkaChannel:
     """One client connection, owned (and only touched) by its processor thread."""
 
     __slots__ = ("sock", "connection_id", "peer", "rbuf", "send_buf", "muted", "in_flight",
-                 "last_active", "armed", "closed", "fd", "requests")
+                 "last_active", "armed", "closed", "fd", "requests", "sending", "write_lock")
 
     def __init__(self, sock: socket.socket, connection_id: str, peer: str) -> None:
         self.sock = sock
@@ -101,6 +114,8 @@ class KafkaChannel:
         self.peer = peer
         self.rbuf = bytearray()
         self.send_buf: memoryview | None = None
+        self.sending: Any = None    # the Request whose response send_buf holds (for metrics)
+        self.write_lock = threading.Lock()  # a direct response write vs. closing (see Processor)
         self.muted = False          # true while a request of this connection is in flight
         self.in_flight = False
         self.last_active = time.monotonic()
@@ -109,6 +124,9 @@ class KafkaChannel:
         self.requests = 0
 
 
+# Poll timeout while requests are in flight: bounds how late the processor notices a directly
+# written response on an otherwise quiet connection (metrics, idle accounting).
+_IN_FLIGHT_POLL_S = 0.01
 _IN = select.EPOLLIN
 _OUT = select.EPOLLOUT
 _ERR = select.EPOLLERR | select.EPOLLHUP
@@ -126,15 +144,27 @@ class Processor(ShutdownableThread):
     Threading: ``_channels``, ``_fd_channels``, ``_epoll`` and every ``KafkaChannel`` are touched
     only by this thread. Other threads reach it through two deques, ``_new_connections`` (from
     the acceptor) and ``_responses`` (from whoever completes a request); ``deque.append``/
-    ``popleft`` are atomic in CPython. A responder writes a wakeup byte only while the processor
+    ``popleft`` are atomic in CPython. A connection's ``write_lock`` is held by a responder around
+    a direct response write (the ``send`` and queueing the completion that follows it) and by
+    this thread around marking the connection closed, so a direct write never hits a closed (or reused) fd, and a
+    processor that finds a muted connection readable can wait for a direct write in progress
+    before deciding the client is pipelining. ``_in_flight`` (connections with a request in
+    flight) is this thread's own count. A responder writes a wakeup byte only while the processor
     is in (or about to enter) ``epoll.poll`` (``_polling``): the processor sets the flag before
     it looks at the deques, a responder appends before it reads the flag, so a response is
     always either seen by that look or followed by a wakeup. ``_wakeup_lock`` guards
     ``_wakeup_pending`` (at most one wakeup byte in flight).
+
+    Request metrics (as Kafka's ``Processor``): the processor stamps ``response_dequeue_time_ns``
+    when it takes a response and ``end_time_ns`` when the write finishes (or when a no-body or
+    close response has been handled, or the connection is gone), then calls the request
+    channel's ``request_listeners`` itself; a failing listener is logged and never ends the
+    thread. ``response_queue_size()`` is Kafka's ResponseQueueSize for this processor.
     """
 
     def __init__(self, server: "SocketServer", processor_id: int, listener: str) -> None:
-        super().__init__(f"data-plane-kafka-network-thread-{server.broker_id}-{listener}-{processor_id}")
+        super().__init__(f"data-plane-kafka-network-thread-{server.broker_id}-{listener}-{processor_id}",
+                         log_context={"broker_id": server.broker_id})
         self.server = server
         self.processor_id = processor_id
         self.listener = listener
@@ -146,9 +176,11 @@ class Processor(ShutdownableThread):
         self._epoll.register(self._wake_fd, select.EPOLLIN)
         self._wakeup_lock = threading.Lock()
         self._wakeup_pending = False
+        self.direct_writes = True
+        self._in_flight = 0
         self._polling = False
         self._new_connections: deque[tuple[socket.socket, tuple[Any, ...]]] = deque()
-        self._responses: deque[tuple[str, bytes | None, bool]] = deque()
+        self._responses: deque[tuple[str, Any, bool, Any]] = deque()  # (cid, data, close, request)
         self._channels: dict[str, KafkaChannel] = {}
         self._fd_channels: dict[int, KafkaChannel] = {}
         self._ready: deque[KafkaChannel] = deque()   # unmuted channels with buffered bytes
@@ -164,6 +196,7 @@ class Processor(ShutdownableThread):
         self.bytes_out = 0
         self.idle_ns = 0
         self.wakeups = 0
+        self.direct_responses = 0
 
     # --- called from other threads -------------------------------------------------------------
 
@@ -171,11 +204,48 @@ class Processor(ShutdownableThread):
         self._new_connections.append((sock, addr))
         self.wakeup()
 
-    def enqueue_response(self, connection_id: str, data: bytes | None, close: bool) -> None:
-        """Queue an encoded response (None: nothing to send, just unmute; close: drop the link)."""
-        self._responses.append((connection_id, data, close))
+    def enqueue_response(self, connection_id: str, data: bytes | None, close: bool,
+                         request: Any = None) -> None:
+        """Queue an encoded response (None: nothing to send, just unmute; close: drop the link).
+
+        ``request`` (the answered ``Request``) gets its send timings and goes to the request
+        listeners once the response is handled."""
+        self._responses.append((connection_id, data, close, request))
         if self._polling:
             self.wakeup()
+
+    def respond(self, connection_id: str, data: bytes, request: Any = None) -> None:
+        """Deliver an encoded response from any thread: written directly to the socket when
+        possible (see the module docstring), else queued for this processor."""
+        # Only when the processor is idle in epoll with this single request in flight: then a
+        # queued response would cost a full wakeup and gain nothing. A busy processor, or one
+        # with other requests in flight, takes queued responses in batches without a wakeup
+        # (measured: direct writes on 16 busy connections lowered the request rate by ~15%).
+        direct = self.direct_writes and self._polling and self._in_flight == 1
+        channel = self._channels.get(connection_id) if direct else None
+        if channel is None:
+            self.enqueue_response(connection_id, data, False, request)
+            return
+        with channel.write_lock:
+            if channel.closed or channel.send_buf is not None:
+                sent = -1
+            else:
+                if request is not None:
+                    request.response_dequeue_time_ns = time.monotonic_ns()
+                try:
+                    sent = channel.sock.send(data)
+                except (BlockingIOError, InterruptedError, OSError):
+                    sent = 0  # the processor retries and reports a real failure
+            if sent == len(data):
+                if request is not None:
+                    request.end_time_ns = time.monotonic_ns()
+                # an int: "already written, this many bytes"; no wakeup (see the docstring)
+                self._responses.append((connection_id, sent, False, request))
+                return
+        if sent <= 0:
+            self.enqueue_response(connection_id, data, False, request)
+        else:
+            self.enqueue_response(connection_id, memoryview(data)[sent:], False, request)
 
     def wakeup(self) -> None:
         with self._wakeup_lock:
@@ -193,6 +263,10 @@ class Processor(ShutdownableThread):
             self._wake_w.send(b"\0")
         except OSError:
             pass
+
+    def response_queue_size(self) -> int:
+        """Responses queued for this processor and not yet taken (Kafka's ResponseQueueSize)."""
+        return len(self._responses)
 
     # --- the loop ------------------------------------------------------------------------------
 
@@ -212,13 +286,18 @@ class Processor(ShutdownableThread):
             if not channel.closed and not channel.muted:
                 self._try_complete_frame(channel)
         self._polling = True
-        timeout = 0.0 if (self._responses or self._new_connections or self._ready) else 0.3
+        if self._responses or self._new_connections or self._ready:
+            timeout = 0.0
+        else:
+            timeout = _IN_FLIGHT_POLL_S if self._in_flight and self.direct_writes else 0.3
         t0 = time.perf_counter_ns()
         try:
             events = self._epoll.poll(timeout)
         finally:
             self._polling = False
         self.idle_ns += time.perf_counter_ns() - t0
+        if self._responses:
+            self._process_new_responses()  # e.g. direct writes: unmute before reading
         fd_channels = self._fd_channels
         for fd, mask in events:
             if fd == self._wake_fd:
@@ -230,6 +309,8 @@ class Processor(ShutdownableThread):
             try:
                 if mask & select.EPOLLOUT:
                     self._write(channel)
+                elif channel.muted and self._settle_direct_write(channel):
+                    self._read(channel)
                 elif channel.muted:
                     if mask & _ERR:
                         self._close(channel, "connection reset while a request was in flight", level="debug")
@@ -243,6 +324,17 @@ class Processor(ShutdownableThread):
         if now - self._last_idle_check > min(1.0, self.server.connections_max_idle_ms / 4000.0):
             self._last_idle_check = now
             self._close_idle(now)
+
+    def _settle_direct_write(self, channel: KafkaChannel) -> bool:
+        """A muted connection is readable: if its response is being written directly, wait for
+        that write and take its completion; true if the connection is now unmuted."""
+        if not self.direct_writes:
+            return False
+        with channel.write_lock:
+            pass
+        if self._responses:
+            self._process_new_responses()
+        return not channel.muted and not channel.closed
 
     def _drain_wakeup(self) -> None:
         # Drain first, then clear the flag: clearing first would let a responder's byte be
@@ -281,21 +373,47 @@ class Processor(ShutdownableThread):
 
     def _process_new_responses(self) -> None:
         while self._responses:
-            cid, data, close = self._responses.popleft()
+            cid, data, close, request = self._responses.popleft()
+            if request is not None and not getattr(request, "response_dequeue_time_ns", 0):
+                request.response_dequeue_time_ns = time.monotonic_ns()
             channel = self._channels.get(cid)
             if channel is None or channel.closed:
-                continue  # the connection went away while its request was in flight
+                self._request_done(request)  # the connection went away while its request was in flight
+                continue
             try:
                 if close:
                     self._close(channel, "close requested by the request handler")
+                    self._request_done(request)
                     continue
                 if data is None:
                     self._on_response_done(channel)
+                    self._request_done(request)
                     continue
-                channel.send_buf = memoryview(data)
+                if data.__class__ is int:  # written directly by the responder (``respond``)
+                    self.direct_responses += 1
+                    self.bytes_out += data
+                    self.responses_sent += 1
+                    channel.last_active = time.monotonic()
+                    self._on_response_done(channel)
+                    self._request_done(request)
+                    continue
+                channel.send_buf = data if isinstance(data, memoryview) else memoryview(data)
+                channel.sending = request
                 self._write(channel)
             except Exception as exc:  # noqa: BLE001
                 self._close(channel, f"unexpected error: {exc!r}", level="warning")
+
+    def _request_done(self, request: Any) -> None:
+        """Stamp ``end_time_ns`` and hand the request to the channel's listeners (metrics)."""
+        if request is None:
+            return
+        if not getattr(request, "end_time_ns", 0):
+            request.end_time_ns = time.monotonic_ns()
+        for listener in getattr(self.server.request_channel, "request_listeners", ()):
+            try:
+                listener(request)
+            except Exception:  # noqa: BLE001 - a listener never ends the processor
+                _log.exception("request_listener_failed", broker_id=self.server.broker_id)
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -360,8 +478,9 @@ class Processor(ShutdownableThread):
                 return
             response = build_error_response(header.api_key, header.api_version, body, UNSUPPORTED_VERSION)
             channel.muted = True
-            channel.in_flight = True
-            self._responses.append((channel.connection_id, encode_response(header.correlation_id, response), False))
+            self._set_in_flight(channel)
+            self._responses.append((channel.connection_id, encode_response(header.correlation_id, response),
+                                    False, None))
             return
         try:
             body = decode_request(header, frame)
@@ -382,9 +501,14 @@ class Processor(ShutdownableThread):
         header = RequestHeaderData(API_VERSIONS_KEY, version, correlation_id, client_id, len(frame))
         self._submit(channel, header, None, start_ns)
 
+    def _set_in_flight(self, channel: KafkaChannel) -> None:
+        if not channel.in_flight:
+            channel.in_flight = True
+            self._in_flight += 1
+
     def _submit(self, channel: KafkaChannel, header: RequestHeaderData, body: Any, start_ns: int) -> None:
         channel.muted = True
-        channel.in_flight = True
+        self._set_in_flight(channel)
         channel.requests += 1
         self.requests_received += 1
         request = self.server.request_factory(
@@ -433,9 +557,13 @@ class Processor(ShutdownableThread):
         channel.send_buf = None
         self.responses_sent += 1
         channel.last_active = time.monotonic()
+        request, channel.sending = channel.sending, None
         self._on_response_done(channel)
+        self._request_done(request)
 
     def _on_response_done(self, channel: KafkaChannel) -> None:
+        if channel.in_flight:
+            self._in_flight -= 1
         channel.in_flight = False
         channel.muted = False
         if len(channel.rbuf) >= 4:
@@ -454,7 +582,11 @@ class Processor(ShutdownableThread):
     def _close(self, channel: KafkaChannel, reason: str, level: str = "info", **extra: Any) -> None:
         if channel.closed:
             return
-        channel.closed = True
+        if channel.in_flight:
+            channel.in_flight = False
+            self._in_flight -= 1
+        with channel.write_lock:  # no direct write is in progress on this socket past here
+            channel.closed = True
         getattr(_log, level)("connection_closed", broker_id=self.server.broker_id,
                              connection_id=channel.connection_id, peer=channel.peer, reason=reason, **extra)
         try:
@@ -472,6 +604,8 @@ class Processor(ShutdownableThread):
         channel.send_buf = None
         self.connection_count -= 1
         self.connections_closed += 1
+        request, channel.sending = channel.sending, None
+        self._request_done(request)  # a response cut short still completes its request (as Kafka)
 
     def _close_idle(self, now: float) -> None:
         idle_s = self.server.connections_max_idle_ms / 1000.0
@@ -506,7 +640,8 @@ class _Responder:
     """``Request.respond``: encodes the response on the completing thread and queues the bytes.
 
     Called at most once per request, from any thread. A body of None (acks=0 produce) sends
-    nothing and only unmutes the connection, like Kafka's NoOpResponse.
+    nothing and only unmutes the connection, like Kafka's NoOpResponse. The answered request
+    travels with the bytes, so the processor can time the send and report the request.
     """
 
     __slots__ = ("processor", "connection_id", "correlation_id", "api_key", "done")
@@ -524,24 +659,26 @@ class _Responder:
                          correlation_id=self.correlation_id, api=api_name(self.api_key))
             return
         self.done = True
+        req = getattr(response, "request", None)
+        if req is not None and not getattr(req, "response_complete_time_ns", 0):
+            req.response_complete_time_ns = time.monotonic_ns()  # refined below once encoded
         if getattr(response, "close_connection", False):
-            self.processor.enqueue_response(self.connection_id, None, True)
+            self.processor.enqueue_response(self.connection_id, None, True, req)
             return
         body = getattr(response, "body", None)
         if body is None:
-            self.processor.enqueue_response(self.connection_id, None, False)
+            self.processor.enqueue_response(self.connection_id, None, False, req)
             return
         try:
             data = encode_response(self.correlation_id, body)
         except Exception as exc:  # noqa: BLE001 - a bad entity from a handler closes only this link
             _log.error("response_encode_failed", connection_id=self.connection_id,
                        api=api_name(self.api_key), correlation_id=self.correlation_id, reason=repr(exc))
-            self.processor.enqueue_response(self.connection_id, None, True)
+            self.processor.enqueue_response(self.connection_id, None, True, req)
             return
-        req = getattr(response, "request", None)
         if req is not None:
             req.response_complete_time_ns = time.monotonic_ns()
-        self.processor.enqueue_response(self.connection_id, data, False)
+        self.processor.respond(self.connection_id, data, req)
 
 
 class Acceptor(ShutdownableThread):
@@ -553,7 +690,8 @@ class Acceptor(ShutdownableThread):
 
     def __init__(self, server: "SocketServer", endpoint: EndPoint, listen_sock: socket.socket,
                  processors: list[Processor]) -> None:
-        super().__init__(f"data-plane-kafka-socket-acceptor-{endpoint.listener_name}-{endpoint.port}")
+        super().__init__(f"data-plane-kafka-socket-acceptor-{endpoint.listener_name}-{endpoint.port}",
+                         log_context={"broker_id": server.broker_id})
         self.server = server
         self.endpoint = endpoint
         self.listen_sock = listen_sock

@@ -28,12 +28,15 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial._introspect import (
     EntityField,
     EntityTupleField,
+    PrimitiveTupleField,
     classify_field,
     get_field_tag,
     is_optional,
 )
 from kio.serial._parse import get_field_reader
 from kio.serial.errors import DecodeError, SerialError
+
+from broker.protocol.fast_produce import encode_produce_response
 
 _HEADER = struct.Struct(">hhih")   # api_key, api_version, correlation_id, client_id length
 _INT32 = struct.Struct(">i")
@@ -155,6 +158,7 @@ def decode_request(header: RequestHeaderData, frame: memoryview | bytes) -> Any:
     Trailing bytes after a complete body are tolerated, as Kafka's parser does.
     """
     codec = get_codec(header.api_key, header.api_version)
+    check_array_bounds(codec.request_cls, frame, header.size)
     try:
         entity, _ = codec.read_request(frame, header.size)
         _check_nulls(entity)
@@ -222,6 +226,9 @@ def _layout(cls: type) -> tuple[tuple[Any, ...], frozenset[int]]:
             plain.append(("entities", fc.type_, None, False))
         elif isinstance(fc, EntityField):
             plain.append(("entity", fc.type_, None, is_optional(f)))
+        elif isinstance(fc, PrimitiveTupleField):
+            # An array of primitives: kio reads it whole, so its count is checked first.
+            plain.append(("primitives", None, get_field_reader(cls, f, False, False), False))
         else:
             reader = get_field_reader(cls, f, False, False)
             plain.append(("primitive", None, reader, False))
@@ -244,11 +251,32 @@ def strip_unknown_tags(cls: type, buf: memoryview | bytes, offset: int = 0) -> b
     return bytes(out)
 
 
-def _strip(cls: type, buf: memoryview, offset: int, out: bytearray) -> int:
+def check_array_bounds(cls: type, buf: memoryview | bytes, offset: int = 0) -> None:
+    """Walk an encoded ``cls`` and reject any array whose count exceeds the bytes left.
+
+    kio's native reader sizes an array's storage from its count before reading an element, so a
+    forged count (a 20-byte frame claiming 2**31 items) makes it request tens of gigabytes, and
+    a failed allocation in Rust aborts the whole process. Kafka's own parser refuses such
+    counts; this pre-check does the same before kio sees the body. Raises InvalidRequestError.
+    """
+    if isinstance(buf, bytearray):
+        buf = bytes(buf)
+    try:
+        _strip(cls, memoryview(buf), offset, None)
+    except (SerialError, DecodeError, IndexError, ValueError) as exc:
+        raise InvalidRequestError(f"malformed body: {exc!r}") from None
+
+
+def _strip(cls: type, buf: memoryview, offset: int, out: bytearray | None) -> int:
+    """Walk one entity, copying it without unknown tags into ``out`` (None: only validate)."""
+    if out is None:
+        return _walk(cls, buf, offset)
     plain, known_tags = _layout(cls)
     flexible = bool(cls.__flexible__)
     for kind, sub, reader, nullable in plain:
-        if kind == "primitive":
+        if kind == "primitive" or kind == "primitives":
+            if kind == "primitives":
+                _check_primitive_array(buf, offset, flexible)
             _, size = reader(buf, offset)
             out += buf[offset:offset + size]
             offset += size
@@ -294,11 +322,75 @@ def _strip(cls: type, buf: memoryview, offset: int, out: bytearray) -> int:
     return offset
 
 
+def _check_primitive_array(buf: memoryview, offset: int, flexible: bool) -> None:
+    """Every element of a primitive array takes at least one byte: bound the count by that."""
+    if flexible:
+        n, after = _read_uvarint(buf, offset)
+        count = n - 1
+    else:
+        if offset + 4 > len(buf):
+            raise InvalidRequestError("truncated array length")
+        count = _INT32.unpack_from(buf, offset)[0]
+        after = offset + 4
+    if count > len(buf) - after:
+        raise InvalidRequestError(f"array of {count} items exceeds the frame")
+
+
+def _walk(cls: type, buf: memoryview, offset: int) -> int:
+    """``_strip`` without the copy: the bounds check on every array count is the point."""
+    plain, _ = _layout(cls)
+    flexible = bool(cls.__flexible__)
+    end = len(buf)
+    for kind, sub, reader, nullable in plain:
+        if kind == "primitive":
+            offset += reader(buf, offset)[1]
+        elif kind == "primitives":
+            _check_primitive_array(buf, offset, flexible)
+            offset += reader(buf, offset)[1]
+        elif kind == "entity":
+            if nullable:
+                marker = buf[offset]
+                offset += 1
+                if marker == 0xFF:
+                    continue
+            offset = _walk(sub, buf, offset)
+        else:
+            if flexible:
+                n, offset = _read_uvarint(buf, offset)
+                count = n - 1
+            else:
+                if offset + 4 > end:
+                    raise InvalidRequestError("truncated array length")
+                count = _INT32.unpack_from(buf, offset)[0]
+                offset += 4
+            if count > end - offset:
+                raise InvalidRequestError(f"array of {count} items exceeds the frame")
+            for _ in range(count):
+                offset = _walk(sub, buf, offset)
+    if flexible:
+        n, offset = _read_uvarint(buf, offset)
+        for _ in range(n):
+            _tag, offset = _read_uvarint(buf, offset)
+            size, offset = _read_uvarint(buf, offset)
+            offset += size
+            if offset > end:
+                raise InvalidRequestError("truncated tagged field")
+    return offset
+
+
 # --- encoding --------------------------------------------------------------------------------
 
 def encode_response(correlation_id: int, body: Any) -> bytes:
-    """Frame a response: 4-byte size, response header (v0 or v1 per the body's class), body."""
+    """Frame a response: 4-byte size, response header (v0 or v1 per the body's class), body.
+
+    ProduceResponses go through ``broker.protocol.fast_produce`` (same bytes, far cheaper) when
+    their shape allows; everything else through kio's writer."""
     cls = type(body)
+    if getattr(cls, "__api_key__", None) == 0:
+        fast = encode_produce_response(body)
+        if fast is not None:
+            header = b"\0" if cls.__header_schema__.__flexible__ else b""
+            return _SIZE_CORR.pack(len(fast) + len(header) + 4, correlation_id) + header + fast
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0\0\0\0\0")
     if cls.__header_schema__.__flexible__:

@@ -1,29 +1,12 @@
 """Fixtures for broker tests: clusters that are always closed, and a thread-leak check."""
 from __future__ import annotations
 
-import threading
-import time
 from typing import Iterator
 
 import pytest
 
 from broker.cluster import EmbeddedCluster
-
-BROKER_THREAD_PREFIXES = ("data-plane-kafka-request-handler", "ReplicaFetcherThread", "ExpirationReaper",
-                          "kafka-scheduler", "executor-", "group-metadata")
-
-
-def broker_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith(BROKER_THREAD_PREFIXES)]
-
-
-def wait_until(cond, timeout_s: float = 10.0, interval_s: float = 0.005, msg: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {msg}")
-        time.sleep(interval_s)
-
+from cluster_support import broker_threads, wait_until  # noqa: F401  (re-exported for fixtures)
 
 @pytest.fixture
 def make_cluster() -> Iterator:

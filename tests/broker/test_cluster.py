@@ -8,7 +8,7 @@ from broker import errors
 from broker.inprocess_client import fetch_request, produce_request, send, send_async
 from broker.record_batch import build_batch
 from broker.request_channel import Request, RequestChannel
-from conftest import broker_threads, wait_until
+from cluster_support import broker_threads, wait_until
 
 pytestmark = pytest.mark.timeout(30)
 

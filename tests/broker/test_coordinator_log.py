@@ -5,7 +5,7 @@ import pytest
 
 from broker import errors
 from broker.coordinator_log import OFFSETS_TOPIC
-from conftest import wait_until
+from cluster_support import wait_until
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from broker import errors
 from broker.cluster import EmbeddedCluster
-from conftest import broker_threads, wait_until
+from cluster_support import broker_threads, wait_until
 
 pytestmark = pytest.mark.timeout(110)
 

@@ -1,0 +1,43 @@
+"""Starting an in-process cluster for the stress commands and the load driver.
+
+Kept in one place so the group timeouts that make churn testable in seconds (no initial
+rebalance delay, short minimum session timeout) and the replication settings are the same
+everywhere, and so a missing broker package is reported as one clean line.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from loadgen.errors import LoadgenError
+
+CLUSTER_CONFIG: dict[str, Any] = {
+    "default.replication.factor": 3,
+    "offsets.topic.replication.factor": 3,
+    "offsets.topic.num.partitions": 10,
+    "group.initial.rebalance.delay.ms": 0,
+    "group.min.session.timeout.ms": 500,
+}
+
+
+def embedded_cluster_class() -> Any:
+    try:
+        from broker.cluster import EmbeddedCluster
+    except ImportError as exc:
+        raise LoadgenError(f"the embedded cluster is not available ({exc})") from None
+    return EmbeddedCluster
+
+
+def start_cluster(brokers: int = 3, config: dict[str, Any] | None = None) -> Any:
+    cfg = dict(CLUSTER_CONFIG)
+    cfg["default.replication.factor"] = min(brokers, 3)
+    cfg["offsets.topic.replication.factor"] = min(brokers, 3)
+    cfg.update(config or {})
+    return embedded_cluster_class()(brokers=brokers, config=cfg)
+
+
+def close_cluster(cluster: Any) -> None:
+    close = getattr(cluster, "close", None)
+    if close is not None:
+        close()
+    else:
+        cluster.__exit__(None, None, None)

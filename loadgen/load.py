@@ -1,0 +1,103 @@
+"""``kafka-emu load``: drive a Spark-generated workload at a cluster and write a report.
+
+Failures users can fix (invalid spec, no Java, unreachable cluster) end with one line on stderr
+and a non-zero exit code; everything else is a bug and keeps its traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+from loadgen.errors import LoadgenError
+
+SCRAPED = ("kafka_",)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from loadgen.spec_cli import add_options
+
+    parser.add_argument("--spec", help="workload spec (YAML); see examples/workload.yaml")
+    parser.add_argument("--bootstrap-servers", help="target cluster; default: start an embedded 3-broker cluster")
+    parser.add_argument("--brokers", type=int, default=3, help="brokers of the embedded cluster")
+    parser.add_argument("--master", default="local[2]", help="Spark master (local[N] or spark://host:port)")
+    parser.add_argument("--duration", type=float, default=None, help="seconds of producing (overrides the spec)")
+    parser.add_argument("--report-dir", default=None, help="report folder (default reports/load-<time>)")
+    parser.add_argument("--json", action="store_true", help="print summary.json on stdout instead of Markdown")
+    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--connect-timeout", type=float, default=5.0,
+                        help="seconds to wait for the target cluster's metadata before giving up")
+    add_options(parser)
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"kafka-emu load: {message}", file=sys.stderr)
+    return code
+
+
+def run(args: argparse.Namespace) -> int:
+    from loadgen.spec import load_spec, parse_spec
+    from loadgen.spec_cli import spec_from_args
+
+    try:
+        if args.spec:
+            spec = load_spec(args.spec)
+            if args.duration is not None:
+                spec = parse_spec({**_raw(spec), "duration_s": args.duration})
+        else:
+            spec = parse_spec(spec_from_args(args))
+        from loadgen.spark_session import check_java
+
+        check_java()
+        return _run(args, spec)
+    except LoadgenError as exc:
+        return _fail(exc.message, exc.exit_code)
+
+
+def _raw(spec: object) -> dict:
+    return json.loads(json.dumps(dataclasses.asdict(spec)))  # type: ignore[arg-type]
+
+
+def _run(args: argparse.Namespace, spec: object) -> int:
+    from loadgen.driver import run_load
+    from loadgen.spark_session import start_session
+    from loadgen.target import create_topics, check_reachable, open_target, scrape_metrics
+
+    run_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    out_dir = Path(args.report_dir or Path("reports") / f"load-{run_id}")
+    show = not args.no_progress
+    with open_target(args.bootstrap_servers, brokers=args.brokers, timeout_s=args.connect_timeout) as target:
+        brokers = check_reachable(target.bootstrap, args.connect_timeout)
+        create_topics(target.bootstrap, spec.topics, brokers)  # type: ignore[attr-defined]
+        if show:
+            print(f"load: target {target.bootstrap} ({'embedded' if target.embedded else 'external'}, "
+                  f"{brokers} brokers); starting Spark ({args.master})", file=sys.stderr, flush=True)
+        began = time.time()
+        spark = start_session(args.master)
+        spark_start_s = round(time.time() - began, 2)
+        try:
+            info = {"run_id": run_id, "target": target.bootstrap, "embedded": target.embedded,
+                    "brokers": brokers, "master": args.master, "spec_file": args.spec,
+                    "metrics_url": target.metrics_url, "spark_start_s": spark_start_s}
+            try:
+                summary = run_load(spark, spec, target.bootstrap, out_dir, info, show_progress=show)  # type: ignore[arg-type]
+            except Exception as exc:
+                if type(exc).__module__.startswith(("pyspark", "py4j")):
+                    first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+                    raise LoadgenError(f"the Spark job failed: {first[:300]}") from None
+                raise
+        finally:
+            spark.stop()
+        metrics = scrape_metrics(target.metrics_url, SCRAPED)
+        if metrics:
+            summary["cluster_metrics"] = metrics
+        (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    if args.json:
+        print(json.dumps(summary, default=str))
+    else:
+        print((out_dir / "summary.md").read_text())
+    print(f"report: {out_dir.resolve()}", file=sys.stderr if args.json else sys.stdout)
+    return 0

@@ -1,0 +1,119 @@
+"""A producer instance: sends at the spec's rate and records each message's delivery outcome.
+
+confluent-kafka reports delivery through callbacks served by ``poll``/``flush`` on this task's
+thread, with librdkafka's own produce-to-ack latency (``Message.latency``). kafka-python resolves
+futures on its sender thread; its callbacks append to the same sink, which is safe because a
+list append is atomic under the GIL and nothing reads the sink until the task has ended.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from loadgen.pacing import Pacer, wait_until
+from loadgen.payloads import PayloadSource
+from loadgen.samples import SampleSink
+
+FLUSH_TIMEOUT_S = 15.0
+
+
+def run_producer(params: dict[str, Any], bootstrap: str, t0: float, start_s: float, stop_s: float,
+                 sink: SampleSink, stop_event: threading.Event) -> None:
+    if not wait_until(t0 + start_s, stop_event):
+        return
+    payloads = PayloadSource(params["size"], params["keys"], params["seed"])
+    pacer = Pacer(float(params["rate"]), t0 + start_s, t0 + stop_s, stop_event)
+    try:
+        if params["client"] == "kafka-python":
+            _run_kafka_python(params, bootstrap, pacer, payloads, sink)
+        else:
+            _run_confluent(params, bootstrap, pacer, payloads, sink)
+    finally:
+        signal_done(bootstrap, params["control_topic"], sink.task)
+
+
+def signal_done(bootstrap: str, control_topic: str, task: str) -> None:
+    """Tell the readers this producer has nothing more in flight (see ``loadgen.tasks``)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "log_level": 0})
+    for _ in range(3):
+        producer.produce(control_topic, task.encode())
+        if producer.flush(10) == 0:
+            return
+
+
+def _run_confluent(params: dict[str, Any], bootstrap: str, pacer: Pacer, payloads: PayloadSource,
+                   sink: SampleSink) -> None:
+    from confluent_kafka import KafkaError, Producer
+
+    acks = {-1: "all", 0: "0", 1: "1"}[params["acks"]]
+    conf = {"bootstrap.servers": bootstrap, "acks": acks, "client.id": sink.task, "linger.ms": 5,
+            "message.timeout.ms": 30000, **params["config"]}
+    producer = Producer(conf)
+    topics = params["topics"]
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        lat = msg.latency()
+        value = msg.value()
+        sink.add("produce", None if lat is None else lat * 1000.0,
+                 error=err.name() if err is not None else "", topic=msg.topic(), partition=msg.partition(),
+                 offset=msg.offset() if err is None else None, nbytes=len(value) if value else 0)
+
+    i = 0
+    while pacer.running():
+        for _ in range(pacer.due()):
+            try:
+                producer.produce(topics[i % len(topics)], payloads.next_value(), payloads.next_key(),
+                                 on_delivery=on_delivery)
+            except BufferError:
+                sink.add("produce", None, error="_QUEUE_FULL", topic=topics[i % len(topics)])
+                producer.poll(0.05)
+            except Exception as exc:  # KafkaException from produce() itself
+                err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                sink.add("produce", None, error=err.name() if err else type(exc).__name__,
+                         topic=topics[i % len(topics)])
+            pacer.sent += 1
+            i += 1
+        producer.poll(0)
+        pacer.wait_next()
+    remaining = producer.flush(FLUSH_TIMEOUT_S)
+    for _ in range(remaining):
+        sink.add("produce", None, error="_FLUSH_TIMEOUT")
+
+
+def _run_kafka_python(params: dict[str, Any], bootstrap: str, pacer: Pacer, payloads: PayloadSource,
+                      sink: SampleSink) -> None:
+    from kafka import KafkaProducer
+
+    acks = {-1: "all", 0: 0, 1: 1}[params["acks"]]
+    extra = {k.replace(".", "_"): v for k, v in params["config"].items()}
+    producer = KafkaProducer(bootstrap_servers=bootstrap.split(","), acks=acks, client_id=sink.task,
+                             linger_ms=5, **extra)
+    topics = params["topics"]
+
+    def ok(started: float, size: int, md: Any) -> None:
+        sink.add("produce", (time.perf_counter() - started) * 1000.0, topic=md.topic, partition=md.partition,
+                 offset=md.offset, nbytes=size)
+
+    def failed(started: float, size: int, topic: str, exc: BaseException) -> None:
+        sink.add("produce", (time.perf_counter() - started) * 1000.0, error=type(exc).__name__, topic=topic,
+                 nbytes=size)
+
+    i = 0
+    try:
+        while pacer.running():
+            for _ in range(pacer.due()):
+                topic = topics[i % len(topics)]
+                value = payloads.next_value()
+                started = time.perf_counter()
+                fut = producer.send(topic, value=value, key=payloads.next_key())
+                fut.add_callback(lambda md, s=started, n=len(value): ok(s, n, md))
+                fut.add_errback(lambda exc, s=started, n=len(value), t=topic: failed(s, n, t, exc))
+                pacer.sent += 1
+                i += 1
+            pacer.wait_next()
+        producer.flush(FLUSH_TIMEOUT_S)
+    finally:
+        producer.close(timeout=5)

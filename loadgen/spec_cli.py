@@ -1,0 +1,58 @@
+"""A workload spec from command-line options, for runs that need no YAML file.
+
+The options describe the common shape (one topic, N producers, one consumer group with churn);
+the result goes through the same validation as a YAML spec.
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from loadgen.errors import SpecError
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("workload (when no --spec is given)")
+    g.add_argument("--topic", default="load", help="topic to produce to and consume from")
+    g.add_argument("--partitions", type=int, default=6)
+    g.add_argument("--replication-factor", type=int, default=3)
+    g.add_argument("--producers", type=int, default=2, help="producer instances")
+    g.add_argument("--rate", type=float, default=300.0, help="messages/s per producer instance")
+    g.add_argument("--size", type=int, default=512, help="mean message size in bytes (lognormal)")
+    g.add_argument("--acks", default="all", choices=["0", "1", "all"])
+    g.add_argument("--client", default="confluent", choices=["confluent", "kafka-python"])
+    g.add_argument("--group-members", type=int, default=3, help="members of the consumer group (0: none)")
+    g.add_argument("--churn", default="",
+                   help="group churn events, e.g. 'join@10,leave@15,crash@20' (action@seconds[xcount])")
+
+
+def parse_churn(text: str) -> list[dict[str, Any]]:
+    events = []
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        try:
+            action, rest = item.split("@", 1)
+            at, _, count = rest.partition("x")
+            events.append({"action": action.strip(), "at_s": float(at), "count": int(count or 1)})
+        except ValueError:
+            raise SpecError(f"invalid --churn item {item!r}: expected action@seconds or action@secondsxcount") from None
+    return events
+
+
+def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    topic = args.topic
+    spec: dict[str, Any] = {
+        "duration_s": args.duration if args.duration is not None else 30.0,
+        "topics": [{"name": topic, "partitions": args.partitions, "replication_factor": args.replication_factor}],
+        "producers": [],
+        "groups": [],
+    }
+    if args.producers > 0:
+        spec["producers"].append({
+            "name": "cli", "topics": [topic], "rate": args.rate, "instances": args.producers,
+            "size": {"dist": "lognormal", "mean": args.size, "sigma": 0.5, "min": 1, "max": max(args.size * 8, 64)},
+            "keys": {"mode": "random", "cardinality": 1000}, "acks": args.acks, "client": args.client,
+        })
+    if args.group_members > 0:
+        spec["groups"].append({"group_id": "load-group", "topics": [topic], "members": args.group_members,
+                               "client": args.client, "churn": parse_churn(args.churn)})
+    return spec

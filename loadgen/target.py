@@ -1,0 +1,135 @@
+"""The cluster a load run drives: an in-process EmbeddedCluster, or any reachable Kafka cluster.
+
+The embedded cluster lives in the driver process; Spark's Python workers are separate
+processes and reach it over TCP like any client would. Reachability is checked before Spark
+starts, so an unreachable cluster costs seconds, not a Spark session, and fails with one line.
+"""
+from __future__ import annotations
+
+import contextlib
+import urllib.request
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import structlog
+
+from loadgen.errors import ClusterUnreachableError, LoadgenError, SpecError
+from loadgen.spec import TopicSpec
+
+_log = structlog.get_logger("loadgen.target")
+
+QUIET = {"log_level": 0}  # librdkafka logs every refused connection to stderr; the error says it once
+
+
+@dataclass
+class Target:
+    bootstrap: str
+    cluster: Any = None            # the EmbeddedCluster when the run started one
+    metrics_url: str | None = None
+
+    @property
+    def embedded(self) -> bool:
+        return self.cluster is not None
+
+
+def check_reachable(bootstrap: str, timeout_s: float = 5.0) -> int:
+    """Number of brokers in the cluster's metadata; ClusterUnreachableError if there is no answer."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+    try:
+        md = admin.list_topics(timeout=timeout_s)
+    except KafkaException as exc:
+        err = exc.args[0] if exc.args else None
+        why = err.str() if hasattr(err, "str") else str(exc)
+        raise ClusterUnreachableError(f"cannot reach a Kafka cluster at {bootstrap}: {why}") from None
+    return len(md.brokers)
+
+
+def create_topics(bootstrap: str, topics: tuple[TopicSpec, ...], brokers: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    for t in topics:
+        if t.replication_factor > brokers:
+            raise SpecError(f"invalid workload spec: topics: {t.name} has replication_factor "
+                            f"{t.replication_factor} but the cluster has {brokers} broker(s)")
+    if not topics:
+        return
+    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+    futures = admin.create_topics([NewTopic(t.name, t.partitions, t.replication_factor) for t in topics],
+                                  request_timeout=30)
+    for name, fut in futures.items():
+        try:
+            fut.result(30)
+        except Exception as exc:
+            err = exc.args[0] if exc.args else None
+            if getattr(err, "name", lambda: "")() == "TOPIC_ALREADY_EXISTS":
+                continue
+            raise LoadgenError(f"creating topic {name} failed: {err.str() if hasattr(err, 'str') else exc}") from None
+
+
+def delete_topic(bootstrap: str, name: str) -> None:
+    """Best effort: a leftover control topic is harmless, so failures are only logged."""
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+        for fut in admin.delete_topics([name], request_timeout=10).values():
+            fut.result(10)
+    except Exception as exc:
+        _log.info("control_topic_not_deleted", topic=name, error=repr(exc))
+
+
+def _start_embedded(brokers: int, config: dict[str, Any]) -> tuple[Any, Any, str | None]:
+    """Start an EmbeddedCluster and its /metrics endpoint; returns (cluster, metrics, url)."""
+    from loadgen.embedded import start_cluster
+
+    cluster = start_cluster(brokers, config)
+    try:
+        from metrics.cluster import ClusterMetrics
+
+        metrics = ClusterMetrics(cluster)
+        server = metrics.start_http_server(0)
+        return cluster, metrics, server.url if str(server.url).endswith("/metrics") else f"{server.url}/metrics"
+    except Exception as exc:   # the load can run without metrics; say so once
+        _log.warning("metrics_endpoint_unavailable", error=repr(exc))
+        return cluster, None, None
+
+
+@contextlib.contextmanager
+def open_target(bootstrap: str | None, brokers: int = 3, config: dict[str, Any] | None = None,
+                timeout_s: float = 5.0) -> Iterator[Target]:
+    if bootstrap:
+        check_reachable(bootstrap, timeout_s)
+        yield Target(bootstrap)
+        return
+    cluster, metrics, url = _start_embedded(brokers, dict(config or {}))
+    try:
+        yield Target(cluster.bootstrap_servers, cluster, url)
+    finally:
+        if metrics is not None:
+            metrics.close()
+        cluster.close()
+
+
+def scrape_metrics(url: str | None, names: tuple[str, ...] = ()) -> dict[str, float]:
+    """Sum of each metric family (over labels) in one /metrics scrape; empty when unavailable."""
+    if not url:
+        return {}
+    try:
+        text = urllib.request.urlopen(url, timeout=5).read().decode()
+    except Exception:
+        return {}
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if names and not any(name.startswith(n) for n in names):
+            continue
+        try:
+            out[name] = out.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+        except ValueError:
+            continue
+    return out

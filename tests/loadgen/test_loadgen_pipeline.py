@@ -1,0 +1,93 @@
+"""The whole load pipeline in Spark local mode against an in-process 3-broker cluster.
+
+Real parts throughout: the EmbeddedCluster serves TCP in this process, the Spark Python workers
+are separate processes running confluent-kafka and kafka-python clients, and the crashing
+member is a child process killed with SIGKILL. The report's counts are checked against what the
+brokers hold and against the plan.
+"""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from loadgen.driver import run_load
+from loadgen.spec import parse_spec
+from loadgen.target import create_topics, open_target
+
+PYSPARK_PANDAS3_NOISE = [pytest.mark.filterwarnings("ignore:.*does not yet fully support pandas.*:FutureWarning"),
+                         pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")]
+# 180 s: Spark start (5-15 s), a 6 s load, the drain and the report; the embedded brokers share the
+# machine's 2 cores with Spark, so the drain is the part that varies.
+pytestmark = [*PYSPARK_PANDAS3_NOISE, pytest.mark.timeout(180)]
+
+SPEC = {
+    "duration_s": 6,
+    "drain_s": 40,
+    "seed": 3,
+    "topics": [{"name": "pipe", "partitions": 4, "replication_factor": 3},
+               {"name": "pipe-kp", "partitions": 2, "replication_factor": 3}],
+    "producers": [
+        {"name": "rdk", "topics": ["pipe"], "rate": 300, "size": {"dist": "lognormal", "mean": 300, "max": 4000}},
+        {"name": "kp", "topics": ["pipe-kp"], "rate": 80, "acks": 1, "client": "kafka-python", "size": 100},
+    ],
+    "groups": [{"group_id": "pipe-app", "topics": ["pipe"], "members": 2, "session_timeout_ms": 1500,
+                "heartbeat_interval_ms": 300,
+                "churn": [{"at_s": 1, "action": "join"}, {"at_s": 2, "action": "leave"},
+                          {"at_s": 2.5, "action": "crash"}]}],
+    "consumers": [{"name": "audit", "topics": ["pipe", "pipe-kp"], "client": "kafka-python"}],
+    "admin": [{"at_s": 1, "action": "list_topics"}, {"at_s": 2, "action": "describe_groups", "group": "pipe-app"}],
+}
+
+
+def _high_watermarks(bootstrap: str, topic: str, partitions: int) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "pipeline-test-check"})
+    try:
+        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
+                   for p in range(partitions))
+    finally:
+        c.close()
+
+
+def test_pipeline_report_matches_the_cluster(spark, tmp_path):
+    spec = parse_spec(SPEC)
+    with open_target(None) as target:
+        create_topics(target.bootstrap, spec.topics, 3)
+        summary = run_load(spark, spec, target.bootstrap, tmp_path, {"run_id": "pipeline-test"},
+                           show_progress=False)
+        in_log = {t.name: _high_watermarks(target.bootstrap, t.name, t.partitions) for t in spec.topics}
+        assert target.metrics_url is None or target.metrics_url.startswith("http://127.0.0.1:")
+
+    produced = summary["produced"]
+    assert summary["task_errors"] == []
+    # ~300/s x 6 s and ~80/s x 6 s were attempted, and every attempt has an outcome.
+    assert 1700 <= produced["attempted"] <= 2400
+    assert produced["acked"] + produced["failed"] == produced["attempted"]
+    # Every acknowledged message is in a log; what the logs hold beyond that are sends the producer
+    # gave up on (flush timeout) that the broker still wrote, and the report finds exactly those.
+    total_in_log = in_log["pipe"] + in_log["pipe-kp"]
+    assert produced["acked"] <= total_in_log <= produced["attempted"]
+    audit = summary["consumed"]["consumer:audit"]
+    assert audit["missing"] == 0 and audit["duplicates"] == 0
+    assert audit["records"] == total_in_log
+    assert audit["unexpected"] == total_in_log - produced["acked"]
+    group = summary["consumed"]["pipe-app"]
+    assert group["missing"] == 0
+    assert group["unique"] == in_log["pipe"]
+    # The plan: 2 initial members + 1 join; one leaves, one crashes (SIGKILL), the rest drain.
+    reb = summary["rebalances"]
+    assert reb["joins"] == 3 and reb["crashes"] == 1 and reb["leaves"] == 2 and reb["count"] >= 3
+    assert {"admin:list_topics", "admin:describe_groups"} <= set(summary["operations"])
+    assert summary["operations"]["produce"]["latency_ms"]["p50"] > 0
+    # The per-second series adds up to the totals.
+    per_second = pd.read_csv(tmp_path / "per_second.csv")
+    assert per_second[per_second["op"] == "produce"]["messages"].sum() == produced["acked"]
+    assert per_second[per_second["op"] == "consume"]["messages"].sum() == group["records"] + audit["records"]
+    on_disk = json.loads((tmp_path / "summary.json").read_text())
+    assert on_disk["produced"] == produced
+    assert spark.read.parquet(str(tmp_path / "samples.parquet")).count() == summary["run"]["samples"]
+    for chart in ("throughput.png", "latency_over_time.png", "latency_histogram.png", "rebalance_timeline.png"):
+        assert (tmp_path / chart).stat().st_size > 5000

@@ -1,0 +1,91 @@
+"""The workload spec is validated before anything starts, and churn resolves deterministically."""
+from __future__ import annotations
+
+import argparse
+import random
+from pathlib import Path
+
+import pytest
+
+from loadgen.errors import SpecError
+from loadgen.spec import GroupSpec, ChurnEvent, load_spec, parse_spec
+from loadgen.spec_cli import add_options, parse_churn, spec_from_args
+from loadgen.tasks import assign_slots, build_tasks, plan_members
+
+pytestmark = pytest.mark.timeout(10)
+
+BASE = {"duration_s": 10, "topics": [{"name": "t", "partitions": 2}],
+        "producers": [{"name": "p", "topics": ["t"], "rate": 50}]}
+
+
+def test_example_spec_is_valid(tmp_path):
+    spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / "workload.yaml")
+    assert spec.duration_s == 40
+    assert {g.group_id for g in spec.groups} == {"orders-app", "clicks-app"}
+    assert spec.producers[1].client == "kafka-python" and spec.producers[1].acks == 1
+
+
+def test_every_problem_is_reported_with_its_path():
+    raw = {**BASE, "producers": [{"name": "p", "topics": ["nope"], "rate": 0, "acks": "2",
+                                  "size": {"dist": "zipf", "min": 10, "max": 5}}], "extra": True}
+    with pytest.raises(SpecError) as info:
+        parse_spec(raw)
+    msg = info.value.message
+    for fragment in ("extra: unknown field", "producers[0].rate: must be > 0", "producers[0].acks",
+                     "producers[0].size.dist", "min (10) is greater than max (5)",
+                     "topic 'nope' is not declared"):
+        assert fragment in msg
+    assert "\n" not in msg   # one line for the CLI
+
+
+def test_churn_that_removes_more_members_than_live_is_rejected():
+    raw = {**BASE, "groups": [{"group_id": "g", "topics": ["t"], "members": 1,
+                               "churn": [{"at_s": 2, "action": "leave"}]}]}
+    with pytest.raises(SpecError, match="no live member at the end"):
+        parse_spec(raw)
+    raw["groups"][0]["churn"] = [{"at_s": 2, "action": "crash", "count": 3}]
+    with pytest.raises(SpecError, match="fewer are live"):
+        parse_spec(raw)
+
+
+def test_invalid_yaml_is_a_spec_error(tmp_path):
+    bad = tmp_path / "w.yaml"
+    bad.write_text("duration_s: [1,\n")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_spec(bad)
+    with pytest.raises(SpecError, match="cannot read"):
+        load_spec(tmp_path / "missing.yaml")
+
+
+def test_churn_plan_is_deterministic_and_respects_liveness():
+    g = GroupSpec("g", ("t",), members=3, churn=(ChurnEvent(5, "join", 2), ChurnEvent(8, "leave"),
+                                                  ChurnEvent(9, "crash", 2)))
+    a = plan_members(g, random.Random(3))
+    b = plan_members(g, random.Random(3))
+    assert a == b
+    assert len(a) == 5
+    assert sum(m.end == "leave" for m in a) == 1 and sum(m.end == "crash" for m in a) == 2
+    assert all(m.start_s <= (m.end_s if m.end_s is not None else 1e9) for m in a)
+    assert sum(m.end == "drain" for m in a) == 2
+
+
+def test_tasks_are_balanced_over_slots_and_sorted():
+    spec = parse_spec({**BASE, "producers": [{"name": "p", "topics": ["t"], "rate": 100, "instances": 4}],
+                       "groups": [{"group_id": "g", "topics": ["t"], "members": 2}]})
+    tasks = build_tasks(spec, 2)
+    assert [t.slot for t in tasks] == sorted(t.slot for t in tasks)
+    per_slot = [sum(t.kind == "producer" for t in tasks if t.slot == s) for s in (0, 1)]
+    assert per_slot == [2, 2]
+    assert len(assign_slots(tasks, 1)) == len(tasks)
+
+
+def test_cli_options_make_a_valid_spec():
+    parser = argparse.ArgumentParser()
+    add_options(parser)
+    parser.add_argument("--duration", type=float)
+    args = parser.parse_args(["--churn", "join@5,crash@8x1", "--group-members", "2", "--duration", "12"])
+    spec = parse_spec(spec_from_args(args))
+    assert spec.duration_s == 12 and spec.groups[0].members == 2
+    assert [(e.action, e.at_s) for e in spec.groups[0].churn] == [("join", 5.0), ("crash", 8.0)]
+    with pytest.raises(SpecError):
+        parse_churn("explode")

@@ -122,6 +122,10 @@ class SystemTimer(Timer):
         # Buckets of a large cascade still holding tasks to place (see ``_flush_locked``).
         self._staged: list[TimerTaskList] = []
         self._cascade_chunk = CASCADE_CHUNK
+        # The wheel each staged bucket cascades into (parallel to ``_staged``).
+        self._staged_finer: list[TimingWheel] = []
+        # Every staged task expiring before this has been placed.
+        self._staged_low = 0
         # Expiration counter read by metrics (written only under ``_lock``).
         self.expired_task_count = 0
         if isinstance(self.time, MockTime):
@@ -173,31 +177,52 @@ class SystemTimer(Timer):
     def _flush_locked(self, bucket: TimerTaskList, now: int) -> None:
         """Kafka's ``bucket.flush(addTimerTaskEntry)`` for an expired bucket.
 
-        A small bucket is flushed at once. A large one (a coarse bucket cascading tens of
-        thousands of tasks) would hold the lock, and the GIL, long enough to make tasks falling
-        due meanwhile late, so only the tasks expiring within two spans of the finest wheel
-        (counted from ``now``: the poller may be late) are placed now; the bucket object itself leaves the wheel (a fresh one takes its slot) with
-        the other tasks still linked in it, and ``advance_clock`` places those a chunk at a time
-        (``_drain_staged_locked``), long before the earliest of them is due. While staged, a task
-        is still linked in a bucket: ``cancel``, re-adding and ``size()`` work unchanged.
+        The tasks of a bucket of level k all fall within the span of level k-1 (its interval is
+        level k's tick), so they are placed with ``_place_cascade_locked`` (level k-1 directly,
+        a finer level or the executor only for the few in level k-1's first tick). A small
+        bucket is flushed at once. A large one (a coarse bucket cascading tens of thousands of
+        tasks) would hold the lock, and the GIL, long enough to make tasks falling due meanwhile
+        late, so only the tasks expiring within two spans of the finest wheel (counted from
+        ``now``: the poller may be late) are placed now; the bucket object itself leaves the
+        wheel (a fresh one takes its slot) with the other tasks still linked in it, and
+        ``advance_clock`` places those ``2 * CASCADE_CHUNK`` at a time (``_drain_staged_locked``),
+        long before the earliest of them is due. While staged, a task is still linked in a
+        bucket: ``cancel``, re-adding and ``size()`` work unchanged.
         """
         entries = bucket._entries
         bucket._expiration_ms = -1
-        if len(entries) <= self._cascade_chunk:
+        finer = None
+        levels = self._levels
+        for index in range(1, len(levels)):
+            if bucket in levels[index].buckets:
+                finer = levels[index - 1]
+                break
+        if len(entries) <= self._cascade_chunk or finer is None:
             bucket._entries = {}
-            self._place_all_locked(entries)
+            self._place_cascade_locked(entries, finer)
             return
-        if not self._detach_locked(bucket):  # not a wheel bucket (cannot happen): no staging
-            bucket._entries = {}
-            self._place_all_locked(entries)
-            return
-        root = self._wheel
-        horizon = max(now, root.current_time_ms) + 2 * root.interval
-        urgent = [task for task in entries if task._expiration_ms < horizon]
-        for task in urgent:
-            del entries[task]
+        self._detach_locked(bucket)
         self._staged.append(bucket)
-        self._place_all_locked(urgent)
+        self._staged_finer.append(finer)
+        root = self._wheel
+        horizon = max(now, root.current_time_ms) + 3 * root.interval
+        if len(self._staged) > 1 and horizon < self._staged_low:
+            horizon = self._staged_low  # another cascade is being placed: catch up with it
+        self._staged_low = horizon
+        self._place_staged_before_locked(horizon, len(self._staged) - 1)
+
+    def _place_staged_before_locked(self, horizon: int, first: int = 0) -> None:
+        """Place the tasks of ``_staged[first:]`` expiring before ``horizon`` (a filter scan)."""
+        staged = self._staged
+        for index in range(first, len(staged)):
+            entries = staged[index]._entries
+            urgent = [task for task in entries if task._expiration_ms < horizon]
+            for task in urgent:
+                del entries[task]
+            self._place_cascade_locked(urgent, self._staged_finer[index])
+        for index in range(len(staged) - 1, -1, -1):
+            if not staged[index]._entries:
+                del staged[index], self._staged_finer[index]
 
     def _detach_locked(self, bucket: TimerTaskList) -> bool:
         """Give ``bucket``'s wheel slot a fresh bucket, so that next revolution's tasks never
@@ -212,16 +237,56 @@ class SystemTimer(Timer):
 
     def _drain_staged_locked(self) -> None:
         """Place up to one chunk of the tasks left in staged buckets."""
-        budget = self._cascade_chunk
+        budget = 2 * self._cascade_chunk
         staged = self._staged
         while staged and budget > 0:
             entries = staged[-1]._entries
             take = min(budget, len(entries))
             chunk = [entries.popitem()[0] for _ in range(take)]
             budget -= take
+            finer = self._staged_finer[-1]
             if not entries:
                 staged.pop()
-            self._place_all_locked(chunk)
+                self._staged_finer.pop()
+            self._place_cascade_locked(chunk, finer)
+
+    def _place_cascade_locked(self, tasks: Iterable[TimerTask], wheel: TimingWheel | None) -> None:
+        """Place tasks of an expired bucket of the level above ``wheel`` (None: of the finest).
+
+        Their expirations lie in ``[wheel.current_time_ms, wheel.current_time_ms +
+        wheel.interval)`` (the wheel clock only moves forward, to bucket expirations), so each
+        one past ``wheel``'s first tick goes straight to its bucket there, with no level search:
+        ``_place_all_locked`` takes the others. Every bucket of ``wheel`` that holds tasks then
+        gets the expiration of the one tick range its index stands for in the wheel's current
+        revolution (offering it to the queue if that changed), as Kafka's placement would set.
+        """
+        if wheel is None:
+            self._place_all_locked(tasks)
+            return
+        tick = wheel.tick_ms
+        size = wheel.wheel_size
+        current = wheel.current_time_ms
+        split = current + tick
+        buckets = wheel.buckets
+        rest = []
+        for task in tasks:
+            expiration = task._expiration_ms
+            if expiration < split:
+                rest.append(task)
+                continue
+            bucket = buckets[expiration // tick % size]
+            bucket._entries[task] = None
+            task._bucket = bucket
+        base = current // tick
+        offer = self._offer
+        for index, bucket in enumerate(buckets):
+            if bucket._entries:
+                expiration = (base + (index - base) % size) * tick
+                if bucket._expiration_ms != expiration:
+                    bucket._expiration_ms = expiration
+                    offer(bucket)
+        if rest:
+            self._place_all_locked(rest)
 
     def _place_all_locked(self, tasks: Iterable[TimerTask]) -> None:
         """Place tasks already unlinked from (or about to leave) a bucket; all are counted.
@@ -319,6 +384,14 @@ class SystemTimer(Timer):
         queue = self._queue
         with self._cond:
             now = time.hi_res_clock_ms()
+            if self._staged:
+                # Staged tasks must be placed before they are due, however late this call is:
+                # everything expiring within two finest spans of now always is.
+                root = self._wheel
+                floor = max(now, root.current_time_ms) + 2 * root.interval
+                if floor > self._staged_low:
+                    self._staged_low = floor + root.interval
+                    self._place_staged_before_locked(self._staged_low)
             bucket = queue.poll_expired(now)
             if bucket is None and timeout_ms > 0 and not self._staged:
                 deadline = now + timeout_ms

@@ -404,3 +404,37 @@ def test_large_cascade_is_staged_without_changing_semantics(make_timer, mock_tim
     assert set(fired) == set(expected)
     wrong = {i: (times, expected[i]) for i, times in fired.items() if times != [expected[i]]}
     assert not wrong, wrong
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("steps", [[45, 45, 45], [7] * 60])
+def test_staged_cascade_is_placed_in_time_whatever_the_poller_pace(
+        make_timer, mock_time, steps) -> None:
+    """Staged tasks are placed in deadline order over several calls; whatever the gaps between
+    advance_clock calls, every task due by a call has fired by then, exactly once, never early."""
+    timer = make_timer(time=mock_time)
+    timer._cascade_chunk = 8
+    fired: dict[int, list[int]] = {}
+    lock = threading.Lock()
+
+    def task(ident: int, delay: int) -> FunctionTask:
+        def run() -> None:
+            with lock:
+                fired.setdefault(ident, []).append(mock_time.hi_res_clock_ms())
+        return FunctionTask(delay, run)
+
+    start = mock_time.hi_res_clock_ms()
+    expected = {i: start + 400 + (i * 7) % 800 for i in range(800)}
+    for i, at in expected.items():
+        timer.add(task(i, at - start))
+    for step in [600] + steps + [2000]:  # the level-3 bucket [1600, 2000) cascades at 1600
+        mock_time.advance(step)
+        timer.advance_clock(0)
+        drain_executor(timer)
+        now = mock_time.hi_res_clock_ms()
+        with lock:
+            missing = [i for i, at in expected.items() if at <= now and i not in fired]
+            early = [i for i, times in fired.items() if min(times) < expected[i] - 1]
+        assert not missing and not early, (now, missing[:5], early[:5])
+    assert not timer._staged and timer.size() == 0
+    assert all(len(times) == 1 for times in fired.values()) and set(fired) == set(expected)

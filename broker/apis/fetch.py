@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from broker import errors
-from broker.apis.kio_shapes import error_code, make, nested, response_class
+from broker.apis.kio_shapes import duration_ms, error_code, make, nested, response_class
 from broker.partition import LogReadResult
 from broker.replica_manager import FetchParams, PartitionFetchInfo, isolation_for
 
@@ -25,11 +25,6 @@ def register(apis: Any) -> None:
     apis.register(API_KEY, handle_fetch)
 
 
-def _ms(value: Any) -> int:
-    if isinstance(value, timedelta):
-        return int(value.total_seconds() * 1000)
-    return int(value)
-
 
 def parse_fetch_request(body: Any, version: int, metadata: Any) -> tuple[FetchParams, list, list, dict]:
     """(params, fetch infos, response order, pre-set errors) of a kio FetchRequest."""
@@ -39,7 +34,7 @@ def parse_fetch_request(body: Any, version: int, metadata: Any) -> tuple[FetchPa
     else:
         replica_id = int(body.replica_id)
         replica_epoch = -1
-    params = FetchParams(replica_id=replica_id, max_wait_ms=_ms(body.max_wait), min_bytes=int(body.min_bytes),
+    params = FetchParams(replica_id=replica_id, max_wait_ms=duration_ms(body.max_wait), min_bytes=int(body.min_bytes),
                          max_bytes=int(body.max_bytes),
                          isolation=isolation_for(replica_id, int(body.isolation_level)),
                          replica_epoch=replica_epoch)

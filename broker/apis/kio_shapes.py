@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import fields
+from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -15,6 +16,13 @@ from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
 _ERRORS: dict[int, ErrorCode] = {int(e.value): e for e in ErrorCode}
+
+
+def duration_ms(value: Any) -> int:
+    """A kio duration field (``timedelta``, or a plain int in hand-built entities) in ms."""
+    if isinstance(value, timedelta):
+        return int(value.total_seconds() * 1000)
+    return int(value)
 
 
 def error_code(code: int) -> ErrorCode:

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from broker import errors
-from broker.apis.kio_shapes import error_code, make, nested, response_class
+from broker.apis.kio_shapes import duration_ms, error_code, make, nested, response_class
 
 API_KEY = 0
 MIN_VERSION = 3
@@ -23,11 +23,6 @@ ZERO = timedelta(0)
 def register(apis: Any) -> None:
     apis.register(API_KEY, handle_produce)
 
-
-def _timeout_ms(value: Any) -> int:
-    if isinstance(value, timedelta):
-        return int(value.total_seconds() * 1000)
-    return int(value)
 
 
 def handle_produce(apis: Any, request: Any) -> None:
@@ -68,7 +63,7 @@ def handle_produce(apis: Any, request: Any) -> None:
             return
         channel.send_response(request, build_response(version, order, statuses, pre))
 
-    apis.replica_manager.append_records(_timeout_ms(body.timeout), acks, entries, on_done)
+    apis.replica_manager.append_records(duration_ms(body.timeout), acks, entries, on_done)
 
 
 def build_response(version: int, order: list, statuses: dict, pre: dict) -> Any:

@@ -42,8 +42,7 @@ def test_coordinator_elected_on_leaders_and_moves_on_stop(make_cluster):
     for p in range(3):
         leader = c.leader_of(OFFSETS_TOPIC, p)
         gc = c.broker(leader).group_coordinator
-        if gc is None:
-            pytest.skip("coordinator package not available")
+        assert gc is not None, f"broker {leader} runs no group coordinator"
         wait_until(lambda: gc.is_partition_owned(p) or gc.is_partition_loading(p), msg="elected")
     leader = c.leader_of(OFFSETS_TOPIC, 0)
     c.stop_broker(leader)

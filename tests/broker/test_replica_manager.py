@@ -55,10 +55,10 @@ def test_acks_all_completes_after_isr_shrink():
     h.follower_fetch(2, 0)
     st = h.produce(2, timeout_ms=60000)
     h.follower_fetch(1, 2)  # follower 1 caught up; follower 2 stalls
-    h.time.sleep(5000)
+    h.time.advance(5000)
     assert h.rm.maybe_shrink_isr() == 0  # still within the lag time
     h.follower_fetch(1, 2)
-    h.time.sleep(5001)
+    h.time.advance(5001)
     assert h.rm.maybe_shrink_isr() == 1
     assert h.partition.isr == (0, 1)
     assert h.metadata.partition_state("t", 0).isr == (0, 1)
@@ -70,7 +70,7 @@ def test_isr_expansion_when_follower_catches_up():
     h = Harness(lag_ms=1000)
     h.follower_fetch(1, 0)
     h.produce(1, acks=1)
-    h.time.sleep(1001)
+    h.time.advance(1001)
     h.follower_fetch(1, 1)
     h.rm.maybe_shrink_isr()
     assert h.partition.isr == (0, 1)  # follower 2 never fetched
@@ -139,7 +139,7 @@ def test_consumer_fetch_parked_until_hw_moves():
 def test_min_insync_replicas_not_enough_replicas():
     h = Harness(min_isr=3, lag_ms=100)
     h.follower_fetch(1, 0)
-    h.time.sleep(101)
+    h.time.advance(101)
     h.follower_fetch(1, 0)
     h.rm.maybe_shrink_isr()
     assert h.partition.isr == (0, 1)
@@ -155,13 +155,13 @@ def test_not_enough_replicas_after_append_and_hw_frozen_under_min_isr():
     h.follower_fetch(2, 0)
     st = h.produce(1, timeout_ms=5000)
     h.follower_fetch(1, 1)
-    h.time.sleep(101)
+    h.time.advance(101)
     h.follower_fetch(1, 1)
     h.rm.maybe_shrink_isr()  # follower 2 dropped: ISR {0,1} still meets min ISR 2, HW -> 1
     assert h.partition.log.high_watermark == 1 and st[TP].error == errors.NONE
     # now drop follower 1 too: under min ISR the HW no longer moves
     st2 = h.produce(1, acks=1)
-    h.time.sleep(101)
+    h.time.advance(101)
     h.rm.maybe_shrink_isr()
     assert h.partition.isr == (0,)
     assert h.partition.log.high_watermark == 1
@@ -299,7 +299,7 @@ def test_stale_metadata_push_does_not_undo_an_isr_change():
     h = Harness(lag_ms=100)
     stale = h.metadata.partition_state("t", 0)
     h.follower_fetch(1, 0)
-    h.time.sleep(101)
+    h.time.advance(101)
     h.follower_fetch(1, 0)
     h.rm.maybe_shrink_isr()
     assert h.partition.isr == (0, 1)

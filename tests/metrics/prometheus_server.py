@@ -34,7 +34,7 @@ def prometheus_binary() -> str:
         reason = "prometheus binary not installed: apt-get install prometheus (scripts/test.sh does)"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(reason)
-        pytest.skip(reason)
+        pytest.skip(reason=reason)
     return path
 
 

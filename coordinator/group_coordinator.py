@@ -326,6 +326,18 @@ class GroupCoordinator:
             group.lock.defer(lambda: callback(result))
         return respond
 
+    @staticmethod
+    def _join_rejected(group: GroupMetadata, member_id: str, protocol_type: str,
+                       protocols: list[tuple[str, bytes]], respond: Callable[[Any], None]) -> bool:
+        """The checks both JoinGroup paths (unknown and known member) make first; true = answered."""
+        if group.is_(Dead):
+            respond(JoinGroupResult.error_result(member_id, errors.COORDINATOR_NOT_AVAILABLE))
+            return True
+        if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
+            respond(JoinGroupResult.error_result(member_id, errors.INCONSISTENT_GROUP_PROTOCOL))
+            return True
+        return False
+
     def _accept_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
         state = group.state
         if state is Empty or state is Dead:
@@ -341,11 +353,7 @@ class GroupCoordinator:
                                   session_timeout_ms: int, protocol_type: str,
                                   protocols: list[tuple[str, bytes]], callback: JoinCallback, reason: str) -> None:
         respond = self._responder(group, callback)
-        if group.is_(Dead):
-            respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, errors.COORDINATOR_NOT_AVAILABLE))
-            return
-        if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
-            respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, errors.INCONSISTENT_GROUP_PROTOCOL))
+        if self._join_rejected(group, UNKNOWN_MEMBER_ID, protocol_type, protocols, respond):
             return
         new_member_id = group.generate_member_id(client_id, group_instance_id)
         if group_instance_id is not None:
@@ -377,11 +385,7 @@ class GroupCoordinator:
                                       protocol_type: str, protocols: list[tuple[str, bytes]],
                                       callback: JoinCallback, reason: str) -> None:
         respond = self._responder(group, callback)
-        if group.is_(Dead):
-            respond(JoinGroupResult.error_result(member_id, errors.COORDINATOR_NOT_AVAILABLE))
-            return
-        if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
-            respond(JoinGroupResult.error_result(member_id, errors.INCONSISTENT_GROUP_PROTOCOL))
+        if self._join_rejected(group, member_id, protocol_type, protocols, respond):
             return
         if group.is_pending_member(member_id):
             if group_instance_id is not None:

@@ -173,33 +173,34 @@ def _add_cancel(make: Callable[[], Any], add: Callable[[Any], None], tasks: int,
     return elapsed
 
 
-def run_add_cancel(tasks: int, outstanding: int, delay_ms: int, show: bool) -> dict[str, Any]:
+def _measure_add_cancel(timer: Any, add: Callable[[Any], None], make: Callable[[], Any],
+                        entries: Callable[[], int], tasks: int, outstanding: int, label: str,
+                        show: bool) -> dict[str, Any]:
+    """Run the add-cancel loop on one timer, then close it; rate, entries kept and RSS growth."""
     gc.collect()
     rss0 = rss_bytes()
+    try:
+        elapsed = _add_cancel(make, add, tasks, outstanding, label, show)
+        result = {"seconds": round(elapsed, 3), "rate_per_s": round(tasks / elapsed),
+                  "retained_entries": entries(), "rss_delta_mib": mib(rss_bytes() - rss0)}
+    finally:
+        timer.close()
+    gc.collect()
+    return result
+
+
+def run_add_cancel(tasks: int, outstanding: int, delay_ms: int, show: bool) -> dict[str, Any]:
     # Tasks go straight into the SystemTimer, as a purgatory adds them; the reaper thread only
     # drives the clock.
     system_timer = SystemTimer("bench-timer")
-    timer = SystemTimerReaper("ExpirationReaper-bench-timer", system_timer)
-    try:
-        elapsed = _add_cancel(lambda: _NoopTask(delay_ms), system_timer.add, tasks, outstanding,
-                              "wheel", show)
-        ours = {"seconds": round(elapsed, 3), "rate_per_s": round(tasks / elapsed),
-                "retained_entries": timer.size(), "rss_delta_mib": mib(rss_bytes() - rss0)}
-    finally:
-        timer.close()
-    del timer
-    gc.collect()
-    rss0 = rss_bytes()
+    reaper = SystemTimerReaper("ExpirationReaper-bench-timer", system_timer)
+    ours = _measure_add_cancel(reaper, system_timer.add, lambda: _NoopTask(delay_ms),
+                               system_timer.size, tasks, outstanding, "wheel", show)
+    del reaper, system_timer
     naive = NaiveTimer()
-    try:
-        elapsed = _add_cancel(lambda: NaiveTask(delay_ms), naive.add, tasks, outstanding,
-                              "naive", show)
-        theirs = {"seconds": round(elapsed, 3), "rate_per_s": round(tasks / elapsed),
-                  "retained_entries": naive.entries(), "rss_delta_mib": mib(rss_bytes() - rss0)}
-    finally:
-        naive.close()
+    theirs = _measure_add_cancel(naive, naive.add, lambda: NaiveTask(delay_ms), naive.entries,
+                                 tasks, outstanding, "naive", show)
     del naive
-    gc.collect()
     return {
         "tasks": tasks, "outstanding": outstanding, "delay_ms": delay_ms,
         "wheel": ours, "naive": theirs,

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from broker import errors
-from broker.apis.kio_shapes import duration_ms, error_code, make, nested, response_class
+from broker.apis.kio_shapes import duration_ms, error_code, topic_key_and_name, make, nested, response_class
 from broker.partition import LogReadResult
 from broker.replica_manager import FetchParams, PartitionFetchInfo, isolation_for
 
@@ -43,11 +43,7 @@ def parse_fetch_request(body: Any, version: int, metadata: Any) -> tuple[FetchPa
     order: list = []
     pre: dict = {}
     for t in body.topics:
-        if by_id:
-            key = t.topic_id
-            name = metadata.topic_name(t.topic_id) if metadata is not None else None
-        else:
-            key = name = t.topic
+        key, name = topic_key_and_name(t, by_id, metadata, "topic")
         parts = []
         for p in t.partitions:
             idx = int(p.partition)

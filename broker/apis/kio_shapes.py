@@ -25,6 +25,16 @@ def duration_ms(value: Any) -> int:
     return int(value)
 
 
+def topic_key_and_name(topic: Any, by_id: bool, metadata: Any, name_field: str) -> tuple[Any, str | None]:
+    """(key as the client sent it, topic name or None if unknown) of a Produce/Fetch topic entry.
+
+    From Produce v13 and Fetch v13 clients name topics by id; older versions by name."""
+    if by_id:
+        return topic.topic_id, (metadata.topic_name(topic.topic_id) if metadata is not None else None)
+    name = getattr(topic, name_field)
+    return name, name
+
+
 def error_code(code: int) -> ErrorCode:
     return _ERRORS.get(code) or ErrorCode(code)
 

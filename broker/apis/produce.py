@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from broker import errors
-from broker.apis.kio_shapes import duration_ms, error_code, make, nested, response_class
+from broker.apis.kio_shapes import duration_ms, error_code, topic_key_and_name, make, nested, response_class
 
 API_KEY = 0
 MIN_VERSION = 3
@@ -35,11 +35,7 @@ def handle_produce(apis: Any, request: Any) -> None:
     order: list[tuple[Any, str | None, list[int]]] = []  # (topic key as sent, name, partitions)
     pre: dict[tuple[str, int], tuple[int, str | None]] = {}
     for td in body.topic_data:
-        if by_id:
-            key = td.topic_id
-            name = metadata.topic_name(td.topic_id) if metadata is not None else None
-        else:
-            key = name = td.name
+        key, name = topic_key_and_name(td, by_id, metadata, "name")
         parts = []
         for pd in td.partition_data:
             idx = int(pd.index)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from timer_support import WAIT_S, FunctionTask, RecordingTask, drain_executor
+from timer_support import WAIT_S, FiringLog, FunctionTask, RecordingTask, drain_executor
 
 from timer import MockTime, TimerTask, TimingWheel
 from timer.timer_task import FIRED, SUBMITTED
@@ -72,14 +72,8 @@ def test_task_expiration_with_mock_time(make_timer, mock_time: MockTime) -> None
     timer = make_timer("test", tick_ms=1, wheel_size=3, time=mock_time)
     start = mock_time.hi_res_clock_ms()
     delays, expected = _expiration_scenario()
-    fired_at: dict[int, list[int]] = {}
-    lock = threading.Lock()
-
-    def recorder(ident: int, d: int) -> FunctionTask:
-        def run() -> None:
-            with lock:
-                fired_at.setdefault(ident, []).append(mock_time.hi_res_clock_ms())
-        return FunctionTask(d, run)
+    log = FiringLog(mock_time)
+    fired_at, lock, recorder = log.fired, log.lock, log.task
 
     for i, d in enumerate(delays):
         timer.add(recorder(i, d))
@@ -358,16 +352,8 @@ def test_large_cascade_is_staged_without_changing_semantics(make_timer, mock_tim
     timer = make_timer(time=mock_time)
     timer._cascade_chunk = 16
     start = mock_time.hi_res_clock_ms()
-    fired: dict[int, list[int]] = {}
-    lock = threading.Lock()
-
-    def task(ident: int, delay: int) -> FunctionTask:
-        def run() -> None:
-            with lock:
-                fired.setdefault(ident, []).append(mock_time.hi_res_clock_ms())
-        t = FunctionTask(delay, run)
-        t.ident = ident
-        return t
+    log = FiringLog(mock_time)
+    fired, lock, task = log.fired, log.lock, log.task
 
     # expirations 1800..2199 fall in the level-3 buckets [1600, 2000) and [2000, 2400)
     tasks = [task(i, 800 + i % 400) for i in range(600)]
@@ -414,14 +400,8 @@ def test_staged_cascade_is_placed_in_time_whatever_the_poller_pace(
     advance_clock calls, every task due by a call has fired by then, exactly once, never early."""
     timer = make_timer(time=mock_time)
     timer._cascade_chunk = 8
-    fired: dict[int, list[int]] = {}
-    lock = threading.Lock()
-
-    def task(ident: int, delay: int) -> FunctionTask:
-        def run() -> None:
-            with lock:
-                fired.setdefault(ident, []).append(mock_time.hi_res_clock_ms())
-        return FunctionTask(delay, run)
+    log = FiringLog(mock_time)
+    fired, lock, task = log.fired, log.lock, log.task
 
     start = mock_time.hi_res_clock_ms()
     expected = {i: start + 400 + (i * 7) % 800 for i in range(800)}

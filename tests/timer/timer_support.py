@@ -39,6 +39,25 @@ class FunctionTask(TimerTask):
         self.fn()
 
 
+class FiringLog:
+    """When (on ``time``) each task, by id, ran: tests compare it with the expected instants.
+
+    ``lock`` guards ``fired``, written by the timer's executor thread."""
+
+    def __init__(self, time: Any) -> None:
+        self.time = time
+        self.fired: dict[int, list[int]] = {}
+        self.lock = threading.Lock()
+
+    def task(self, ident: int, delay_ms: int) -> FunctionTask:
+        def run() -> None:
+            with self.lock:
+                self.fired.setdefault(ident, []).append(self.time.hi_res_clock_ms())
+        task = FunctionTask(delay_ms, run)
+        task.ident = ident
+        return task
+
+
 def drain_executor(timer: Timer, timeout_s: float = WAIT_S) -> None:
     """Wait until every task handed to the timer's executor so far has run.
 

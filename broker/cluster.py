@@ -14,7 +14,10 @@ truncate to HW, rejoin as follower, rejoin the ISR once caught up.
 
 Lowered defaults (``EMBEDDED_DEFAULTS``, for speed in tests; any can be overridden):
 ``num.io.threads`` 4 (Kafka 8), ``replica.fetch.backoff.ms`` 50 (Kafka 1000),
-``offsets.topic.num.partitions`` 10 (Kafka 50). Everything else is Kafka's default.
+``offsets.topic.num.partitions`` 10 (Kafka 50). Everything else is Kafka's default. The
+emulator's own ``emulator.cpu.affinity`` (``broker.cpu_affinity``) is resolved once per
+cluster, so every broker's threads share the same CPU (``cpus``; None when placement is left to
+the OS).
 
 ``metrics_port`` (None: off; 0: a free port) serves the cluster's Prometheus metrics
 (``metrics.serve_cluster_metrics``) on ``metrics_host`` once the brokers are up;
@@ -30,7 +33,7 @@ from typing import Any, Mapping
 
 import structlog
 
-from broker import errors
+from broker import cpu_affinity, errors
 from broker.config import KafkaConfig
 from broker.coordinator_log import OFFSETS_TOPIC
 from broker.inprocess_client import fetch_request, produce_request, send
@@ -109,6 +112,9 @@ class EmbeddedCluster:
         self.num_brokers = brokers
         self.base_config: dict[str, Any] = dict(EMBEDDED_DEFAULTS)
         self.base_config.update(config or {})
+        # one CPU choice for the whole cluster: its brokers hand requests to each other too
+        self.cpus = cpu_affinity.resolve(self.base_config.get(cpu_affinity.CONFIG_KEY, cpu_affinity.DEFAULT))
+        self.base_config[cpu_affinity.CONFIG_KEY] = cpu_affinity.describe(self.cpus)
         self.time = time or Time.SYSTEM
         self.metadata = MetadataStore()
         self.logs: dict[int, dict[tuple[str, int], Log]] = {i: {} for i in range(brokers)}

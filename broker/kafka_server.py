@@ -13,6 +13,9 @@ every partition goes offline so delayed produces and fetches complete with
 NOT_LEADER_OR_FOLLOWER, the coordinator stops, and only then does the metadata store fence the
 broker and elect new leaders. Every thread started here ends before ``shutdown`` returns.
 
+Threads start on the CPUs of ``emulator.cpu.affinity`` (``broker.cpu_affinity``: one CPU by
+default, as the interpreter lock makes a second one cost more in wake-ups than it gives).
+
 Locking: ``_lock`` guards start/stop transitions and ``_pending_coordinator_elections``.
 """
 from __future__ import annotations
@@ -22,8 +25,9 @@ from typing import Any, Mapping
 
 import structlog
 
-from broker.coordinator_log import OFFSETS_TOPIC, ReplicaManagerCoordinatorLog
+from broker import cpu_affinity
 from broker.config import KafkaConfig
+from broker.coordinator_log import OFFSETS_TOPIC, ReplicaManagerCoordinatorLog
 from broker.kafka_apis import KafkaApis
 from broker.log import Log
 from broker.metadata import BrokerInfo, MetadataStore
@@ -67,11 +71,17 @@ class KafkaServer:
         self.broker_info: BrokerInfo | None = None
         self._pending_coordinator_elections: dict[int, tuple[int, int]] = {}
         self._handler_idents: set[int] = set()
+        # CPUs of this broker's threads (``broker.cpu_affinity``); applied where threads start
+        self.cpus = cpu_affinity.resolve(self.config.get(cpu_affinity.CONFIG_KEY, cpu_affinity.DEFAULT))
         self.started = False
         self.stopped = False
 
     # ------------------------------------------------------------------ start
     def startup(self) -> "KafkaServer":
+        with cpu_affinity.pinned(self.cpus):   # every thread started below inherits the CPUs
+            return self._startup()
+
+    def _startup(self) -> "KafkaServer":
         with self._lock:
             if self.started:
                 return self
@@ -152,9 +162,10 @@ class KafkaServer:
         rm = self.replica_manager
         if rm is None or self.stopped:
             return
-        rm.apply_partition_states(states, removed)
-        if self.fetcher_manager is not None:
-            self.fetcher_manager.shutdown_idle_fetchers()
+        with cpu_affinity.pinned(self.cpus):   # may start replica fetcher threads
+            rm.apply_partition_states(states, removed)
+            if self.fetcher_manager is not None:
+                self.fetcher_manager.shutdown_idle_fetchers()
 
     # ------------------------------------------------------------------ coordinator bridge
     def _on_leadership_change(self, topic: str, partition: int, is_leader: bool, epoch: int) -> None:

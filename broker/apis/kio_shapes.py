@@ -15,13 +15,14 @@ from typing import Any
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
+_MS = timedelta(milliseconds=1)
 _ERRORS: dict[int, ErrorCode] = {int(e.value): e for e in ErrorCode}
 
 
 def duration_ms(value: Any) -> int:
     """A kio duration field (``timedelta``, or a plain int in hand-built entities) in ms."""
     if isinstance(value, timedelta):
-        return int(value.total_seconds() * 1000)
+        return value // _MS   # exact (total_seconds() * 1000 can be off by one)
     return int(value)
 
 

@@ -12,7 +12,9 @@ from datetime import timedelta
 from typing import Any
 
 from broker import errors
-from broker.apis.kio_shapes import duration_ms, error_code, topic_key_and_name, make, nested, response_class
+from broker.apis.kio_shapes import duration_ms, error_code, make, nested, response_class, topic_key_and_name
+from broker.protocol.codec import EncodedResponse
+from broker.protocol.fast_produce import PartitionResult, ProduceRequestData, encode_produce_body
 
 API_KEY = 0
 MIN_VERSION = 3
@@ -22,7 +24,6 @@ ZERO = timedelta(0)
 
 def register(apis: Any) -> None:
     apis.register(API_KEY, handle_produce)
-
 
 
 def handle_produce(apis: Any, request: Any) -> None:
@@ -57,18 +58,21 @@ def handle_produce(apis: Any, request: Any) -> None:
             failed = bool(pre) or any(s.error != errors.NONE for s in statuses.values())
             channel.send_response(request, None, close_connection=failed)
             return
+        if isinstance(body, ProduceRequestData):   # decoded by the fast codec: answer in kind
+            data = encode_produce_body(version, partition_results(order, statuses, pre))
+            if data is not None:
+                channel.send_response(request, EncodedResponse(data, version >= 9))
+                return
         channel.send_response(request, build_response(version, order, statuses, pre))
 
     apis.replica_manager.append_records(duration_ms(body.timeout), acks, entries, on_done)
 
 
-def build_response(version: int, order: list, statuses: dict, pre: dict) -> Any:
-    cls = response_class(API_KEY, version)
-    topic_cls = nested(cls, "TopicProduceResponse")
-    part_cls = nested(cls, "PartitionProduceResponse")
+def partition_results(order: list, statuses: dict, pre: dict) -> list[tuple[Any, list[PartitionResult]]]:
+    """(topic key as sent, [(index, error, base offset, log start offset, message)]) in request order."""
     topics = []
     for key, name, parts in order:
-        presp = []
+        results: list[PartitionResult] = []
         for idx in parts:
             tp = (name if name is not None else f"<unknown {key}>", idx)
             st = statuses.get(tp)
@@ -77,12 +81,26 @@ def build_response(version: int, order: list, statuses: dict, pre: dict) -> Any:
             else:
                 code, msg = pre.get(tp, (errors.UNKNOWN_SERVER_ERROR, None))
                 base, lso = -1, -1
-            if code != errors.NONE:
+            if code == errors.NONE:
+                msg = None
+            else:
                 base = -1
-            presp.append(make(part_cls, {
-                "index": idx, "error_code": error_code(code), "base_offset": base,
-                "log_append_time": None, "log_start_offset": lso, "record_errors": (),
-                "error_message": msg if code != errors.NONE else None}))
-        topics.append(make(topic_cls, {"name": name or "", "topic_id": key,
-                                       "partition_responses": tuple(presp)}))
+            results.append((idx, code, base, lso, msg))
+        topics.append((key, results))
+    return topics
+
+
+def build_response(version: int, order: list, statuses: dict, pre: dict) -> Any:
+    """The response as a kio entity (in-process requests, and bodies kio decoded)."""
+    cls = response_class(API_KEY, version)
+    topic_cls = nested(cls, "TopicProduceResponse")
+    part_cls = nested(cls, "PartitionProduceResponse")
+    topics = []
+    for key, results in partition_results(order, statuses, pre):
+        presp = tuple(make(part_cls, {
+            "index": idx, "error_code": error_code(code), "base_offset": base,
+            "log_append_time": None, "log_start_offset": lso, "record_errors": (),
+            "error_message": msg}) for idx, code, base, lso, msg in results)
+        name = key if isinstance(key, str) else ""
+        topics.append(make(topic_cls, {"name": name, "topic_id": key, "partition_responses": presp}))
     return make(cls, {"responses": tuple(topics), "throttle_time": ZERO})

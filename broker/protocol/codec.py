@@ -36,7 +36,7 @@ from kio.serial._introspect import (
 from kio.serial._parse import get_field_reader
 from kio.serial.errors import DecodeError, SerialError
 
-from broker.protocol.fast_produce import encode_produce_response
+from broker.protocol.fast_produce import PRODUCE, decode_produce_request, encode_produce_response
 
 _HEADER = struct.Struct(">hhih")   # api_key, api_version, correlation_id, client_id length
 _INT32 = struct.Struct(">i")
@@ -62,6 +62,15 @@ class RequestHeaderData:
     correlation_id: int
     client_id: str | None
     size: int  # bytes the header occupies, the body starts here
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedResponse:
+    """A response body written by a hand-written encoder (``broker.protocol.fast_produce``):
+    the bytes after the response header, and whether that header is v1 (flexible)."""
+
+    data: bytes
+    flexible_header: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +188,17 @@ def decode_request(header: RequestHeaderData, frame: memoryview | bytes) -> Any:
     except Exception as exc:  # noqa: BLE001 - anything kio raises here means a malformed body
         raise InvalidRequestError(f"cannot decode {codec.request_cls.__name__} v{header.api_version} "
                                   f"after skipping unknown tagged fields: {exc!r}") from None
+
+
+def decode_request_fast(header: RequestHeaderData, frame: bytes) -> Any:
+    """``decode_request``, except that a Produce request may come back as
+    ``fast_produce.ProduceRequestData`` (same field names, decoded without kio). Anything the
+    fast decoder is unsure of goes through kio, so errors are exactly ``decode_request``'s."""
+    if header.api_key == PRODUCE:
+        body = decode_produce_request(header.api_version, frame, header.size)
+        if body is not None:
+            return body
+    return decode_request(header, frame)
 
 
 @lru_cache(maxsize=None)
@@ -383,9 +403,13 @@ def _walk(cls: type, buf: memoryview, offset: int) -> int:
 def encode_response(correlation_id: int, body: Any) -> bytes:
     """Frame a response: 4-byte size, response header (v0 or v1 per the body's class), body.
 
-    ProduceResponses go through ``broker.protocol.fast_produce`` (same bytes, far cheaper) when
-    their shape allows; everything else through kio's writer."""
+    An ``EncodedResponse`` is framed as it is; ProduceResponse entities go through
+    ``broker.protocol.fast_produce`` (same bytes, far cheaper) when their shape allows;
+    everything else through kio's writer."""
     cls = type(body)
+    if cls is EncodedResponse:
+        header = b"\0" if body.flexible_header else b""
+        return _SIZE_CORR.pack(len(body.data) + len(header) + 4, correlation_id) + header + body.data
     if getattr(cls, "__api_key__", None) == 0:
         fast = encode_produce_response(body)
         if fast is not None:

@@ -75,3 +75,130 @@ def test_unusual_shapes_fall_back_to_kio() -> None:
                node_endpoints=(mod.NodeEndpoint(node_id=2, host="h", port=9092, rack=None),))
     assert encode_produce_response(body) is None
     assert decode_response(encode_response(1, body)[4:], cls)[1] == body   # kio path
+
+
+# --- the request decoder ---------------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from broker.protocol.codec import (  # noqa: E402
+    InvalidRequestError,
+    decode_request,
+    decode_request_fast,
+    decode_request_header,
+    encode_request,
+)
+from broker.protocol.fast_produce import ProduceRequestData, decode_produce_request  # noqa: E402
+from broker.record_batch import build_batch  # noqa: E402
+
+
+def request_sample(version: int, rng: random.Random) -> object:
+    from kio.index import load_request_schema
+
+    cls = load_request_schema(0, version)
+    mod = sys.modules[cls.__module__]
+    topics = []
+    for t in range(rng.randint(0, 3)):
+        parts = tuple(mod.PartitionProduceData(
+            index=rng.randint(0, 2**31 - 1),
+            records=rng.choice([None, b"", build_batch([(None, b"v" * rng.randint(0, 300))])]))
+            for _ in range(rng.randint(0, 3)))
+        key = {"topic_id": rng.choice([uuid.uuid4(), None])} if version >= 13 else \
+            {"name": rng.choice(["t", "é-topic", f"topic-{t}" * rng.randint(1, 30)])}
+        topics.append(mod.TopicProduceData(**key, partition_data=parts))
+    return cls(transactional_id=rng.choice([None, "", "txn-1"]), acks=rng.choice([-1, 0, 1]),
+               timeout=timedelta(milliseconds=rng.randint(0, 2**31 - 1)), topic_data=tuple(topics))
+
+
+def same_request(fast: ProduceRequestData, kio_body: object) -> bool:
+    """The fast decoder's view equals kio's, field by field."""
+    def topic_key(t: object) -> object:
+        return t.topic_id if fast.version >= 13 else t.name
+
+    return (fast.transactional_id == kio_body.transactional_id and fast.acks == kio_body.acks
+            and fast.timeout == kio_body.timeout // timedelta(milliseconds=1)
+            and [(topic_key(t), [(p.index, p.records) for p in t.partition_data]) for t in fast.topic_data]
+            == [(topic_key(t), [(p.index, None if p.records is None else bytes(p.records))
+                                for p in t.partition_data]) for t in kio_body.topic_data])
+
+
+@pytest.mark.parametrize("version", range(3, 14))
+def test_decoder_agrees_with_kio(version: int) -> None:
+    rng = random.Random(1000 + version)
+    for _ in range(40):
+        body = request_sample(version, rng)
+        frame = encode_request(body, 5, "c")[4:]
+        header = decode_request_header(frame)
+        fast = decode_produce_request(version, frame, header.size)
+        assert fast is not None and same_request(fast, decode_request(header, frame))
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 13])
+def test_truncated_frames_never_decode_fast_where_kio_refuses(version: int) -> None:
+    """Every prefix: the fast decoder either declines or agrees with a successful kio decode,
+    so ``decode_request_fast`` raises exactly when ``decode_request`` does."""
+    body = request_sample(version, random.Random(7))
+    while not body.topic_data:
+        body = request_sample(version, random.Random(version))
+    frame = encode_request(body, 5, "c")[4:]
+    header = decode_request_header(frame)
+    for cut in range(header.size, len(frame)):
+        prefix = frame[:cut]
+        fast = decode_produce_request(version, prefix, header.size)
+        try:
+            slow = decode_request(header, prefix)
+        except InvalidRequestError:
+            assert fast is None, f"cut at {cut}: fast decoder accepted a frame kio refuses"
+            with pytest.raises(InvalidRequestError):
+                decode_request_fast(header, prefix)
+            continue
+        assert fast is None or same_request(fast, slow)
+
+
+@settings(max_examples=300, deadline=None)
+@given(version=st.sampled_from([3, 7, 9, 12, 13]), seed=st.integers(0, 2**16),
+       flips=st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), min_size=1, max_size=4))
+def test_mutated_frames_never_decode_fast_where_kio_refuses(version: int, seed: int,
+                                                             flips: list[tuple[int, int]]) -> None:
+    body = request_sample(version, random.Random(seed))
+    frame = bytearray(encode_request(body, 5, "c")[4:])
+    header = decode_request_header(bytes(frame))
+    for pos, value in flips:
+        if frame and header.size + pos < len(frame):
+            frame[header.size + pos] = value
+    frame_b = bytes(frame)
+    fast = decode_produce_request(version, frame_b, header.size)
+    try:
+        slow = decode_request(header, frame_b)
+    except InvalidRequestError:
+        assert fast is None
+        return
+    assert fast is None or same_request(fast, slow)
+
+
+def test_unknown_tagged_fields_are_skipped() -> None:
+    body = request_sample(9, random.Random(3))
+    while not body.topic_data or not body.topic_data[0].partition_data:
+        body = request_sample(9, random.Random(4))
+    frame = encode_request(body, 5, "c")[4:]
+    assert frame.endswith(b"\x00")
+    tagged = frame[:-1] + b"\x01\x07\x03abc"          # an unknown tag on the request itself
+    header = decode_request_header(tagged)
+    fast = decode_produce_request(9, tagged, header.size)
+    assert fast is not None and same_request(fast, decode_request(header, tagged))
+
+
+def test_fast_decoded_produce_gets_the_same_response_bytes() -> None:
+    """The broker answers a fast-decoded Produce with bytes equal to kio's encoding of the
+    entity it builds for a kio-decoded one."""
+    from broker.protocol.codec import EncodedResponse
+    from broker.apis.produce import partition_results
+    from broker.protocol.fast_produce import encode_produce_body
+
+    statuses = {("t", 0): ProducePartitionStatus(5, 0, 4, -1, 0)}
+    pre = {("t", 1): (3, None), ("t", 2): (87, "no records")}
+    for version in range(3, 13):
+        order = [("t", "t", [0, 1, 2])]
+        data = encode_produce_body(version, partition_results(order, statuses, pre))
+        entity = build_response(version, order, statuses, pre)
+        assert encode_response(9, EncodedResponse(data, version >= 9)) == encode_response(9, entity)

@@ -2,22 +2,25 @@
 
 (a) Request rate with one request in flight per connection: a small acks=1 Produce (one
 100-byte record) on 1 and on 16 connections, against a 1-broker and a 3-broker in-process
-cluster, each connection producing to its own partition on that partition's leader. Topics have
-replication factor = broker count (so on 3 brokers every append also feeds two followers'
-fetches); the 3-broker run is repeated on replication factor 1 (``ours_rf1``), the wire layer
-without replication. ``network_layer_only`` answers Produce with a canned response from a
-handler thread: the ceiling of processors + codec + one handoff each way. The same
-load is run against a naive comparator — a thread-per-connection blocking server that decodes
-with kio, checks the CRC, appends under one lock and encodes the response — and the ratio is
-printed.
+cluster, each connection producing to its own partition on that partition's leader. Topics are
+created with the cluster's default replication factor (1, Kafka's ``default.replication.factor``);
+on the 3-broker cluster the same load is repeated on replication factor 3 (``ours_rf3``), where
+every append also feeds two followers' fetches in the same interpreter.
+``network_layer_only`` answers Produce with a canned response from a handler thread: the
+ceiling of processors + codec + one hand-off each way. The same load is run against a naive
+comparator — a thread-per-connection blocking server that decodes with kio, checks the CRC,
+appends under one lock and encodes the response, its threads on the same CPU as the broker's —
+and the ratio is printed.
 
 (b) ``--messages`` (default 1,000,000) messages of 100 B produced by confluent-kafka with
 acks=all to the 3-broker cluster (replication factor 3), then consumed back: messages/s and MB/s
 each way.
 
 Load generators run in separate processes (``spawn``), so they do not compete with the broker
-for its interpreter lock; the broker runs in this process, as an embedded cluster does.
-``--json`` prints exactly one JSON object on stdout; progress goes to stderr.
+for its interpreter lock; the broker runs in this process, as an embedded cluster does, with
+its threads on the CPU ``emulator.cpu.affinity`` chose (reported as ``broker_cpus``; the load
+generators are not pinned). ``--json`` prints exactly one JSON object on stdout; progress goes
+to stderr.
 """
 from __future__ import annotations
 
@@ -296,12 +299,15 @@ class CannedChannel:
 
 
 def measure_network_only(conn_counts: list[int], warmup: float, duration: float) -> dict[str, int]:
+    from broker import cpu_affinity
     from broker.config import KafkaConfig
     from broker.network import SocketServer
 
-    channel = CannedChannel()
-    server = SocketServer(KafkaConfig({"broker.id": 0}), channel)
-    server.startup()
+    cpus = cpu_affinity.resolve(cpu_affinity.DEFAULT)   # the placement a cluster would get
+    with cpu_affinity.pinned(cpus):
+        channel = CannedChannel()
+        server = SocketServer(KafkaConfig({"broker.id": 0}), channel)
+        server.startup()
     try:
         return {str(c): round(measure_rate([("127.0.0.1", server.bound_port, "t", p) for p in range(c)],
                                            warmup, duration)) for c in conn_counts}
@@ -408,6 +414,7 @@ def _rate_targets(cluster: Any, topic: str, conns: int) -> list[tuple[str, int, 
 
 
 def run(args: argparse.Namespace) -> int:
+    from broker import cpu_affinity
     from broker.cluster import EmbeddedCluster
 
     conn_counts = [int(x) for x in str(args.connections).split(",") if x]
@@ -417,30 +424,31 @@ def run(args: argparse.Namespace) -> int:
         "rate_1_connection": TARGET_RATE_1, "rate_16_connections": TARGET_RATE_16,
         "produce_msgs_per_s": TARGET_PRODUCE_MSGS}}
     for nb in broker_counts:
-        entry: dict[str, Any] = {"ours": {}, "naive": {}, "ratio": {}}
-        with EmbeddedCluster(brokers=nb, config={"default.replication.factor": nb,
-                                                 "offsets.topic.replication.factor": nb}) as cluster:
-            entry["replication_factor"] = nb
+        entry: dict[str, Any] = {"ours": {}, "naive": {}, "ratio": {}, "replication_factor": 1}
+        with EmbeddedCluster(brokers=nb, config={"offsets.topic.replication.factor": nb}) as cluster:
+            result["broker_cpus"] = sorted(cluster.cpus) if cluster.cpus else None
             for conns in conn_counts:
                 topic = f"bench-wire-rate-{nb}-{conns}"
-                cluster.metadata.create_topic(topic, conns, nb)
+                cluster.metadata.create_topic(topic, conns, 1)
                 _say(f"request rate: {nb} broker(s), {conns} connection(s)")
                 entry["ours"][str(conns)] = round(measure_rate(_rate_targets(cluster, topic, conns),
                                                                warmup, args.duration))
             if nb > 1:
-                # the same load on replication factor 1: the wire layer without follower fetches
-                entry["ours_rf1"] = {}
+                # the same load with replication: every append also drives two follower fetches
+                entry[f"ours_rf{nb}"] = {}
                 for conns in conn_counts:
-                    topic = f"bench-wire-rate-{nb}-{conns}-rf1"
-                    cluster.metadata.create_topic(topic, conns, 1)
-                    _say(f"request rate: {nb} broker(s), {conns} connection(s), replication factor 1")
-                    entry["ours_rf1"][str(conns)] = round(measure_rate(
+                    topic = f"bench-wire-rate-{nb}-{conns}-rf{nb}"
+                    cluster.metadata.create_topic(topic, conns, nb)
+                    _say(f"request rate: {nb} broker(s), {conns} connection(s), replication factor {nb}")
+                    entry[f"ours_rf{nb}"][str(conns)] = round(measure_rate(
                         _rate_targets(cluster, topic, conns), warmup, args.duration))
             if nb == max(broker_counts) and args.messages > 0:
                 _say(f"confluent-kafka: {args.messages} messages, acks=all, {nb} broker(s)")
                 result["confluent_kafka"] = measure_confluent(cluster, args.messages)
         if not args.no_naive:
-            naive = NaiveServer()
+            # on the cluster's CPUs too: a comparator placed by the OS would pay cross-CPU wake-ups
+            with cpu_affinity.pinned(cpu_affinity.resolve(cpu_affinity.DEFAULT)):
+                naive = NaiveServer()
             try:
                 for conns in conn_counts:
                     _say(f"naive comparator: {conns} connection(s)")
@@ -456,10 +464,12 @@ def run(args: argparse.Namespace) -> int:
     result["network_layer_only"] = measure_network_only(conn_counts, warmup, args.duration)
     checks = {}
     for key, entry in result["request_rate"].items():
-        if "1" in entry["ours"]:
-            checks[f"{key}_rate_1_connection"] = entry["ours"]["1"] >= TARGET_RATE_1
-        if "16" in entry["ours"]:
-            checks[f"{key}_rate_16_connections"] = entry["ours"]["16"] >= TARGET_RATE_16
+        for series in [k for k in entry if k.startswith("ours")]:
+            suffix = "" if series == "ours" else "_" + series[len("ours_"):]
+            if "1" in entry[series]:
+                checks[f"{key}{suffix}_rate_1_connection"] = entry[series]["1"] >= TARGET_RATE_1
+            if "16" in entry[series]:
+                checks[f"{key}{suffix}_rate_16_connections"] = entry[series]["16"] >= TARGET_RATE_16
     if "confluent_kafka" in result:
         checks["produce_msgs_per_s"] = result["confluent_kafka"]["produce_msgs_per_s"] >= TARGET_PRODUCE_MSGS
     result["meets_targets"] = checks
@@ -470,10 +480,12 @@ def run(args: argparse.Namespace) -> int:
             for conns, rate in entry["ours"].items():
                 naive_rate = entry["naive"].get(conns)
                 extra = f"  naive {naive_rate} req/s  ratio {entry['ratio'].get(conns)}" if naive_rate else ""
-                rf1 = entry.get("ours_rf1", {}).get(conns)
-                extra += f"  (replication factor 1: {rf1} req/s)" if rf1 else ""
+                for series in [k for k in entry if k.startswith("ours_rf")]:
+                    rate_rf = entry[series].get(conns)
+                    extra += f"  (replication factor {series[7:]}: {rate_rf} req/s)" if rate_rf else ""
                 print(f"{key:9s} {conns:>3s} conn: {rate:>8} req/s{extra}")
-        print(f"network layer alone: {result['network_layer_only']} req/s")
+        print(f"network layer alone: {result['network_layer_only']} req/s; broker threads on CPUs "
+              f"{result.get('broker_cpus') or 'chosen by the OS'}")
         if "confluent_kafka" in result:
             c = result["confluent_kafka"]
             print(f"confluent-kafka acks=all {c['messages']} x 100 B: produce {c['produce_msgs_per_s']} msg/s "

@@ -2,13 +2,21 @@
 
 Each follower broker runs one ``ReplicaFetcherThread-<fetcherId>-<leaderBrokerId>`` per
 (fetcher id, leader) pair (``num.replica.fetchers`` fetchers per leader, partitions hashed onto
-them). A thread builds a kio ``FetchRequest`` (v17: topic ids, ``replica_state.replica_id`` = its
-broker id, ``last_fetched_epoch`` for KIP-101/KIP-279 truncation) and sends it through the
-LEADER's request channel like any network request, so it is served by the leader's handler
-threads, ``fetch_messages`` and the Fetch purgatory (parked for up to
-``replica.fetch.wait.max.ms``). It appends the returned batches, takes min(leader HW, LEO) as
-its HW, truncates on a diverging epoch, and fetches again at its new LEO, which tells the
-leader how far it got.
+them). A thread sends a Fetch request (api key 1, v17: ``replica_id`` = its broker id,
+``last_fetched_epoch`` for KIP-101/KIP-279 truncation) through the LEADER's request channel like
+any network request, so it is served by the leader's handler threads, ``fetch_messages`` and
+the Fetch purgatory (parked for up to ``replica.fetch.wait.max.ms``). It appends the returned
+batches, takes min(leader HW, LEO) as its HW, truncates on a diverging epoch, and fetches again
+at its new LEO, which tells the leader how far it got.
+
+Difference from Kafka, on purpose: the request body is a :class:`ReplicaFetchRequestData` (the
+fetch parameters and per-partition fetch infos, already resolved) and the answer is
+``fetch_messages``'s list of ``(topic-partition, LogReadResult)``, not kio FetchRequest and
+FetchResponse entities. The bytes would never touch a socket, and building and reading those
+entities was most of a follower's cost per produce on a replicated cluster; the thread
+structure, the leader's handler pool and the purgatory are Kafka's. A topic id that no longer
+names the topic (deleted and re-created) drops the partition from the fetch, as the leader's
+UNKNOWN_TOPIC_ID answer would.
 
 Locking: each thread's ``_lock`` guards its partition map (``partitions``); the manager's
 ``_lock`` guards its map of threads. Neither is held while a request is outstanding or while
@@ -20,14 +28,14 @@ import queue
 import threading
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from broker import errors
+from broker.partition import ISOLATION_LOG_END, LogReadResult
+from broker.replica_manager import FetchParams, PartitionFetchInfo
 from broker.request_channel import Request
-from kio.schema.fetch.v17.request import FetchPartition, FetchRequest, FetchTopic, ReplicaState
 from timer import ShutdownableThread
 
 if TYPE_CHECKING:
@@ -38,6 +46,16 @@ _log = structlog.get_logger("broker.replica_fetcher")
 
 FETCH_VERSION = 17
 TP = tuple[str, int]
+
+
+@dataclass(slots=True, eq=False)
+class ReplicaFetchRequestData:
+    """The body of an in-process follower Fetch (see the module docstring). ``replica_id`` is
+    where metrics and the leader look to tell a follower fetch from a consumer's."""
+
+    replica_id: int
+    params: FetchParams
+    fetch_infos: list[tuple[TP, PartitionFetchInfo]]
 
 
 @dataclass
@@ -59,10 +77,11 @@ class ReplicaFetcherThread(ShutdownableThread):
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self.partitions: dict[TP, PartitionFetchState] = {}
-        self.max_wait = timedelta(milliseconds=config["replica.fetch.wait.max.ms"])
-        self.min_bytes = config["replica.fetch.min.bytes"]
+        self.params = FetchParams(replica_id=broker_id, max_wait_ms=config["replica.fetch.wait.max.ms"],
+                                  min_bytes=config["replica.fetch.min.bytes"],
+                                  max_bytes=config["replica.fetch.response.max.bytes"],
+                                  isolation=ISOLATION_LOG_END)
         self.max_bytes = config["replica.fetch.max.bytes"]
-        self.response_max_bytes = config["replica.fetch.response.max.bytes"]
         self.backoff_s = config["replica.fetch.backoff.ms"] / 1000.0
         # Responses arrive on a C SimpleQueue (fast hand-off from the leader's handler thread);
         # each request carries its own correlation id so a late answer is recognised and dropped.
@@ -98,24 +117,20 @@ class ReplicaFetcherThread(ShutdownableThread):
                 return
             snapshot = dict(self.partitions)
         rm = self.replica_manager
-        topics: dict[uuid.UUID, list[FetchPartition]] = {}
+        topic_name = self.metadata.topic_name
+        infos: list[tuple[TP, PartitionFetchInfo]] = []
         for tp, st in snapshot.items():
             partition = rm.get_partition(tp)
-            if partition is None:
+            if partition is None or topic_name(st.topic_id) != tp[0]:
                 continue
             log = partition.log
-            topics.setdefault(st.topic_id, []).append(FetchPartition(
-                partition=tp[1], current_leader_epoch=partition.leader_epoch, fetch_offset=st.fetch_offset,
-                last_fetched_epoch=log.latest_epoch(), log_start_offset=log.log_start_offset,
-                partition_max_bytes=self.max_bytes))
-        if not topics:
+            infos.append((tp, PartitionFetchInfo(
+                fetch_offset=st.fetch_offset, max_bytes=self.max_bytes, log_start_offset=log.log_start_offset,
+                current_leader_epoch=partition.leader_epoch, last_fetched_epoch=log.latest_epoch())))
+        if not infos:
             self._shutdown_initiated.wait(0.05)
             return
-        body = FetchRequest(replica_state=ReplicaState(replica_id=self.broker_id, replica_epoch=-1),
-                            max_wait=self.max_wait, min_bytes=self.min_bytes, max_bytes=self.response_max_bytes,
-                            isolation_level=0, session_id=0, session_epoch=-1,
-                            topics=tuple(FetchTopic(topic_id=tid, partitions=tuple(ps)) for tid, ps in topics.items()),
-                            forgotten_topics_data=(), rack_id="")
+        body = ReplicaFetchRequestData(self.broker_id, self.params, infos)
         response = self._send(body)
         if response is None:
             if not self.is_shutdown_initiated():
@@ -125,7 +140,7 @@ class ReplicaFetcherThread(ShutdownableThread):
         if not self._process(snapshot, response):
             self._shutdown_initiated.wait(self.backoff_s)
 
-    def _send(self, body: FetchRequest) -> Any:
+    def _send(self, body: ReplicaFetchRequestData) -> Any:
         info = self.metadata.broker(self.leader_id)
         channel = info.request_channel if info is not None and info.live else None
         if channel is None or channel.closed:
@@ -154,50 +169,51 @@ class ReplicaFetcherThread(ShutdownableThread):
             if cid == -1 or self.is_shutdown_initiated():
                 return None
 
-    def _process(self, snapshot: dict[TP, PartitionFetchState], response: Any) -> bool:
-        """Apply a fetch response; false if every partition failed (back off)."""
+    def _process(self, snapshot: dict[TP, PartitionFetchState], results: Any) -> bool:
+        """Apply a fetch answer; false if every partition failed (back off). Anything but a
+        list of results (an error response from a failing handler) counts as a failure."""
+        if not isinstance(results, list):
+            return not snapshot
         rm = self.replica_manager
         ok = 0
-        for topic in response.responses:
-            name = self.metadata.topic_name(topic.topic_id)
-            if name is None:
+        for tp, r in results:
+            sent = snapshot.get(tp)
+            with self._lock:
+                cur = self.partitions.get(tp)
+                if cur is None or sent is None or cur.fetch_offset != sent.fetch_offset:
+                    continue  # removed or reset meanwhile
+            partition = rm.get_partition(tp)
+            if partition is None:
                 continue
-            for pd in topic.partitions:
-                tp = (name, int(pd.partition_index))
-                sent = snapshot.get(tp)
-                with self._lock:
-                    cur = self.partitions.get(tp)
-                    if cur is None or sent is None or cur.fetch_offset != sent.fetch_offset:
-                        continue  # removed or reset meanwhile
-                partition = rm.get_partition(tp)
-                if partition is None:
-                    continue
-                code = int(pd.error_code)
-                try:
-                    if code == errors.NONE:
-                        div = pd.diverging_epoch
-                        if div.epoch >= 0 and div.end_offset >= 0:
-                            new_offset = self._truncate_on_divergence(partition, div.epoch, div.end_offset)
-                        else:
-                            rm.append_as_follower(tp, pd.records or b"", int(pd.high_watermark))
-                            new_offset = partition.log.log_end_offset
-                        ok += 1
-                    elif code == errors.OFFSET_OUT_OF_RANGE:
-                        new_offset = self._handle_out_of_range(partition, int(pd.high_watermark),
-                                                               int(pd.log_start_offset))
-                    else:
-                        _log.debug("fetch_partition_error", broker_id=self.broker_id, topic=tp[0],
-                                   partition=tp[1], error=code, leader=self.leader_id)
-                        continue
-                except Exception:
-                    _log.exception("fetch_processing_failed", broker_id=self.broker_id, topic=tp[0],
-                                   partition=tp[1])
-                    continue
-                with self._lock:
-                    cur = self.partitions.get(tp)
-                    if cur is not None and cur.fetch_offset == sent.fetch_offset:
-                        cur.fetch_offset = new_offset
+            try:
+                new_offset = self._apply(tp, partition, r)
+            except Exception:
+                _log.exception("fetch_processing_failed", broker_id=self.broker_id, topic=tp[0],
+                               partition=tp[1])
+                continue
+            if new_offset is None:
+                continue
+            if r.error == errors.NONE:
+                ok += 1
+            with self._lock:
+                cur = self.partitions.get(tp)
+                if cur is not None and cur.fetch_offset == sent.fetch_offset:
+                    cur.fetch_offset = new_offset
         return ok > 0 or not snapshot
+
+    def _apply(self, tp: TP, partition: Any, r: LogReadResult) -> int | None:
+        """One partition's answer; the next fetch offset, or None to leave it unchanged."""
+        if r.error == errors.NONE:
+            div = r.diverging_epoch
+            if div is not None and div[0] >= 0 and div[1] >= 0:
+                return self._truncate_on_divergence(partition, div[0], div[1])
+            self.replica_manager.append_as_follower(tp, r.records or b"", r.high_watermark)
+            return partition.log.log_end_offset
+        if r.error == errors.OFFSET_OUT_OF_RANGE:
+            return self._handle_out_of_range(partition, r.high_watermark, r.log_start_offset)
+        _log.debug("fetch_partition_error", broker_id=self.broker_id, topic=tp[0],
+                   partition=tp[1], error=r.error, leader=self.leader_id)
+        return None
 
     def _truncate_on_divergence(self, partition: Any, leader_epoch: int, leader_end: int) -> int:
         log = partition.log

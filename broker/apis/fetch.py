@@ -4,6 +4,8 @@ Topics are named from v4 and identified by topic id from v13 (UNKNOWN_TOPIC_ID f
 ids). The replica id is a top-level field before v15 and ``replica_state.replica_id`` from v15.
 Every fetch is a full fetch: ``session_id`` 0 in the answer (KIP-227 sessions not kept).
 ``last_stable_offset`` is the HW and ``aborted_transactions`` empty (no transactions).
+In-process replica fetchers send a ``ReplicaFetchRequestData`` and get ``fetch_messages``'s
+results back as they are (``broker.replica_fetcher`` says why).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 from broker import errors
 from broker.apis.kio_shapes import duration_ms, error_code, topic_key_and_name, make, nested, response_class
 from broker.partition import LogReadResult
+from broker.replica_fetcher import ReplicaFetchRequestData
 from broker.replica_manager import FetchParams, PartitionFetchInfo, isolation_for
 
 API_KEY = 1
@@ -63,6 +66,11 @@ def parse_fetch_request(body: Any, version: int, metadata: Any) -> tuple[FetchPa
 
 def handle_fetch(apis: Any, request: Any) -> None:
     version = request.api_version
+    if isinstance(request.body, ReplicaFetchRequestData):   # an in-process follower fetch
+        body = request.body
+        apis.replica_manager.fetch_messages(
+            body.params, body.fetch_infos, lambda results: apis.request_channel.send_response(request, results))
+        return
     params, infos, order, pre = parse_fetch_request(request.body, version, apis.metadata)
 
     def on_done(results: list) -> None:

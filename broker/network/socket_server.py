@@ -14,7 +14,7 @@ Structure (as in Kafka's ``kafka.network.SocketServer``):
   request handler, a purgatory reaper, a coordinator callback). That thread encodes it (spreading
   the encoding cost over the handler pool instead of the processor) and, when it can, writes it
   to the socket itself (see "direct response writes" below); otherwise it queues the bytes on
-  the owning processor, waking it through a socketpair — the processor never polls for responses.
+  the owning processor, waking it through an eventfd — the processor never polls for responses.
 
 Hygiene: ``socket.request.max.bytes`` is checked against the 4-byte size prefix before any body
 byte is buffered; ``connections.max.idle.ms`` closes quiet connections; a frame that cannot be
@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import os
 import select
 import selectors
 import socket
@@ -100,6 +101,55 @@ def parse_listeners(value: str) -> list[tuple[str, str, int]]:
         host, _, port = rest.rpartition(":")
         out.append((name.upper(), host or "127.0.0.1", int(port or 0)))
     return out
+
+
+class _Waker:
+    """A file descriptor a processor's epoll watches so other threads can wake it.
+
+    An eventfd where the OS has one (a write is one cheap system call and wake-ups coalesce in
+    the counter), else a socket pair. ``wake`` never blocks; ``drain`` empties it.
+    """
+
+    def __init__(self) -> None:
+        self._efd = -1
+        self._pair: tuple[socket.socket, socket.socket] | None = None
+        if hasattr(os, "eventfd"):
+            self._efd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+            self.fd = self._efd
+        else:
+            r, w = socket.socketpair()
+            r.setblocking(False)
+            w.setblocking(False)
+            self._pair = (r, w)
+            self.fd = r.fileno()
+
+    def wake(self) -> None:
+        try:
+            if self._pair is None:
+                os.eventfd_write(self._efd, 1)
+            else:
+                self._pair[1].send(b"\0")
+        except (BlockingIOError, OSError):
+            pass
+
+    def drain(self) -> None:
+        try:
+            if self._pair is None:
+                os.eventfd_read(self._efd)
+            else:
+                while self._pair[0].recv(4096):
+                    pass
+        except (BlockingIOError, InterruptedError, OSError):
+            pass
+
+    def close(self) -> None:
+        if self._pair is None:
+            if self._efd >= 0:
+                os.close(self._efd)
+                self._efd = -1
+        else:
+            for sock in self._pair:
+                sock.close()
 
 
 class KafkaChannel:
@@ -170,10 +220,8 @@ class Processor(ShutdownableThread):
         self.processor_id = processor_id
         self.listener = listener
         self._epoll = select.epoll()
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
-        self._wake_fd = self._wake_r.fileno()
+        self._waker = _Waker()
+        self._wake_fd = self._waker.fd
         self._epoll.register(self._wake_fd, select.EPOLLIN)
         self._wakeup_lock = threading.Lock()
         self._wakeup_pending = False
@@ -254,16 +302,10 @@ class Processor(ShutdownableThread):
                 return
             self._wakeup_pending = True
         self.wakeups += 1
-        try:
-            self._wake_w.send(b"\0")
-        except (BlockingIOError, OSError):
-            pass
+        self._waker.wake()
 
     def on_initiate_shutdown(self) -> None:
-        try:
-            self._wake_w.send(b"\0")
-        except OSError:
-            pass
+        self._waker.wake()
 
     def response_queue_size(self) -> int:
         """Responses queued for this processor and not yet taken (Kafka's ResponseQueueSize)."""
@@ -353,11 +395,7 @@ class Processor(ShutdownableThread):
         # swallowed by this drain while its flag stays set, silencing every later wakeup. A
         # responder that finds the flag still set only skips writing; its response is already
         # queued and the loop looks at the queue before it polls again.
-        try:
-            while self._wake_r.recv(4096):
-                pass
-        except (BlockingIOError, InterruptedError):
-            pass
+        self._waker.drain()
         with self._wakeup_lock:
             self._wakeup_pending = False
 
@@ -634,11 +672,10 @@ class Processor(ShutdownableThread):
                 sock.close()
             except OSError:
                 pass
-        for sock_ in (self._wake_r, self._wake_w):
-            try:
-                sock_.close()
-            except OSError:
-                pass
+        try:
+            self._waker.close()
+        except OSError:
+            pass
         try:
             self._epoll.close()
         except OSError:

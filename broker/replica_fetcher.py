@@ -207,8 +207,11 @@ class ReplicaFetcherThread(ShutdownableThread):
             div = r.diverging_epoch
             if div is not None and div[0] >= 0 and div[1] >= 0:
                 return self._truncate_on_divergence(partition, div[0], div[1])
+            log = partition.log
+            if not r.records and r.high_watermark == log.high_watermark:
+                return log.log_end_offset   # nothing new (most partitions of most fetches)
             self.replica_manager.append_as_follower(tp, r.records or b"", r.high_watermark)
-            return partition.log.log_end_offset
+            return log.log_end_offset
         if r.error == errors.OFFSET_OUT_OF_RANGE:
             return self._handle_out_of_range(partition, r.high_watermark, r.log_start_offset)
         _log.debug("fetch_partition_error", broker_id=self.broker_id, topic=tp[0],

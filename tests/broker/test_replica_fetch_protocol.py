@@ -1,0 +1,80 @@
+"""The in-process follower fetch: plain fetch parameters in, ``fetch_messages`` results out,
+through the leader's request channel, handler pool and Fetch purgatory."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from broker import errors
+from broker.partition import LogReadResult
+from broker.replica_fetcher import ReplicaFetchRequestData
+from broker.request_channel import Request
+from cluster_support import wait_until
+from metrics.api_names import is_from_follower
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def _follower_fetches(cluster, leader: int) -> list[Request]:
+    seen: list[Request] = []
+    lock = threading.Lock()
+
+    def listener(request: Request) -> None:
+        if request.api_key == 1 and isinstance(request.body, ReplicaFetchRequestData):
+            with lock:
+                seen.append(request)
+
+    cluster.broker(leader).request_channel.request_listeners.append(listener)
+    return seen
+
+
+def test_follower_fetch_goes_through_the_leader_channel_as_plain_values(make_cluster):
+    c = make_cluster()
+    c.create_topic("t", 1, 3)
+    leader = c.leader_of("t")
+    seen = _follower_fetches(c, leader)
+    assert c.produce("t", 0, [(b"k", b"v")]) == (errors.NONE, 0)
+    wait_until(lambda: len(seen) >= 2, msg="follower fetches seen by the leader")
+    req = seen[0]
+    assert is_from_follower(req.body) and req.body.replica_id != leader
+    assert {tp for tp, _ in req.body.fetch_infos} == {("t", 0)}
+    # answered by the leader's handler and purgatory (parked fetches count remote time)
+    assert req.dequeue_time_ns >= req.start_time_ns and req.api_local_complete_time_ns > 0
+    for b in range(3):
+        wait_until(lambda: len(c.read_all("t", 0, broker_id=b)) == 1, msg=f"replica {b}")
+
+
+def test_fetch_handler_answers_with_read_results(make_cluster):
+    c = make_cluster()
+    c.create_topic("t", 1, 3)
+    leader = c.leader_of("t")
+    c.produce("t", 0, [(b"k", b"v1")])
+    follower = next(b for b in range(3) if b != leader)
+    from broker.replica_manager import FetchParams, PartitionFetchInfo
+    from broker.partition import ISOLATION_LOG_END
+
+    answers: list = []
+    done = threading.Event()
+    body = ReplicaFetchRequestData(follower, FetchParams(replica_id=follower, max_wait_ms=0,
+                                                         isolation=ISOLATION_LOG_END),
+                                   [(("t", 0), PartitionFetchInfo(fetch_offset=0, max_bytes=1 << 20))])
+    request = Request(api_key=1, api_version=17, correlation_id=1, client_id="test", body=body,
+                      respond=lambda resp: (answers.append(resp.body), done.set()))
+    assert c.broker(leader).request_channel.send_request(request, timeout_s=5)
+    assert done.wait(10)
+    [(tp, result)] = answers[0]
+    assert tp == ("t", 0) and isinstance(result, LogReadResult)
+    assert result.error == errors.NONE and result.records and result.log_end_offset == 1
+
+
+def test_recreated_topic_is_replicated_from_its_new_leader(make_cluster):
+    c = make_cluster()
+    c.create_topic("t", 1, 3)
+    c.produce("t", 0, [(b"k", b"old")])
+    c.delete_topic("t")
+    c.create_topic("t", 1, 3)
+    assert c.produce("t", 0, [(b"k", b"new")]) == (errors.NONE, 0)
+    for b in range(3):
+        wait_until(lambda: [v for _, _, v in c.read_all("t", 0, broker_id=b)] == [b"new"],
+                   msg=f"replica {b} holds only the re-created topic's record")

@@ -37,14 +37,14 @@ from kio.serial._parse import get_field_reader
 from kio.serial.errors import DecodeError, SerialError
 
 from broker.protocol.fast_produce import PRODUCE, decode_produce_request, encode_produce_response
+from broker.protocol.varint import InvalidRequestError
+from broker.protocol.varint import read_uvarint as _read_uvarint
+from broker.protocol.varint import skip_tagged_fields
+from broker.protocol.varint import write_uvarint as _write_uvarint
 
 _HEADER = struct.Struct(">hhih")   # api_key, api_version, correlation_id, client_id length
 _INT32 = struct.Struct(">i")
 _SIZE_CORR = struct.Struct(">ii")
-
-
-class InvalidRequestError(Exception):
-    """The frame cannot be parsed as the request it claims to be (Kafka: InvalidRequestException)."""
 
 
 class UnknownApiKeyError(InvalidRequestError):
@@ -101,31 +101,6 @@ def get_codec(api_key: int, api_version: int) -> ApiCodec:
     return ApiCodec(api_key, api_version, req, resp, entity_reader(req), bool(req.__flexible__))
 
 
-def _read_uvarint(buf: memoryview | bytes, offset: int) -> tuple[int, int]:
-    """(value, new_offset); raises InvalidRequestError on truncation or overlong varints."""
-    value = 0
-    shift = 0
-    n = len(buf)
-    while True:
-        if offset >= n:
-            raise InvalidRequestError("truncated varint")
-        b = buf[offset]
-        offset += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, offset
-        shift += 7
-        if shift > 28:
-            raise InvalidRequestError("varint too long")
-
-
-def _write_uvarint(out: bytearray, value: int) -> None:
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
 def decode_request_header(frame: memoryview | bytes) -> RequestHeaderData:
     """Parse request header v1/v2 from a frame (without its 4-byte size prefix).
 
@@ -151,13 +126,7 @@ def decode_request_header(frame: memoryview | bytes) -> RequestHeaderData:
         raise InvalidRequestError(f"negative client id length {client_len}")
     codec = get_codec(api_key, api_version)
     if codec.flexible_request:
-        count, offset = _read_uvarint(frame, offset)
-        for _ in range(count):
-            _tag, offset = _read_uvarint(frame, offset)
-            size, offset = _read_uvarint(frame, offset)
-            offset += size
-            if offset > len(frame):
-                raise InvalidRequestError("truncated header tagged field")
+        offset = skip_tagged_fields(frame, offset)
     return RequestHeaderData(api_key, api_version, correlation_id, client_id, offset)
 
 
@@ -388,13 +357,7 @@ def _walk(cls: type, buf: memoryview, offset: int) -> int:
             for _ in range(count):
                 offset = _walk(sub, buf, offset)
     if flexible:
-        n, offset = _read_uvarint(buf, offset)
-        for _ in range(n):
-            _tag, offset = _read_uvarint(buf, offset)
-            size, offset = _read_uvarint(buf, offset)
-            offset += size
-            if offset > end:
-                raise InvalidRequestError("truncated tagged field")
+        offset = skip_tagged_fields(buf, offset, end)
     return offset
 
 
@@ -450,11 +413,7 @@ def decode_response(frame: bytes, cls: type) -> tuple[int, Any]:
     corr = _INT32.unpack_from(frame, 0)[0]
     offset = 4
     if cls.__header_schema__.__flexible__:
-        n, offset = _read_uvarint(frame, offset)
-        for _ in range(n):
-            _t, offset = _read_uvarint(frame, offset)
-            size, offset = _read_uvarint(frame, offset)
-            offset += size
+        offset = skip_tagged_fields(frame, offset)
     entity, _ = entity_reader(cls)(frame, offset)
     return corr, entity
 

@@ -30,6 +30,8 @@ from functools import lru_cache
 from typing import Any, Iterable
 from uuid import UUID
 
+from broker.protocol.varint import InvalidRequestError, read_uvarint, skip_tagged_fields, write_uvarint
+
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
@@ -79,7 +81,7 @@ def decode_produce_request(version: int, frame: bytes, offset: int) -> ProduceRe
         return None
     try:
         return _decode(version, frame, offset)
-    except (_Malformed, struct.error, IndexError, UnicodeDecodeError):
+    except (_Malformed, InvalidRequestError, struct.error, IndexError, UnicodeDecodeError):
         return None
 
 
@@ -87,24 +89,12 @@ def _decode(version: int, buf: bytes, off: int) -> ProduceRequestData:
     flexible = version >= 9
     end = len(buf)
 
-    def uvarint() -> int:
-        nonlocal off
-        value = shift = 0
-        while True:
-            b = buf[off]
-            off += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise _Malformed
-
     def length(nullable: bool, wide: bool = False) -> int:
         """A string/bytes length (-1: null); raises where a null is not allowed."""
         nonlocal off
         if flexible:
-            n = uvarint() - 1
+            n, off = read_uvarint(buf, off)
+            n -= 1
         elif wide:
             n = _I32.unpack_from(buf, off)[0]
             off += 4
@@ -127,7 +117,8 @@ def _decode(version: int, buf: bytes, off: int) -> ProduceRequestData:
     def count() -> int:
         nonlocal off
         if flexible:
-            n = uvarint() - 1
+            n, off = read_uvarint(buf, off)
+            n -= 1
         else:
             n = _I32.unpack_from(buf, off)[0]
             off += 4
@@ -138,12 +129,7 @@ def _decode(version: int, buf: bytes, off: int) -> ProduceRequestData:
     def skip_tags() -> None:
         nonlocal off
         if flexible:
-            for _ in range(uvarint()):
-                uvarint()
-                size = uvarint()
-                off += size
-                if off > end:
-                    raise _Malformed
+            off = skip_tagged_fields(buf, off)
 
     transactional_id = string(True)
     acks, timeout = _ACKS_TIMEOUT.unpack_from(buf, off)
@@ -181,15 +167,6 @@ _ZERO_UUID = bytes(16)
 
 # --- responses -----------------------------------------------------------------------------------
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def encode_produce_body(version: int, topics: Iterable[tuple[Any, list[PartitionResult]]],
                         throttle_ms: int = 0) -> bytes | None:
     """A ProduceResponse body from (topic name, or id from v13; partition results) pairs.
@@ -197,7 +174,11 @@ def encode_produce_body(version: int, topics: Iterable[tuple[Any, list[Partition
     None when a value does not fit the wire format (the caller falls back to kio)."""
     flexible = version >= 9
     topics = list(topics)
-    out = bytearray(_uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics)))
+    out = bytearray()
+    if flexible:
+        write_uvarint(out, len(topics) + 1)
+    else:
+        out += _I32.pack(len(topics))
     for key, parts in topics:
         if version >= 13:
             raw_id = bytes(16) if key is None else getattr(key, "bytes", None)
@@ -206,9 +187,15 @@ def encode_produce_body(version: int, topics: Iterable[tuple[Any, list[Partition
             out += raw_id
         else:
             name = (key or "").encode()
-            out += _uvarint(len(name) + 1) if flexible else _I16.pack(len(name))
+            if flexible:
+                write_uvarint(out, len(name) + 1)
+            else:
+                out += _I16.pack(len(name))
             out += name
-        out += _uvarint(len(parts) + 1) if flexible else _I32.pack(len(parts))
+        if flexible:
+            write_uvarint(out, len(parts) + 1)
+        else:
+            out += _I32.pack(len(parts))
         for index, code, base_offset, log_start_offset, msg in parts:
             if version >= 5:
                 out += _PART_V5.pack(index, code, base_offset, -1, log_start_offset)
@@ -221,7 +208,7 @@ def encode_produce_body(version: int, topics: Iterable[tuple[Any, list[Partition
                 else:
                     raw = msg.encode()
                     if flexible:
-                        out += _uvarint(len(raw) + 1)
+                        write_uvarint(out, len(raw) + 1)
                     elif len(raw) > 0x7FFF:
                         return None
                     else:

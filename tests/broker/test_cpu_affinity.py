@@ -86,6 +86,6 @@ def test_none_leaves_placement_to_the_os(make_cluster) -> None:
 
 def test_bad_value_is_a_configuration_error(make_cluster) -> None:
     if not cpu_affinity.SUPPORTED:
-        pytest.skip("no sched_setaffinity on this OS: every value means none")
+        pytest.skip(reason="no sched_setaffinity on this OS: every value means none")
     with pytest.raises(ValueError, match=CONFIG_KEY):
         make_cluster(brokers=1, config={CONFIG_KEY: "fastest"})

@@ -59,13 +59,29 @@ def test_serve_round_trip_and_clean_shutdown(tmp_path) -> None:
         stop(proc)
 
 
+def _two_free_ports() -> int:
+    """A port p with p and p + 1 both free right now (serve binds --port and the next one)."""
+    import socket
+
+    for _ in range(50):
+        first, second = socket.socket(), socket.socket()
+        try:
+            first.bind(("127.0.0.1", 0))
+            base = first.getsockname()[1]
+            second.bind(("127.0.0.1", base + 1))
+            return base
+        except OSError:
+            continue
+        finally:
+            first.close()
+            second.close()
+    raise AssertionError("no two consecutive free ports found")
+
+
 def test_serve_fixed_ports(tmp_path) -> None:
     import socket
 
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    base = s.getsockname()[1]
-    s.close()
+    base = _two_free_ports()
     proc, bootstrap = start("--brokers", "2", "--port", str(base))
     try:
         assert bootstrap == f"127.0.0.1:{base},127.0.0.1:{base + 1}"

@@ -69,8 +69,15 @@ def pinned(cpus: frozenset[int] | None) -> Iterator[None]:
     if before == cpus:
         yield
         return
-    os.sched_setaffinity(0, cpus)
+    try:
+        os.sched_setaffinity(0, cpus)
+    except OSError:   # the CPUs went away (cpuset changed, CPU offlined): place nothing
+        yield
+        return
     try:
         yield
     finally:
-        os.sched_setaffinity(0, before)
+        try:
+            os.sched_setaffinity(0, before)
+        except OSError:
+            pass      # some of the caller's CPUs went away meanwhile: it keeps what it has

@@ -50,12 +50,15 @@ TP = tuple[str, int]
 
 @dataclass(slots=True, eq=False)
 class ReplicaFetchRequestData:
-    """The body of an in-process follower Fetch (see the module docstring). ``replica_id`` is
-    where metrics and the leader look to tell a follower fetch from a consumer's."""
+    """The body of an in-process follower Fetch (see the module docstring)."""
 
-    replica_id: int
     params: FetchParams
     fetch_infos: list[tuple[TP, PartitionFetchInfo]]
+
+    @property
+    def replica_id(self) -> int:
+        """Where metrics look to tell a follower fetch from a consumer's (as in a FetchRequest)."""
+        return self.params.replica_id
 
 
 @dataclass
@@ -130,7 +133,7 @@ class ReplicaFetcherThread(ShutdownableThread):
         if not infos:
             self._shutdown_initiated.wait(0.05)
             return
-        body = ReplicaFetchRequestData(self.broker_id, self.params, infos)
+        body = ReplicaFetchRequestData(self.params, infos)
         response = self._send(body)
         if response is None:
             if not self.is_shutdown_initiated():

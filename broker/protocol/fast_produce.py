@@ -64,7 +64,6 @@ class TopicProduceData:
 class ProduceRequestData:
     """A decoded ProduceRequest with kio's field names; ``timeout`` is in ms (kio: timedelta)."""
 
-    version: int
     transactional_id: str | None
     acks: int
     timeout: int
@@ -159,7 +158,7 @@ def _decode(version: int, buf: bytes, off: int) -> ProduceRequestData:
     skip_tags()
     if off > end:
         raise _Malformed
-    return ProduceRequestData(version, transactional_id, acks, timeout, tuple(topics))
+    return ProduceRequestData(transactional_id, acks, timeout, tuple(topics))
 
 
 _ZERO_UUID = bytes(16)

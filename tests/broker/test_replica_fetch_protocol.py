@@ -56,8 +56,7 @@ def test_fetch_handler_answers_with_read_results(make_cluster):
 
     answers: list = []
     done = threading.Event()
-    body = ReplicaFetchRequestData(follower, FetchParams(replica_id=follower, max_wait_ms=0,
-                                                         isolation=ISOLATION_LOG_END),
+    body = ReplicaFetchRequestData(FetchParams(replica_id=follower, max_wait_ms=0, isolation=ISOLATION_LOG_END),
                                    [(("t", 0), PartitionFetchInfo(fetch_offset=0, max_bytes=1 << 20))])
     request = Request(api_key=1, api_version=17, correlation_id=1, client_id="test", body=body,
                       respond=lambda resp: (answers.append(resp.body), done.set()))

@@ -112,8 +112,10 @@ def request_sample(version: int, rng: random.Random) -> object:
 
 def same_request(fast: ProduceRequestData, kio_body: object) -> bool:
     """The fast decoder's view equals kio's, field by field."""
+    by_id = type(kio_body).__version__ >= 13
+
     def topic_key(t: object) -> object:
-        return t.topic_id if fast.version >= 13 else t.name
+        return t.topic_id if by_id else t.name
 
     return (fast.transactional_id == kio_body.transactional_id and fast.acks == kio_body.acks
             and fast.timeout == kio_body.timeout // timedelta(milliseconds=1)

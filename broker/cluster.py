@@ -33,16 +33,16 @@ from typing import Any, Mapping
 
 import structlog
 
-from broker import cpu_affinity, errors
-from broker.config import KafkaConfig
-from broker.coordinator_log import OFFSETS_TOPIC
-from broker.inprocess_client import fetch_request, produce_request, send
-from broker.kafka_server import KafkaServer
-from broker.log import Log
-from broker.metadata import MetadataStore
-from broker.record_batch import build_batch, iter_records
-from metrics.logging import ensure_configured as ensure_logging_configured
-from timer.time import Time
+from kafka_emu.broker import cpu_affinity, errors
+from kafka_emu.broker.config import KafkaConfig
+from kafka_emu.broker.coordinator_log import OFFSETS_TOPIC
+from kafka_emu.broker.inprocess_client import fetch_request, produce_request, send
+from kafka_emu.broker.kafka_server import KafkaServer
+from kafka_emu.broker.log import Log
+from kafka_emu.broker.metadata import MetadataStore
+from kafka_emu.broker.record_batch import build_batch, iter_records
+from kafka_emu.metrics.logging import ensure_configured as ensure_logging_configured
+from kafka_emu.timer.time import Time
 
 _log = structlog.get_logger("broker.cluster")
 
@@ -158,7 +158,7 @@ class EmbeddedCluster:
         if self.offsets_topic:
             self.ensure_offsets_topic()
         if self.metrics_port is not None and self.metrics is None:
-            from metrics import serve_cluster_metrics
+            from kafka_emu.metrics import serve_cluster_metrics
 
             self.metrics = serve_cluster_metrics(self, self.metrics_port, self.metrics_host)
         return self

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from broker import errors
-from broker.record_batch import build_batch, iter_records
+from kafka_emu.broker import errors
+from kafka_emu.broker.record_batch import build_batch, iter_records
 
 if TYPE_CHECKING:
-    from broker.replica_manager import ReplicaManager
+    from kafka_emu.broker.replica_manager import ReplicaManager
 
 OFFSETS_TOPIC = "__consumer_offsets"
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from broker import errors
-from timer import DelayedOperation
+from kafka_emu.broker import errors
+from kafka_emu.timer import DelayedOperation
 
 if TYPE_CHECKING:
-    from broker.replica_manager import FetchParams, PartitionFetchInfo, ReplicaManager
+    from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo, ReplicaManager
 
 
 class DelayedFetch(DelayedOperation):

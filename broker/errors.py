@@ -1,8 +1,8 @@
 """Kafka error codes for the broker: the one table in ``coordinator.errors``, plus ``KafkaError``."""
 from __future__ import annotations
 
-from coordinator.errors import *  # noqa: F401,F403  (the shared table of Kafka error codes)
-from coordinator.errors import name  # noqa: F401
+from kafka_emu.coordinator.errors import *  # noqa: F401,F403  (the shared table of Kafka error codes)
+from kafka_emu.coordinator.errors import name  # noqa: F401
 
 
 class KafkaError(Exception):

@@ -1,6 +1,6 @@
 """pytest plugin: an in-process Kafka cluster for any project's tests.
 
-Registered through the ``pytest11`` entry point (``kafka_emu = "broker.fixture"``), so after
+Registered through the ``pytest11`` entry point (``kafka_emu = "kafka_emu.broker.fixture"``), so after
 ``pip install kafka-emu`` a test can simply ask for ``kafka_cluster``::
 
     def test_roundtrip(kafka_cluster):
@@ -65,7 +65,7 @@ def _resolve(request: pytest.FixtureRequest, base: dict[str, Any]) -> tuple[int,
 @pytest.fixture(scope="module")
 def kafka_cluster(request: pytest.FixtureRequest, kafka_cluster_config: dict[str, Any]) -> Iterator[Any]:
     """A started ``EmbeddedCluster``; stopped (every thread joined) after the module."""
-    from broker.cluster import EmbeddedCluster
+    from kafka_emu.broker.cluster import EmbeddedCluster
 
     brokers, cfg = _resolve(request, kafka_cluster_config)
     cluster = EmbeddedCluster(brokers=brokers, config=cfg)

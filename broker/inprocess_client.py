@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from kio.index import load_request_schema
 
-from broker.request_channel import Request, Response
+from kafka_emu.broker.request_channel import Request, Response
 
 _correlation = itertools.count(1)
 

@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import structlog
 
-from broker import errors
-from metrics.logging import request_context
+from kafka_emu.broker import errors
+from kafka_emu.metrics.logging import request_context
 
 if TYPE_CHECKING:
-    from broker.request_channel import Request
+    from kafka_emu.broker.request_channel import Request
 
 _log = structlog.get_logger("broker.kafka_apis")
 
@@ -57,7 +57,7 @@ class KafkaApis:
         self.unknown_api_requests = 0
         self.handler_errors = 0
         if register_all:
-            from broker.apis import register_all as _register_all
+            from kafka_emu.broker.apis import register_all as _register_all
             _register_all(self)
 
     def register(self, api_key: int, handler: Handler) -> None:
@@ -86,7 +86,7 @@ class KafkaApis:
     def _answer_error(self, request: "Request", code: int) -> None:
         body = None
         try:
-            from broker.protocol.error_response import build_error_response
+            from kafka_emu.broker.protocol.error_response import build_error_response
             body = build_error_response(request.api_key, request.api_version, request.body, code)
         except Exception:
             body = None

@@ -25,21 +25,21 @@ from typing import Any, Mapping
 
 import structlog
 
-from broker import cpu_affinity
-from broker.config import KafkaConfig
-from broker.coordinator_log import OFFSETS_TOPIC, ReplicaManagerCoordinatorLog
-from broker.kafka_apis import KafkaApis
-from broker.log import Log
-from broker.metadata import BrokerInfo, MetadataStore
-from broker.replica_fetcher import ReplicaFetcherManager
-from broker.replica_manager import ReplicaManager
-from broker.request_channel import RequestChannel
-from broker.request_handler import KafkaRequestHandlerPool
-from broker.scheduler import KafkaScheduler
-from timer.time import Time
+from kafka_emu.broker import cpu_affinity
+from kafka_emu.broker.config import KafkaConfig
+from kafka_emu.broker.coordinator_log import OFFSETS_TOPIC, ReplicaManagerCoordinatorLog
+from kafka_emu.broker.kafka_apis import KafkaApis
+from kafka_emu.broker.log import Log
+from kafka_emu.broker.metadata import BrokerInfo, MetadataStore
+from kafka_emu.broker.replica_fetcher import ReplicaFetcherManager
+from kafka_emu.broker.replica_manager import ReplicaManager
+from kafka_emu.broker.request_channel import RequestChannel
+from kafka_emu.broker.request_handler import KafkaRequestHandlerPool
+from kafka_emu.broker.scheduler import KafkaScheduler
+from kafka_emu.timer.time import Time
 
 try:  # the coordinator helper's package; optional until it exists
-    from coordinator.group_coordinator import GroupCoordinator
+    from kafka_emu.coordinator.group_coordinator import GroupCoordinator
 except ImportError:  # pragma: no cover
     GroupCoordinator = None  # type: ignore[assignment,misc]
 
@@ -129,7 +129,7 @@ class KafkaServer:
         listeners = str(self.config.get("listeners") or "")
         if not listeners and not self.port:
             return None
-        from broker.network import SocketServer
+        from kafka_emu.broker.network import SocketServer
 
         cfg = self.config
         if not listeners:

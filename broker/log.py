@@ -21,9 +21,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from broker import errors
-from broker.errors import KafkaError
-from broker.record_batch import (
+from kafka_emu.broker import errors
+from kafka_emu.broker.errors import KafkaError
+from kafka_emu.broker.record_batch import (
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     BatchInfo,

@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import structlog
 
-from broker import errors
-from broker.errors import KafkaError
-from broker.log import UNDEFINED_EPOCH, Log, LogAppendInfo
+from kafka_emu.broker import errors
+from kafka_emu.broker.errors import KafkaError
+from kafka_emu.broker.log import UNDEFINED_EPOCH, Log, LogAppendInfo
 
 if TYPE_CHECKING:
-    from broker.metadata import MetadataStore, PartitionState
-    from broker.stats import BrokerTopicStats
-    from timer.time import Time
+    from kafka_emu.broker.metadata import MetadataStore, PartitionState
+    from kafka_emu.broker.stats import BrokerTopicStats
+    from kafka_emu.timer.time import Time
 
 _log = structlog.get_logger("broker.partition")
 

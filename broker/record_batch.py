@@ -21,8 +21,8 @@ from typing import Iterable, Iterator, NamedTuple
 
 from crc32c import crc32c
 
-from broker import errors
-from broker.errors import KafkaError
+from kafka_emu.broker import errors
+from kafka_emu.broker.errors import KafkaError
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength

@@ -32,15 +32,15 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from broker import errors
-from broker.partition import ISOLATION_LOG_END, LogReadResult
-from broker.replica_manager import FetchParams, PartitionFetchInfo
-from broker.request_channel import Request
-from timer import ShutdownableThread
+from kafka_emu.broker import errors
+from kafka_emu.broker.partition import ISOLATION_LOG_END, LogReadResult
+from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo
+from kafka_emu.broker.request_channel import Request
+from kafka_emu.timer import ShutdownableThread
 
 if TYPE_CHECKING:
-    from broker.metadata import MetadataStore
-    from broker.replica_manager import ReplicaManager
+    from kafka_emu.broker.metadata import MetadataStore
+    from kafka_emu.broker.replica_manager import ReplicaManager
 
 _log = structlog.get_logger("broker.replica_fetcher")
 

@@ -27,26 +27,26 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import structlog
 
-from broker import errors
-from broker.action_queue import ActionQueue
-from broker.delayed_fetch import DelayedFetch
-from broker.delayed_produce import DelayedProduce, ProducePartitionStatus
-from broker.errors import KafkaError
-from broker.log import Log
-from broker.partition import (
+from kafka_emu.broker import errors
+from kafka_emu.broker.action_queue import ActionQueue
+from kafka_emu.broker.delayed_fetch import DelayedFetch
+from kafka_emu.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
+from kafka_emu.broker.errors import KafkaError
+from kafka_emu.broker.log import Log
+from kafka_emu.broker.partition import (
     ISOLATION_HIGH_WATERMARK,
     ISOLATION_LOG_END,
     ISOLATION_TXN_COMMITTED,
     LogReadResult,
     Partition,
 )
-from broker.stats import BrokerTopicStats
-from timer import DelayedOperationPurgatory, TopicPartitionOperationKey
-from timer.time import Time
+from kafka_emu.broker.stats import BrokerTopicStats
+from kafka_emu.timer import DelayedOperationPurgatory, TopicPartitionOperationKey
+from kafka_emu.timer.time import Time
 
 if TYPE_CHECKING:
-    from broker.config import KafkaConfig
-    from broker.metadata import MetadataStore, PartitionState
+    from kafka_emu.broker.config import KafkaConfig
+    from kafka_emu.broker.metadata import MetadataStore, PartitionState
 
 _log = structlog.get_logger("broker.replica_manager")
 

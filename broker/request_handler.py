@@ -26,13 +26,13 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from broker.request_channel import WAKEUP
-from timer import ShutdownableThread
+from kafka_emu.broker.request_channel import WAKEUP
+from kafka_emu.timer import ShutdownableThread
 
 if TYPE_CHECKING:
-    from broker.action_queue import ActionQueue
-    from broker.kafka_apis import KafkaApis
-    from broker.request_channel import RequestChannel
+    from kafka_emu.broker.action_queue import ActionQueue
+    from kafka_emu.broker.kafka_apis import KafkaApis
+    from kafka_emu.broker.request_channel import RequestChannel
 
 _log = structlog.get_logger("broker.request_handler")
 

@@ -10,8 +10,8 @@ from typing import Callable
 
 import structlog
 
-from timer import ShutdownableThread
-from timer.time import Time
+from kafka_emu.timer import ShutdownableThread
+from kafka_emu.timer.time import Time
 
 _log = structlog.get_logger("broker.scheduler")
 

@@ -42,7 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def build_config(args: argparse.Namespace) -> dict[str, Any]:
-    from broker.config import KafkaConfig
+    from kafka_emu.broker.config import KafkaConfig
 
     props: dict[str, Any] = {}
     if args.config:
@@ -64,7 +64,7 @@ def build_config(args: argparse.Namespace) -> dict[str, Any]:
 def _start_metrics(cluster: Any, port: int, host: str) -> Any:
     """Serve the cluster's Prometheus registry (``metrics.cluster.ClusterMetrics``) on ``port``."""
     try:
-        from metrics.cluster import ClusterMetrics
+        from kafka_emu.metrics.cluster import ClusterMetrics
     except ImportError:
         print(f"kafka-emu: --metrics-port {port}: the metrics package is not available",
               file=sys.stderr)
@@ -77,9 +77,9 @@ def _start_metrics(cluster: Any, port: int, host: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from broker.cluster import EmbeddedCluster
+    from kafka_emu.broker.cluster import EmbeddedCluster
 
-    from metrics.logging import configure_from
+    from kafka_emu.metrics.logging import configure_from
 
     props = build_config(args)
     # log.level / log.format / log.level.<logger> from server.properties apply (the command line

@@ -2,11 +2,11 @@
 
 Never imports ``broker``: it reaches ``__consumer_offsets`` only through ``CoordinatorLog``.
 """
-from coordinator.group_coordinator import GroupCoordinator
-from coordinator.group_metadata import GroupMetadata, GroupState, IllegalStateError
-from coordinator.log import CoordinatorLog
-from coordinator.member_metadata import MemberMetadata
-from coordinator.results import (
+from kafka_emu.coordinator.group_coordinator import GroupCoordinator
+from kafka_emu.coordinator.group_metadata import GroupMetadata, GroupState, IllegalStateError
+from kafka_emu.coordinator.log import CoordinatorLog
+from kafka_emu.coordinator.member_metadata import MemberMetadata
+from kafka_emu.coordinator.results import (
     GroupOverview, GroupSummary, JoinGroupResult, JoinGroupResultMember, LeaveGroupResult,
     LeaveMemberResponse, MemberSummary, OffsetAndMetadata, OffsetFetchPartitionData, SyncGroupResult,
 )

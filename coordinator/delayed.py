@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from timer import DelayedOperation, DelayedOperationPurgatory, GroupJoinKey
+from kafka_emu.timer import DelayedOperation, DelayedOperationPurgatory, GroupJoinKey
 
 if TYPE_CHECKING:
-    from coordinator.group_coordinator import GroupCoordinator
-    from coordinator.group_metadata import GroupMetadata
+    from kafka_emu.coordinator.group_coordinator import GroupCoordinator
+    from kafka_emu.coordinator.group_metadata import GroupMetadata
 
 
 class DelayedJoin(DelayedOperation):

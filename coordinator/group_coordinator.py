@@ -58,22 +58,22 @@ from typing import Any, Callable, Iterable, Mapping
 
 import structlog
 
-from coordinator import errors
-from coordinator.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupCoordinatorConfig
-from coordinator.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
-from coordinator.group_metadata import (
+from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupCoordinatorConfig
+from kafka_emu.coordinator.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
+from kafka_emu.coordinator.group_metadata import (
     CompletingRebalance, Dead, Empty, GroupMetadata, GroupState, IllegalStateError,
     PreparingRebalance, Stable,
 )
-from coordinator.group_metadata_manager import GroupMetadataManager, InlineScheduler, TopicPartition
-from coordinator.log import CoordinatorLog
-from coordinator.member_metadata import MemberMetadata
-from coordinator.results import (
+from kafka_emu.coordinator.group_metadata_manager import GroupMetadataManager, InlineScheduler, TopicPartition
+from kafka_emu.coordinator.log import CoordinatorLog
+from kafka_emu.coordinator.member_metadata import MemberMetadata
+from kafka_emu.coordinator.results import (
     DEAD_SUMMARY, EMPTY_ERROR_SUMMARY, GroupOverview, GroupSummary, JoinGroupResult,
     LeaveGroupResult, LeaveMemberResponse, OffsetAndMetadata, OffsetFetchPartitionData,
     SyncGroupResult,
 )
-from timer import (
+from kafka_emu.timer import (
     DelayedOperationPurgatory, GroupJoinKey, GroupSyncKey, MemberKey, SystemTimer, Time,
 )
 

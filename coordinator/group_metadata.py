@@ -27,12 +27,12 @@ from typing import Any, Callable, Iterable
 
 import structlog
 
-from coordinator import errors
-from coordinator.group_lock import GroupLock
-from coordinator.member_metadata import MemberMetadata
-from coordinator.records import parse_consumer_subscription_topics
-from metrics.logging import group_context
-from coordinator.results import (
+from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.group_lock import GroupLock
+from kafka_emu.coordinator.member_metadata import MemberMetadata
+from kafka_emu.coordinator.records import parse_consumer_subscription_topics
+from kafka_emu.metrics.logging import group_context
+from kafka_emu.coordinator.results import (
     GroupOverview, GroupSummary, JoinGroupResult, JoinGroupResultMember, MemberSummary,
     OffsetAndMetadata, SyncGroupResult,
 )

@@ -24,17 +24,17 @@ from typing import Any, Callable, Iterable
 
 import structlog
 
-from coordinator import errors
-from coordinator.config import GroupCoordinatorConfig
-from coordinator.group_metadata import Dead, Empty, GroupMetadata, Stable
-from coordinator.log import CoordinatorLog
-from coordinator.member_metadata import MemberMetadata
-from coordinator.records import (
+from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.config import GroupCoordinatorConfig
+from kafka_emu.coordinator.group_metadata import Dead, Empty, GroupMetadata, Stable
+from kafka_emu.coordinator.log import CoordinatorLog
+from kafka_emu.coordinator.member_metadata import MemberMetadata
+from kafka_emu.coordinator.records import (
     GroupMetadataKey, GroupValue, MemberValue, OffsetKey, group_metadata_key, group_metadata_value,
     offset_commit_key, offset_commit_value, partition_for, read_group_value, read_key,
     read_offset_value,
 )
-from coordinator.results import INVALID_OFFSET_DATA, OffsetAndMetadata, OffsetFetchPartitionData
+from kafka_emu.coordinator.results import INVALID_OFFSET_DATA, OffsetAndMetadata, OffsetFetchPartitionData
 
 _log = structlog.get_logger("coordinator.group_metadata_manager")
 

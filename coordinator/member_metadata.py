@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from coordinator.results import JoinGroupResult, SyncGroupResult
+from kafka_emu.coordinator.results import JoinGroupResult, SyncGroupResult
 
 
 class MemberMetadata:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from coordinator import errors
+from kafka_emu.coordinator import errors
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,8 @@ import threading
 import time
 from typing import Any
 
-from loadgen.pacing import wait_until
-from loadgen.samples import SampleSink
+from kafka_emu.loadgen.pacing import wait_until
+from kafka_emu.loadgen.samples import SampleSink
 
 TIMEOUT_S = 15.0
 

@@ -18,9 +18,9 @@ import threading
 import time
 from typing import Any
 
-from loadgen.consumer_clients import make_consumer
-from loadgen.pacing import wait_until
-from loadgen.samples import SampleSink
+from kafka_emu.loadgen.consumer_clients import make_consumer
+from kafka_emu.loadgen.pacing import wait_until
+from kafka_emu.loadgen.samples import SampleSink
 
 POLL_S = 0.2
 DRAIN_CHECK_S = 1.0
@@ -148,7 +148,7 @@ def _run_in_child(params: dict[str, Any], bootstrap: str, t0: float, start_s: fl
     payload = json.dumps({"params": params, "bootstrap": bootstrap, "t0": t0, "start_s": start_s,
                           "stop_s": stop_s, "task": sink.task, "client": sink.client})
     env = {**os.environ, "LOADGEN_MEMBER_CHILD": "1"}
-    child = subprocess.Popen([sys.executable, "-m", "loadgen.member_child", payload], stdout=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, "-m", "kafka_emu.loadgen.member_child", payload], stdout=subprocess.PIPE,
                              env=env)
     assert child.stdout is not None
     fd = child.stdout.fileno()

@@ -11,13 +11,13 @@ from typing import Any
 
 from pyspark import StorageLevel
 
-from loadgen.executor import START_LEAD_S, partition_runner
-from loadgen.live_progress import LiveProgress
-from loadgen.report import build_report, save_samples
-from loadgen.samples import SPARK_SCHEMA
-from loadgen.spec import TopicSpec, WorkloadSpec
-from loadgen.target import create_topics, delete_topic
-from loadgen.tasks import TASK_SCHEMA, build_tasks
+from kafka_emu.loadgen.executor import START_LEAD_S, partition_runner
+from kafka_emu.loadgen.live_progress import LiveProgress
+from kafka_emu.loadgen.report import build_report, save_samples
+from kafka_emu.loadgen.samples import SPARK_SCHEMA
+from kafka_emu.loadgen.spec import TopicSpec, WorkloadSpec
+from kafka_emu.loadgen.target import create_topics, delete_topic
+from kafka_emu.loadgen.tasks import TASK_SCHEMA, build_tasks
 
 
 def audiences(spec: WorkloadSpec) -> dict[str, list[str]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from loadgen.errors import LoadgenError
+from kafka_emu.loadgen.errors import LoadgenError
 
 CLUSTER_CONFIG: dict[str, Any] = {
     "default.replication.factor": 3,
@@ -21,7 +21,7 @@ CLUSTER_CONFIG: dict[str, Any] = {
 
 def embedded_cluster_class() -> Any:
     try:
-        from broker.cluster import EmbeddedCluster
+        from kafka_emu.broker.cluster import EmbeddedCluster
     except ImportError as exc:
         raise LoadgenError(f"the embedded cluster is not available ({exc})") from None
     return EmbeddedCluster

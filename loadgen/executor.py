@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 import pyarrow as pa
 import structlog
 
-from loadgen.samples import SampleSink
+from kafka_emu.loadgen.samples import SampleSink
 
 START_LEAD_S = 1.5      # gives threads and crashable members' child processes time to start
 STOP_GRACE_S = 30.0     # flushes and closes after the planned end before threads are abandoned
@@ -27,9 +27,9 @@ Runner = Callable[[dict[str, Any], str, float, float, float, SampleSink, threadi
 
 
 def _runners() -> dict[str, Runner]:
-    from loadgen.admin_task import run_admin
-    from loadgen.consumer_task import run_consumer, run_member
-    from loadgen.producer_task import run_producer
+    from kafka_emu.loadgen.admin_task import run_admin
+    from kafka_emu.loadgen.consumer_task import run_consumer, run_member
+    from kafka_emu.loadgen.producer_task import run_producer
 
     return {"producer": run_producer, "consumer": run_consumer, "member": run_member, "admin": run_admin}
 
@@ -100,7 +100,7 @@ def partition_runner(bootstrap: str) -> Callable[[Iterator[pa.RecordBatch]], Ite
     """The ``mapInArrow`` function for a run against ``bootstrap``."""
 
     def run_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from metrics.logging import ensure_configured
+        from kafka_emu.metrics.logging import ensure_configured
 
         ensure_configured("warning")
         tasks: list[dict[str, Any]] = []

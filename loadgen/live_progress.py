@@ -13,8 +13,8 @@ import time
 
 import structlog
 
-from metrics.progress import progress
-from loadgen.target import QUIET
+from kafka_emu.metrics.progress import progress
+from kafka_emu.loadgen.target import QUIET
 
 LINE_EVERY_S = 10.0
 _log = structlog.get_logger("loadgen.progress")

@@ -12,13 +12,13 @@ import sys
 import time
 from pathlib import Path
 
-from loadgen.errors import LoadgenError
+from kafka_emu.loadgen.errors import LoadgenError
 
 SCRAPED = ("kafka_",)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from loadgen.spec_cli import add_options
+    from kafka_emu.loadgen.spec_cli import add_options
 
     parser.add_argument("--spec", help="workload spec (YAML); see examples/workload.yaml")
     parser.add_argument("--bootstrap-servers", help="target cluster; default: start an embedded 3-broker cluster")
@@ -39,8 +39,8 @@ def _fail(message: str, code: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from loadgen.spec import load_spec, parse_spec
-    from loadgen.spec_cli import spec_from_args
+    from kafka_emu.loadgen.spec import load_spec, parse_spec
+    from kafka_emu.loadgen.spec_cli import spec_from_args
 
     try:
         if args.spec:
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
                 spec = parse_spec({**_raw(spec), "duration_s": args.duration})
         else:
             spec = parse_spec(spec_from_args(args))
-        from loadgen.spark_session import check_java
+        from kafka_emu.loadgen.spark_session import check_java
 
         check_java()
         return _run(args, spec)
@@ -62,9 +62,9 @@ def _raw(spec: object) -> dict:
 
 
 def _run(args: argparse.Namespace, spec: object) -> int:
-    from loadgen.driver import run_load
-    from loadgen.spark_session import start_session
-    from loadgen.target import create_topics, check_reachable, open_target, scrape_metrics
+    from kafka_emu.loadgen.driver import run_load
+    from kafka_emu.loadgen.spark_session import start_session
+    from kafka_emu.loadgen.target import create_topics, check_reachable, open_target, scrape_metrics
 
     run_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out_dir = Path(args.report_dir or Path("reports") / f"load-{run_id}")

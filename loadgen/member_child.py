@@ -11,7 +11,7 @@ import threading
 
 
 def main() -> int:
-    from loadgen.consumer_task import StreamSink, run_member
+    from kafka_emu.loadgen.consumer_task import StreamSink, run_member
 
     job = json.loads(sys.argv[1])
     sink = StreamSink(job["task"], job["client"], job["params"]["group"]["group_id"], job["params"]["member"])

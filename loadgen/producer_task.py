@@ -11,9 +11,9 @@ import threading
 import time
 from typing import Any
 
-from loadgen.pacing import Pacer, wait_until
-from loadgen.payloads import PayloadSource
-from loadgen.samples import SampleSink
+from kafka_emu.loadgen.pacing import Pacer, wait_until
+from kafka_emu.loadgen.payloads import PayloadSource
+from kafka_emu.loadgen.samples import SampleSink
 
 FLUSH_TIMEOUT_S = 15.0
 

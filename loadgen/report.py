@@ -12,7 +12,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from loadgen import aggregate, charts
+from kafka_emu.loadgen import aggregate, charts
 
 
 def save_samples(samples: DataFrame, out_dir: Path) -> DataFrame:

@@ -15,7 +15,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from loadgen.errors import JavaMissingError, LoadgenError
+from kafka_emu.loadgen.errors import JavaMissingError, LoadgenError
 
 DEFAULT_MASTER = "local[2]"
 

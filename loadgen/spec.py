@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from loadgen.errors import SpecError
+from kafka_emu.loadgen.errors import SpecError
 
 CLIENTS = ("confluent", "kafka-python")
 SIZE_DISTS = ("fixed", "uniform", "normal", "lognormal")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from loadgen.errors import SpecError
+from kafka_emu.loadgen.errors import SpecError
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:

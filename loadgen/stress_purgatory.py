@@ -22,9 +22,9 @@ import time
 
 import structlog
 
-from loadgen.verdict import Verdict, add_run_options
-from metrics.progress import progress
-from timer import DelayedOperation, DelayedOperationPurgatory
+from kafka_emu.loadgen.verdict import Verdict, add_run_options
+from kafka_emu.metrics.progress import progress
+from kafka_emu.timer import DelayedOperation, DelayedOperationPurgatory
 
 _log = structlog.get_logger("loadgen.stress_purgatory")
 

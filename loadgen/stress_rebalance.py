@@ -24,12 +24,12 @@ from typing import Any
 
 import structlog
 
-from loadgen.embedded import close_cluster, start_cluster
-from loadgen.errors import LoadgenError
-from loadgen.target import QUIET, create_topics
-from loadgen.spec import TopicSpec
-from loadgen.verdict import Verdict, add_run_options
-from metrics.progress import progress
+from kafka_emu.loadgen.embedded import close_cluster, start_cluster
+from kafka_emu.loadgen.errors import LoadgenError
+from kafka_emu.loadgen.target import QUIET, create_topics
+from kafka_emu.loadgen.spec import TopicSpec
+from kafka_emu.loadgen.verdict import Verdict, add_run_options
+from kafka_emu.metrics.progress import progress
 
 _log = structlog.get_logger("loadgen.stress_rebalance")
 
@@ -44,7 +44,7 @@ class Member:
         self.name = name
         job = {"bootstrap": bootstrap, "group": GROUP, "topic": TOPIC, "member": name,
                "session_timeout_ms": session_timeout_ms, "commit_every_s": 0.2}
-        self.proc = subprocess.Popen([sys.executable, "-m", "loadgen.stress_member", json.dumps(job)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "kafka_emu.loadgen.stress_member", json.dumps(job)],
                                      stdout=subprocess.PIPE, text=True)
         self.events: list[dict[str, Any]] = []
         self.reader = threading.Thread(target=self._read, name=f"stress-rebalance-reader-{name}", daemon=True)

@@ -20,13 +20,13 @@ from typing import Any
 
 import structlog
 
-from loadgen.embedded import close_cluster, start_cluster
-from loadgen.errors import LoadgenError
-from loadgen.pacing import Pacer
-from loadgen.target import QUIET, create_topics
-from loadgen.spec import TopicSpec
-from loadgen.verdict import Verdict, add_run_options
-from metrics.progress import progress
+from kafka_emu.loadgen.embedded import close_cluster, start_cluster
+from kafka_emu.loadgen.errors import LoadgenError
+from kafka_emu.loadgen.pacing import Pacer
+from kafka_emu.loadgen.target import QUIET, create_topics
+from kafka_emu.loadgen.spec import TopicSpec
+from kafka_emu.loadgen.verdict import Verdict, add_run_options
+from kafka_emu.metrics.progress import progress
 
 _log = structlog.get_logger("loadgen.stress_replication")
 

@@ -13,8 +13,8 @@ from typing import Any, Iterator
 
 import structlog
 
-from loadgen.errors import ClusterUnreachableError, LoadgenError, SpecError
-from loadgen.spec import TopicSpec
+from kafka_emu.loadgen.errors import ClusterUnreachableError, LoadgenError, SpecError
+from kafka_emu.loadgen.spec import TopicSpec
 
 _log = structlog.get_logger("loadgen.target")
 
@@ -83,11 +83,11 @@ def delete_topic(bootstrap: str, name: str) -> None:
 
 def _start_embedded(brokers: int, config: dict[str, Any]) -> tuple[Any, Any, str | None]:
     """Start an EmbeddedCluster and its /metrics endpoint; returns (cluster, metrics, url)."""
-    from loadgen.embedded import start_cluster
+    from kafka_emu.loadgen.embedded import start_cluster
 
     cluster = start_cluster(brokers, config)
     try:
-        from metrics.cluster import ClusterMetrics
+        from kafka_emu.metrics.cluster import ClusterMetrics
 
         metrics = ClusterMetrics(cluster)
         server = metrics.start_http_server(0)

@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from loadgen.spec import GroupSpec, WorkloadSpec
+from kafka_emu.loadgen.spec import GroupSpec, WorkloadSpec
 
 CONTROL_TOPIC = "_loadgen-done"
 TASK_SCHEMA = "task_id string, kind string, slot int, start_s double, stop_s double, params string"

@@ -14,11 +14,11 @@ __all__ = ["BrokerMetrics", "ClusterMetrics", "MetricsHTTPServer", "serve_cluste
            "start_http_server"]
 
 _LAZY = {
-    "BrokerMetrics": "metrics.broker_metrics",
-    "ClusterMetrics": "metrics.cluster",
-    "start_http_server": "metrics.cluster",
-    "serve_cluster_metrics": "metrics.cluster",
-    "MetricsHTTPServer": "metrics.endpoint",
+    "BrokerMetrics": "kafka_emu.metrics.broker_metrics",
+    "ClusterMetrics": "kafka_emu.metrics.cluster",
+    "start_http_server": "kafka_emu.metrics.cluster",
+    "serve_cluster_metrics": "kafka_emu.metrics.cluster",
+    "MetricsHTTPServer": "kafka_emu.metrics.endpoint",
 }
 
 

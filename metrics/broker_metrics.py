@@ -25,10 +25,10 @@ from typing import Any, Callable
 
 import structlog
 
-from metrics import names
-from metrics.hooks import attribute_values, component, mapping_values, read, read_number
-from metrics.api_names import is_from_follower
-from metrics.request_metrics import RequestMetrics
+from kafka_emu.metrics import names
+from kafka_emu.metrics.hooks import attribute_values, component, mapping_values, read, read_number
+from kafka_emu.metrics.api_names import is_from_follower
+from kafka_emu.metrics.request_metrics import RequestMetrics
 
 _log = structlog.get_logger("metrics.broker_metrics")
 
@@ -80,12 +80,12 @@ def fetcher_type(operation: Any) -> str:
 
 
 def _is_purgatory(value: Any) -> bool:
-    from timer.purgatory import DelayedOperationPurgatory
+    from kafka_emu.timer.purgatory import DelayedOperationPurgatory
     return isinstance(value, DelayedOperationPurgatory)
 
 
 def _is_timer(value: Any) -> bool:
-    from timer.system_timer import Timer
+    from kafka_emu.timer.system_timer import Timer
     return isinstance(value, Timer)
 
 

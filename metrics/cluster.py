@@ -31,10 +31,10 @@ from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily, Metr
 from prometheus_client.openmetrics.exposition import generate_latest as _generate_openmetrics
 from prometheus_client import generate_latest
 
-from metrics import names
-from metrics.broker_metrics import BrokerMetrics, _Samples
-from metrics.endpoint import MetricsHTTPServer
-from metrics.request_metrics import RequestMetrics
+from kafka_emu.metrics import names
+from kafka_emu.metrics.broker_metrics import BrokerMetrics, _Samples
+from kafka_emu.metrics.endpoint import MetricsHTTPServer
+from kafka_emu.metrics.request_metrics import RequestMetrics
 
 _log = structlog.get_logger("metrics.cluster")
 

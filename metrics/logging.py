@@ -15,7 +15,7 @@ request type, correlation id and client id for the duration of its handling:
 
 Rendering: ``json`` writes one JSON object per line (the default for ``serve``), ``console`` a
 readable line for interactive use. Levels: one global level plus optional per-logger levels
-(``{"broker.replica_manager": "debug"}``, longest dotted prefix wins), from the CLI
+(``{"kafka_emu.broker.replica_manager": "debug"}``, longest dotted prefix wins), from the CLI
 (``--log-level``, ``--log-format``, ``--log-logger-level NAME=LEVEL``), from a config mapping
 (``log.level``, ``log.format``, ``log.level.<logger>``) or from the environment
 (``KAFKA_EMU_LOG_LEVEL``, ``KAFKA_EMU_LOG_FORMAT``); the CLI beats the config, which beats the
@@ -48,7 +48,7 @@ from typing import Any, Iterator, Mapping, TextIO
 
 import structlog
 
-from metrics.api_names import api_name
+from kafka_emu.metrics.api_names import api_name
 
 _lock = threading.Lock()
 _configured = False

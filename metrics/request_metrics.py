@@ -21,8 +21,8 @@ from typing import Any, Callable
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from metrics import names
-from metrics.api_names import FETCH_API_KEY, api_name, is_from_follower
+from kafka_emu.metrics import names
+from kafka_emu.metrics.api_names import FETCH_API_KEY, api_name, is_from_follower
 
 _log = structlog.get_logger("metrics.request_metrics")
 

@@ -2,9 +2,9 @@
 
 This package imports nothing else of the project (only ``metrics`` may sit below it).
 """
-from timer.delayed_operation import DelayedOperation
-from timer.mock_timer import MockTimer
-from timer.operation_keys import (
+from kafka_emu.timer.delayed_operation import DelayedOperation
+from kafka_emu.timer.mock_timer import MockTimer
+from kafka_emu.timer.operation_keys import (
     DelayedOperationKey,
     GroupJoinKey,
     GroupSyncKey,
@@ -12,14 +12,14 @@ from timer.operation_keys import (
     TopicKey,
     TopicPartitionOperationKey,
 )
-from timer.purgatory import DelayedOperationPurgatory
-from timer.reaper import SystemTimerReaper
-from timer.shutdownable_thread import ShutdownableThread
-from timer.system_timer import SystemTimer, Timer
-from timer.time import MockTime, Time
-from timer.timer_task import TimerTask
-from timer.timer_task_list import TaskCounter, TimerTaskList
-from timer.timing_wheel import TimingWheel
+from kafka_emu.timer.purgatory import DelayedOperationPurgatory
+from kafka_emu.timer.reaper import SystemTimerReaper
+from kafka_emu.timer.shutdownable_thread import ShutdownableThread
+from kafka_emu.timer.system_timer import SystemTimer, Timer
+from kafka_emu.timer.time import MockTime, Time
+from kafka_emu.timer.timer_task import TimerTask
+from kafka_emu.timer.timer_task_list import TaskCounter, TimerTaskList
+from kafka_emu.timer.timing_wheel import TimingWheel
 
 __all__ = [
     "DelayedOperation", "DelayedOperationKey", "DelayedOperationPurgatory", "GroupJoinKey",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import itertools
 
-from timer.timer_task_list import TimerTaskList
+from kafka_emu.timer.timer_task_list import TimerTaskList
 
 
 class BucketDelayQueue:

@@ -19,10 +19,10 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from timer.timer_task import TimerTask
+from kafka_emu.timer.timer_task import TimerTask
 
 if TYPE_CHECKING:
-    from timer.purgatory import DelayedOperationPurgatory
+    from kafka_emu.timer.purgatory import DelayedOperationPurgatory
 
 
 class DelayedOperation(TimerTask):

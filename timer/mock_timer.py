@@ -16,9 +16,9 @@ import heapq
 import itertools
 import threading
 
-from timer.system_timer import Timer
-from timer.time import MockTime
-from timer.timer_task import FIRED, TimerTask
+from kafka_emu.timer.system_timer import Timer
+from kafka_emu.timer.time import MockTime
+from kafka_emu.timer.timer_task import FIRED, TimerTask
 
 
 class _MockEntry:

@@ -30,10 +30,10 @@ from typing import Any, Callable, Generic, Hashable, Iterable, TypeVar
 
 import structlog
 
-from timer.delayed_operation import DelayedOperation
-from timer.shutdownable_thread import ShutdownableThread
-from timer.system_timer import SystemTimer, Timer
-from timer.time import Time
+from kafka_emu.timer.delayed_operation import DelayedOperation
+from kafka_emu.timer.shutdownable_thread import ShutdownableThread
+from kafka_emu.timer.system_timer import SystemTimer, Timer
+from kafka_emu.timer.time import Time
 
 T = TypeVar("T", bound=DelayedOperation)
 

@@ -5,9 +5,9 @@ which has its own reaper.
 """
 from __future__ import annotations
 
-from timer.shutdownable_thread import ShutdownableThread
-from timer.system_timer import Timer
-from timer.timer_task import TimerTask
+from kafka_emu.timer.shutdownable_thread import ShutdownableThread
+from kafka_emu.timer.system_timer import Timer
+from kafka_emu.timer.timer_task import TimerTask
 
 
 class _Reaper(ShutdownableThread):

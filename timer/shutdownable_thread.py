@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import structlog
 
-from metrics.logging import bind_thread_context
+from kafka_emu.metrics.logging import bind_thread_context
 
 _log = structlog.get_logger("timer.shutdownable_thread")
 

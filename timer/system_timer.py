@@ -46,11 +46,11 @@ from typing import Callable, Iterable
 
 import structlog
 
-from timer.delay_queue import BucketDelayQueue
-from timer.time import MockTime, Time
-from timer.timer_task import _ABSENT, FIRED, SUBMITTED, TimerTask
-from timer.timer_task_list import TaskCounter, TimerTaskList
-from timer.timing_wheel import TimingWheel
+from kafka_emu.timer.delay_queue import BucketDelayQueue
+from kafka_emu.timer.time import MockTime, Time
+from kafka_emu.timer.timer_task import _ABSENT, FIRED, SUBMITTED, TimerTask
+from kafka_emu.timer.timer_task_list import TaskCounter, TimerTaskList
+from kafka_emu.timer.timing_wheel import TimingWheel
 
 SYSTEM_TIMER_THREAD_PREFIX = "executor-"
 # Largest number of tasks a cascade places in one go while holding the lock (see _flush_locked).

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
-from timer.timer_task import _ABSENT, TimerTask
+from kafka_emu.timer.timer_task import _ABSENT, TimerTask
 
 
 class TaskCounter:

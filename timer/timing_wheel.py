@@ -26,8 +26,8 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
-from timer.timer_task import _ABSENT, TimerTask
-from timer.timer_task_list import TaskCounter, TimerTaskList
+from kafka_emu.timer.timer_task import _ABSENT, TimerTask
+from kafka_emu.timer.timer_task_list import TaskCounter, TimerTaskList
 
 
 class TimingWheel:

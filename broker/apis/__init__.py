@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from broker.apis import fetch, produce
+from kafka_emu.broker.apis import fetch, produce
 # wire APIs (issue 5)
-from broker.apis import admin, api_versions, find_coordinator, group, init_producer_id, list_offsets, metadata
+from kafka_emu.broker.apis import admin, api_versions, find_coordinator, group, init_producer_id, list_offsets, metadata
 
 REGISTER: list[Callable[[Any], None]] = [
     produce.register,

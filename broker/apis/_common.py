@@ -15,7 +15,7 @@ import structlog
 
 from kio.schema.errors import ErrorCode
 
-from broker.protocol.error_response import build_error_response
+from kafka_emu.broker.protocol.error_response import build_error_response
 
 _log = structlog.get_logger("broker.apis")
 

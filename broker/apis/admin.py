@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.protocol.codec import response_schema
+from kafka_emu.broker.protocol.codec import response_schema
 from kio.schema.errors import ErrorCode
 
-from broker.apis._common import (
+from kafka_emu.broker.apis._common import (
     AUTHORIZED_OPS_OMITTED,
     OFFSETS_TOPIC,
     ZERO_THROTTLE,
@@ -25,7 +25,7 @@ from broker.apis._common import (
     respond,
     topic_name_error,
 )
-from broker.protocol.adapter import build, item_cls
+from kafka_emu.broker.protocol.adapter import build, item_cls
 
 CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 19, 20, 32, 60
 

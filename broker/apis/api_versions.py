@@ -13,10 +13,10 @@ from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
-from broker.protocol.codec import response_schema
+from kafka_emu.broker.protocol.codec import response_schema
 from kio.schema.errors import ErrorCode
 
-from broker.protocol.versions import API_VERSIONS, API_VERSIONS_KEY
+from kafka_emu.broker.protocol.versions import API_VERSIONS, API_VERSIONS_KEY
 
 API_KEY = API_VERSIONS_KEY
 _SOFTWARE_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")

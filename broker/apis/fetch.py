@@ -12,11 +12,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from broker import errors
-from broker.apis.kio_shapes import duration_ms, error_code, topic_key_and_name, make, nested, response_class
-from broker.partition import LogReadResult
-from broker.replica_fetcher import ReplicaFetchRequestData
-from broker.replica_manager import FetchParams, PartitionFetchInfo, isolation_for
+from kafka_emu.broker import errors
+from kafka_emu.broker.apis.kio_shapes import duration_ms, error_code, topic_key_and_name, make, nested, response_class
+from kafka_emu.broker.partition import LogReadResult
+from kafka_emu.broker.replica_fetcher import ReplicaFetchRequestData
+from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo, isolation_for
 
 API_KEY = 1
 MIN_VERSION = 4

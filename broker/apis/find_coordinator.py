@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.protocol.codec import response_schema
+from kafka_emu.broker.protocol.codec import response_schema
 from kio.schema.errors import ErrorCode
 
-from broker.apis._common import OFFSETS_TOPIC, ZERO_THROTTLE, broker_endpoint, config, ensure_offsets_topic, respond
-from broker.protocol.adapter import build, item_cls
+from kafka_emu.broker.apis._common import OFFSETS_TOPIC, ZERO_THROTTLE, broker_endpoint, config, ensure_offsets_topic, respond
+from kafka_emu.broker.protocol.adapter import build, item_cls
 
 API_KEY = 10
 GROUP_KEY_TYPE = 0

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.protocol.codec import response_schema
+from kafka_emu.broker.protocol.codec import response_schema
 from kio.schema.errors import ErrorCode
 
-from broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, respond, respond_error
-from broker.protocol.adapter import build, item_cls
-from coordinator.results import OffsetAndMetadata
+from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, respond, respond_error
+from kafka_emu.broker.protocol.adapter import build, item_cls
+from kafka_emu.coordinator.results import OffsetAndMetadata
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP = 8, 9, 11, 12, 13
 SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 14, 15, 16, 42

@@ -17,11 +17,11 @@ import threading
 import weakref
 from typing import Any
 
-from broker.protocol.codec import response_schema
+from kafka_emu.broker.protocol.codec import response_schema
 from kio.schema.errors import ErrorCode
 
-from broker.apis._common import ZERO_THROTTLE, respond
-from broker.protocol.adapter import build
+from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
+from kafka_emu.broker.protocol.adapter import build
 
 API_KEY = 22
 FIRST_PRODUCER_ID = 1000

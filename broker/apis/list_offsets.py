@@ -18,11 +18,11 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from broker.protocol.codec import response_schema
+from kafka_emu.broker.protocol.codec import response_schema
 from kio.schema.errors import ErrorCode
 
-from broker.apis._common import ZERO_THROTTLE, respond
-from broker.protocol.adapter import build, item_cls
+from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
+from kafka_emu.broker.protocol.adapter import build, item_cls
 
 API_KEY = 2
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_TIERED = -1, -2, -3, -4, -5

@@ -11,10 +11,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from broker import errors
-from broker.apis.kio_shapes import duration_ms, error_code, make, nested, response_class, topic_key_and_name
-from broker.protocol.codec import EncodedResponse
-from broker.protocol.fast_produce import PartitionResult, ProduceRequestData, encode_produce_body
+from kafka_emu.broker import errors
+from kafka_emu.broker.apis.kio_shapes import duration_ms, error_code, make, nested, response_class, topic_key_and_name
+from kafka_emu.broker.protocol.codec import EncodedResponse
+from kafka_emu.broker.protocol.fast_produce import PartitionResult, ProduceRequestData, encode_produce_body
 
 API_KEY = 0
 MIN_VERSION = 3

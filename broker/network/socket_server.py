@@ -60,7 +60,7 @@ from typing import Any, Callable
 
 import structlog
 
-from broker.protocol.codec import (
+from kafka_emu.broker.protocol.codec import (
     InvalidRequestError,
     RequestHeaderData,
     UnsupportedVersionError,
@@ -69,9 +69,9 @@ from broker.protocol.codec import (
     decode_request_header,
     encode_response,
 )
-from broker.protocol.error_response import build_error_response
-from broker.protocol.versions import API_VERSIONS_KEY, api_name, is_supported
-from timer.shutdownable_thread import ShutdownableThread
+from kafka_emu.broker.protocol.error_response import build_error_response
+from kafka_emu.broker.protocol.versions import API_VERSIONS_KEY, api_name, is_supported
+from kafka_emu.timer.shutdownable_thread import ShutdownableThread
 
 _log = structlog.get_logger("broker.network")
 _SIZE = struct.Struct(">i")
@@ -810,7 +810,7 @@ class SocketServer:
         self.request_channel = request_channel
         self.broker_id = broker_id if broker_id is not None else int(_cfg(config, "broker.id", 0))
         if request_factory is None:
-            from broker.request_channel import Request
+            from kafka_emu.broker.request_channel import Request
             request_factory = Request
         self.request_factory = request_factory
         self.max_request_size = int(_cfg(config, "socket.request.max.bytes", 100 * 1024 * 1024))

@@ -3,7 +3,7 @@
 Only the network layer (``broker.network``) touches bytes; everything behind the request
 channel sees decoded kio entities, as the architecture contract asks.
 """
-from broker.protocol.codec import (
+from kafka_emu.broker.protocol.codec import (
     ApiCodec,
     InvalidRequestError,
     RequestHeaderData,
@@ -15,8 +15,8 @@ from broker.protocol.codec import (
     encode_response,
     get_codec,
 )
-from broker.protocol.error_response import build_error_response
-from broker.protocol.versions import API_VERSIONS, is_supported
+from kafka_emu.broker.protocol.error_response import build_error_response
+from kafka_emu.broker.protocol.versions import API_VERSIONS, is_supported
 
 __all__ = [
     "API_VERSIONS", "ApiCodec", "InvalidRequestError", "RequestHeaderData", "UnknownApiKeyError",

@@ -14,7 +14,7 @@ from typing import Any
 
 from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_field_tag, is_optional
 
-from broker.protocol.error_response import _primitive_default
+from kafka_emu.broker.protocol.error_response import _primitive_default
 
 
 @lru_cache(maxsize=None)

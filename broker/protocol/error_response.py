@@ -36,7 +36,7 @@ from kio.serial._introspect import (
     is_optional,
 )
 
-from broker.protocol.codec import get_codec
+from kafka_emu.broker.protocol.codec import get_codec
 
 # response array field -> request array fields it answers, in preference order
 _ARRAY_ALIASES: dict[str, tuple[str, ...]] = {

@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import Any, Iterable
 from uuid import UUID
 
-from broker.protocol.varint import InvalidRequestError, read_uvarint, skip_tagged_fields, write_uvarint
+from kafka_emu.broker.protocol.varint import InvalidRequestError, read_uvarint, skip_tagged_fields, write_uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

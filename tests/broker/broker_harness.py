@@ -1,12 +1,12 @@
 """A threadless ReplicaManager harness on MockTime/MockTimer (Kafka's ReplicaManagerTest style)."""
 from __future__ import annotations
 
-from broker.config import KafkaConfig
-from broker.metadata import BrokerInfo, MetadataStore
-from broker.partition import ISOLATION_HIGH_WATERMARK, ISOLATION_LOG_END
-from broker.record_batch import build_batch
-from broker.replica_manager import FetchParams, PartitionFetchInfo, ReplicaManager
-from timer import DelayedOperationPurgatory, MockTime, MockTimer
+from kafka_emu.broker.config import KafkaConfig
+from kafka_emu.broker.metadata import BrokerInfo, MetadataStore
+from kafka_emu.broker.partition import ISOLATION_HIGH_WATERMARK, ISOLATION_LOG_END
+from kafka_emu.broker.record_batch import build_batch
+from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo, ReplicaManager
+from kafka_emu.timer import DelayedOperationPurgatory, MockTime, MockTimer
 
 TOPIC = "t"
 TP = (TOPIC, 0)

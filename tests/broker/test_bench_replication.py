@@ -8,7 +8,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def test_bench_prints_one_json_object():
-    out = subprocess.run([sys.executable, "-m", "loadgen.cli", "bench", "replication", "--seconds", "0.3",
+    out = subprocess.run([sys.executable, "-m", "kafka_emu.cli", "bench", "replication", "--seconds", "0.3",
                           "--warmup", "0.1", "--json"], capture_output=True, text=True, timeout=50)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)

@@ -3,8 +3,8 @@ import threading
 
 import pytest
 
-from broker import errors
-from broker.coordinator_log import OFFSETS_TOPIC
+from kafka_emu.broker import errors
+from kafka_emu.broker.coordinator_log import OFFSETS_TOPIC
 from cluster_support import wait_until
 
 pytestmark = pytest.mark.timeout(30)

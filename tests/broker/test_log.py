@@ -1,9 +1,9 @@
 import pytest
 
-from broker import errors
-from broker.errors import KafkaError
-from broker.log import Log
-from broker.record_batch import build_batch, iter_records
+from kafka_emu.broker import errors
+from kafka_emu.broker.errors import KafkaError
+from kafka_emu.broker.log import Log
+from kafka_emu.broker.record_batch import build_batch, iter_records
 
 pytestmark = pytest.mark.timeout(10)
 

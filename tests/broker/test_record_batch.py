@@ -2,9 +2,9 @@ import struct
 
 import pytest
 
-from broker import errors
-from broker.errors import KafkaError
-from broker.record_batch import build_batch, iter_records, parse_batches, rewrite_batch_header
+from kafka_emu.broker import errors
+from kafka_emu.broker.errors import KafkaError
+from kafka_emu.broker.record_batch import build_batch, iter_records, parse_batches, rewrite_batch_header
 
 pytestmark = pytest.mark.timeout(10)
 

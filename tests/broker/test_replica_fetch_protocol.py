@@ -6,12 +6,12 @@ import threading
 
 import pytest
 
-from broker import errors
-from broker.partition import LogReadResult
-from broker.replica_fetcher import ReplicaFetchRequestData
-from broker.request_channel import Request
+from kafka_emu.broker import errors
+from kafka_emu.broker.partition import LogReadResult
+from kafka_emu.broker.replica_fetcher import ReplicaFetchRequestData
+from kafka_emu.broker.request_channel import Request
 from cluster_support import wait_until
-from metrics.api_names import is_from_follower
+from kafka_emu.metrics.api_names import is_from_follower
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -51,8 +51,8 @@ def test_fetch_handler_answers_with_read_results(make_cluster):
     leader = c.leader_of("t")
     c.produce("t", 0, [(b"k", b"v1")])
     follower = next(b for b in range(3) if b != leader)
-    from broker.replica_manager import FetchParams, PartitionFetchInfo
-    from broker.partition import ISOLATION_LOG_END
+    from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo
+    from kafka_emu.broker.partition import ISOLATION_LOG_END
 
     answers: list = []
     done = threading.Event()

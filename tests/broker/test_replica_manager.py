@@ -1,9 +1,9 @@
 """ReplicaManager/DelayedProduce/DelayedFetch scenarios of reference §4 and §5.5 (MockTimer)."""
 import pytest
 
-from broker import errors
-from broker.partition import ISOLATION_TXN_COMMITTED
-from broker.record_batch import iter_records
+from kafka_emu.broker import errors
+from kafka_emu.broker.partition import ISOLATION_TXN_COMMITTED
+from kafka_emu.broker.record_batch import iter_records
 from broker_harness import TP, Harness
 
 pytestmark = pytest.mark.timeout(20)
@@ -191,7 +191,7 @@ def test_become_follower_while_new_client_fetch_in_purgatory_is_fenced():
 
 def test_fetch_for_partition_follower_is_not_replica_of():
     h = Harness()
-    h.metadata.register_broker(__import__("broker.metadata", fromlist=["BrokerInfo"]).BrokerInfo(5))
+    h.metadata.register_broker(__import__("kafka_emu.broker.metadata", fromlist=["BrokerInfo"]).BrokerInfo(5))
     r = h.follower_fetch(5, 0, leader_epoch=0)
     assert r[0][1].error == errors.UNKNOWN_LEADER_EPOCH
     r = h.follower_fetch(5, 0)
@@ -242,7 +242,7 @@ def test_idempotent_duplicate_is_success_with_original_offset():
 
 def test_bad_batches_get_error_codes_and_nothing_is_written():
     h = Harness()
-    from broker.record_batch import build_batch
+    from kafka_emu.broker.record_batch import build_batch
     bad = bytearray(build_batch([(b"k", b"v")]))
     bad[-1] ^= 1
     box = {}
@@ -271,8 +271,8 @@ def test_stats_count_messages_and_bytes():
 
 def test_delayed_fetch_cases_directly():
     """DelayedFetchTest: fenced epoch, not leader, diverging epoch complete the operation."""
-    from broker.delayed_fetch import DelayedFetch
-    from broker.replica_manager import FetchParams, PartitionFetchInfo
+    from kafka_emu.broker.delayed_fetch import DelayedFetch
+    from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo
 
     h = Harness()
     h.produce(2, acks=1)

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from broker import errors
-from broker.cluster import EmbeddedCluster
+from kafka_emu.broker import errors
+from kafka_emu.broker.cluster import EmbeddedCluster
 from cluster_support import broker_threads, wait_until
 
 pytestmark = pytest.mark.timeout(110)

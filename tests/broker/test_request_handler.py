@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from broker.action_queue import ActionQueue
-from broker.kafka_apis import KafkaApis
-from broker.request_channel import Request, RequestChannel
-from broker.request_handler import ACTION_BATCH_REQUESTS, KafkaRequestHandlerPool
+from kafka_emu.broker.action_queue import ActionQueue
+from kafka_emu.broker.kafka_apis import KafkaApis
+from kafka_emu.broker.request_channel import Request, RequestChannel
+from kafka_emu.broker.request_handler import ACTION_BATCH_REQUESTS, KafkaRequestHandlerPool
 
 pytestmark = pytest.mark.timeout(20)
 

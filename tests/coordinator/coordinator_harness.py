@@ -15,11 +15,11 @@ import threading
 from collections import defaultdict
 from typing import Any, Callable
 
-from coordinator import GroupCoordinator
-from coordinator import errors
-from coordinator.records import consumer_subscription, partition_for
-from coordinator.results import JoinGroupResult, LeaveGroupResult, OffsetAndMetadata, SyncGroupResult
-from timer import MockTime, MockTimer
+from kafka_emu.coordinator import GroupCoordinator
+from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.records import consumer_subscription, partition_for
+from kafka_emu.coordinator.results import JoinGroupResult, LeaveGroupResult, OffsetAndMetadata, SyncGroupResult
+from kafka_emu.timer import MockTime, MockTimer
 
 GROUP_ID = "groupId"
 OTHER_GROUP_ID = "otherGroup"

@@ -15,9 +15,9 @@ import time as _time
 
 import pytest
 
-from coordinator import GroupCoordinator, errors
-from coordinator.group_metadata import VALID_PREVIOUS_STATES, Empty
-from coordinator.records import partition_for
+from kafka_emu.coordinator import GroupCoordinator, errors
+from kafka_emu.coordinator.group_metadata import VALID_PREVIOUS_STATES, Empty
+from kafka_emu.coordinator.records import partition_for
 from coordinator_harness import InMemoryCoordinatorLog
 
 GROUP = "concurrent-group"

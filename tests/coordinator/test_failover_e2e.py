@@ -4,16 +4,17 @@ group and its offsets (through the replicated log); the members rejoin and resum
 committed offsets."""
 from __future__ import annotations
 
+import importlib
 import threading
 import time as _time
 
 import pytest
 
-from coordinator import errors
-from coordinator.records import partition_for
-from coordinator.results import OffsetAndMetadata
+from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.records import partition_for
+from kafka_emu.coordinator.results import OffsetAndMetadata
 
-broker_cluster = pytest.importorskip("broker.cluster")
+broker_cluster = importlib.import_module("kafka_emu.broker.cluster")
 
 GROUP = "e2e-group"
 TOPIC = "orders"

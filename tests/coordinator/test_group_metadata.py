@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator import errors
-from coordinator.group_metadata import (
+from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.group_metadata import (
     CompletingRebalance, Dead, Empty, GroupMetadata, IllegalStateError, PreparingRebalance, Stable,
 )
-from coordinator.member_metadata import MemberMetadata
-from coordinator.records import consumer_subscription
-from coordinator.results import JoinGroupResult, OffsetAndMetadata, SyncGroupResult
-from timer import MockTime
+from kafka_emu.coordinator.member_metadata import MemberMetadata
+from kafka_emu.coordinator.records import consumer_subscription
+from kafka_emu.coordinator.results import JoinGroupResult, OffsetAndMetadata, SyncGroupResult
+from kafka_emu.timer import MockTime
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from coordinator import errors
-from coordinator.group_metadata import CompletingRebalance, Dead
-from coordinator.results import OffsetAndMetadata
+from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.group_metadata import CompletingRebalance, Dead
+from kafka_emu.coordinator.results import OffsetAndMetadata
 from coordinator_harness import (
     GROUP_ID, INITIAL_DELAY, LEADER_INSTANCE, OTHER_GROUP_ID, PROTOCOL_TYPE, Harness,
 )

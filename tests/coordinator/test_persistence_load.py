@@ -5,19 +5,19 @@ import struct
 
 import pytest
 
-from coordinator import GroupCoordinator, errors
-from coordinator.group_metadata import Dead, Empty, PreparingRebalance, Stable
-from coordinator.records import (
+from kafka_emu.coordinator import GroupCoordinator, errors
+from kafka_emu.coordinator.group_metadata import Dead, Empty, PreparingRebalance, Stable
+from kafka_emu.coordinator.records import (
     GroupMetadataKey, GroupValue, MemberValue, OffsetKey, group_metadata_key, group_metadata_value,
     java_string_hashcode, offset_commit_key, offset_commit_value, partition_for, read_group_value,
     read_key, read_offset_value,
 )
-from coordinator.results import OffsetAndMetadata
+from kafka_emu.coordinator.results import OffsetAndMetadata
 from coordinator_harness import (
     GROUP_ID, INITIAL_DELAY, NUM_PARTITIONS, SESSION_TIMEOUT, Harness, InMemoryCoordinatorLog,
     default_config,
 )
-from timer import MockTime, MockTimer
+from kafka_emu.timer import MockTime, MockTimer
 
 pytestmark = pytest.mark.timeout(30)
 TP = ("topic", 3)

@@ -8,7 +8,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    from loadgen.spark_session import start_session
+    from kafka_emu.loadgen.spark_session import start_session
 
     session = start_session("local[2]", app_name="kafka-emu-tests")
     try:

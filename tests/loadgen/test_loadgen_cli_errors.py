@@ -11,7 +11,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def _load(args: list[str], env: dict[str, str] | None = None, cwd: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "loadgen.cli", "load", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "kafka_emu.cli", "load", *args], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=50)
 
 

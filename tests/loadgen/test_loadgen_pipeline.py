@@ -12,9 +12,9 @@ import json
 import pandas as pd
 import pytest
 
-from loadgen.driver import run_load
-from loadgen.spec import parse_spec
-from loadgen.target import create_topics, open_target
+from kafka_emu.loadgen.driver import run_load
+from kafka_emu.loadgen.spec import parse_spec
+from kafka_emu.loadgen.target import create_topics, open_target
 
 PYSPARK_PANDAS3_NOISE = [pytest.mark.filterwarnings("ignore:.*does not yet fully support pandas.*:FutureWarning"),
                          pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")]

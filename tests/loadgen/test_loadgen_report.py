@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from loadgen.report import build_report, save_samples
-from loadgen.samples import SampleSink, SPARK_SCHEMA
+from kafka_emu.loadgen.report import build_report, save_samples
+from kafka_emu.loadgen.samples import SampleSink, SPARK_SCHEMA
 
 PYSPARK_PANDAS3_NOISE = [pytest.mark.filterwarnings("ignore:.*does not yet fully support pandas.*:FutureWarning"),
                          pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")]

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from loadgen.errors import SpecError
-from loadgen.spec import GroupSpec, ChurnEvent, load_spec, parse_spec
-from loadgen.spec_cli import add_options, parse_churn, spec_from_args
-from loadgen.tasks import assign_slots, build_tasks, plan_members
+from kafka_emu.loadgen.errors import SpecError
+from kafka_emu.loadgen.spec import GroupSpec, ChurnEvent, load_spec, parse_spec
+from kafka_emu.loadgen.spec_cli import add_options, parse_churn, spec_from_args
+from kafka_emu.loadgen.tasks import assign_slots, build_tasks, plan_members
 
 pytestmark = pytest.mark.timeout(10)
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from loadgen.cli import main
+from kafka_emu.cli import main
 
 
 def _verdict(capsys, argv: list[str]) -> tuple[int, dict]:
@@ -53,7 +53,7 @@ def test_rebalance_stress_always_reaches_stable_and_offsets_never_go_back(capsys
 
 @pytest.mark.timeout(5)
 def test_a_failed_check_fails_the_verdict_and_the_exit_code(capsys):
-    from loadgen.verdict import Verdict
+    from kafka_emu.loadgen.verdict import Verdict
 
     v = Verdict("demo")
     v.check("fine", 0, "0", True)

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import time as _time
 
-from timer import DelayedOperation, DelayedOperationPurgatory, MockTime, SystemTimer
+from kafka_emu.timer import DelayedOperation, DelayedOperationPurgatory, MockTime, SystemTimer
 
 
 class Op(DelayedOperation):

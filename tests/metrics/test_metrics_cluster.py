@@ -7,19 +7,20 @@ end-to-end test covers the scrape itself.
 """
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from typing import Any, Iterator
 
 import pytest
 
-from metrics import ClusterMetrics
+from kafka_emu.metrics import ClusterMetrics
 
 from metrics_support import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
-cluster_module = pytest.importorskip("broker.cluster")
+cluster_module = importlib.import_module("kafka_emu.broker.cluster")
 
 
 @pytest.fixture

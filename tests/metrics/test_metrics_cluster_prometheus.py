@@ -8,6 +8,7 @@ partition stalled, the producer's acks=all request parked in the leader's Produc
 """
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from metrics import serve_cluster_metrics
+from kafka_emu.metrics import serve_cluster_metrics
 
 from metrics_support import eventually
 from prometheus_server import PrometheusServer, prometheus_binary
@@ -36,7 +37,7 @@ def steady_producer(ck: Any, bootstrap: str, stop: threading.Event) -> None:
 
 def test_prometheus_scrapes_embedded_cluster_under_client_load(tmp_path: Path) -> None:
     binary = prometheus_binary()
-    cluster_module = pytest.importorskip("broker.cluster")
+    cluster_module = importlib.import_module("kafka_emu.broker.cluster")
     ck = pytest.importorskip("confluent_kafka")
 
     cluster = cluster_module.EmbeddedCluster(

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import importlib
 import pytest
 
-from metrics import ClusterMetrics
-from metrics.broker_metrics import normalize_group_state
+from kafka_emu.metrics import ClusterMetrics
+from kafka_emu.metrics.broker_metrics import normalize_group_state
 
 from metrics_support import broker_namespace
 
@@ -27,7 +28,7 @@ def test_state_names_normalize_to_kafkas() -> None:
 
 
 def test_groups_by_state_members_and_offsets_from_the_group_map() -> None:
-    gm = pytest.importorskip("coordinator.group_metadata")
+    gm = importlib.import_module("kafka_emu.coordinator.group_metadata")
     groups = {}
     for gid, state, members, offsets in (("a", gm.GroupState.STABLE, 3, 2), ("b", gm.GroupState.STABLE, 1, 0),
                                          ("c", gm.GroupState.PREPARING_REBALANCE, 2, 1),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from metrics import dashboard, names
+from kafka_emu.metrics import dashboard, names
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -12,9 +12,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from metrics import ClusterMetrics, serve_cluster_metrics, start_http_server
-from timer import MockTime
-from timer import TopicPartitionOperationKey as TP
+from kafka_emu.metrics import ClusterMetrics, serve_cluster_metrics, start_http_server
+from kafka_emu.timer import MockTime
+from kafka_emu.timer import TopicPartitionOperationKey as TP
 
 from metrics_support import Op, broker_namespace, mock_purgatory, parse
 

@@ -9,6 +9,7 @@ gauge, the longest rebalance, the log context of handler threads, and the cluste
 """
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import socket
@@ -21,15 +22,15 @@ from typing import Any, Iterator
 
 import pytest
 
-from metrics import ClusterMetrics
-from metrics.logging import clear_thread_context, configure_logging
-from metrics.request_metrics import phase_times_ms
+from kafka_emu.metrics import ClusterMetrics
+from kafka_emu.metrics.logging import clear_thread_context, configure_logging
+from kafka_emu.metrics.request_metrics import phase_times_ms
 
 from metrics_support import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
-cluster_module = pytest.importorskip("broker.cluster")
+cluster_module = importlib.import_module("kafka_emu.broker.cluster")
 FETCH, API_VERSIONS = 1, 18
 
 
@@ -45,7 +46,7 @@ def cluster() -> Iterator[Any]:
 def api_versions_frame(correlation_id: int) -> bytes:
     from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
-    from broker.protocol.codec import encode_request
+    from kafka_emu.broker.protocol.codec import encode_request
 
     return encode_request(ApiVersionsRequest(client_software_name="hooks-test",
                                              client_software_version="1"), correlation_id, "hooks-client")
@@ -63,7 +64,7 @@ def read_frame(sock: socket.socket) -> bytes:
 
 
 def test_parked_fetch_counts_its_wait_as_remote_time_not_local_time(cluster: Any) -> None:
-    from broker.inprocess_client import fetch_request, send
+    from kafka_emu.broker.inprocess_client import fetch_request, send
 
     cluster.create_topic("quiet", 1, 1)
     channel = cluster.broker(0).request_channel
@@ -106,7 +107,7 @@ def test_network_request_reaches_listeners_after_its_response_is_written(cluster
 
 
 def test_processor_response_queue_size_and_its_gauge(cluster: Any) -> None:
-    from broker.network.socket_server import Processor
+    from kafka_emu.broker.network.socket_server import Processor
 
     ss = cluster.broker(0).socket_server
     assert [p.response_queue_size() for p in ss.processors] == [0]
@@ -122,9 +123,9 @@ def test_processor_response_queue_size_and_its_gauge(cluster: Any) -> None:
 
 
 def test_rebalance_time_max_is_the_longest_rebalance() -> None:
-    from coordinator.group_coordinator import GroupCoordinator
-    from coordinator.group_metadata import GroupMetadata, GroupState
-    from timer import MockTime
+    from kafka_emu.coordinator.group_coordinator import GroupCoordinator
+    from kafka_emu.coordinator.group_metadata import GroupMetadata, GroupState
+    from kafka_emu.timer import MockTime
 
     time_ = MockTime()
     gc = GroupCoordinator.__new__(GroupCoordinator)  # only the metrics hook under test
@@ -149,7 +150,7 @@ def test_rebalance_time_max_is_the_longest_rebalance() -> None:
 def test_handler_thread_events_carry_broker_and_request_context(cluster: Any) -> None:
     import structlog
 
-    from broker.inprocess_client import send
+    from kafka_emu.broker.inprocess_client import send
 
     buffer = io.StringIO()
     configure_logging(level="info", fmt="json", stream=buffer)
@@ -176,7 +177,7 @@ def test_handler_thread_events_carry_broker_and_request_context(cluster: Any) ->
 
 
 def test_group_state_transitions_log_in_group_context() -> None:
-    from coordinator.group_metadata import GroupMetadata, GroupState
+    from kafka_emu.coordinator.group_metadata import GroupMetadata, GroupState
 
     buffer = io.StringIO()
     configure_logging(level="info", fmt="json", stream=buffer)

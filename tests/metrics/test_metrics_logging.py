@@ -7,6 +7,7 @@ every emitted line.
 """
 from __future__ import annotations
 
+import importlib
 import argparse
 import io
 import json
@@ -18,10 +19,10 @@ from typing import Any, Iterator
 import pytest
 import structlog
 
-from metrics.logging import (add_logging_arguments, bind_thread_context, clear_thread_context,
+from kafka_emu.metrics.logging import (add_logging_arguments, bind_thread_context, clear_thread_context,
                              configure_logging, get_logger, group_context, request_context,
                              resolve_settings)
-from timer import DelayedOperationPurgatory
+from kafka_emu.timer import DelayedOperationPurgatory
 
 from metrics_support import FakeRequest
 
@@ -153,7 +154,7 @@ def test_stdlib_logging_is_captured_as_json() -> None:
 def test_a_real_cluster_logs_only_json_lines_with_thread_and_broker(stream: io.StringIO) -> None:
     """Every line a 2-broker cluster writes from start to close (info and up, as ``serve`` runs)
     is one JSON object; broker lifecycle events name their broker and thread."""
-    cluster_module = pytest.importorskip("broker.cluster")
+    cluster_module = importlib.import_module("kafka_emu.broker.cluster")
     configure_logging(level="info", fmt="json", stream=stream)
     cluster = cluster_module.EmbeddedCluster(brokers=2, config={"offsets.topic.replication.factor": 2})
     try:

@@ -23,9 +23,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from metrics import ClusterMetrics, dashboard
-from timer import DelayedOperation, DelayedOperationPurgatory
-from timer import TopicPartitionOperationKey as TP
+from kafka_emu.metrics import ClusterMetrics, dashboard
+from kafka_emu.timer import DelayedOperation, DelayedOperationPurgatory
+from kafka_emu.timer import TopicPartitionOperationKey as TP
 
 from prometheus_server import PrometheusServer, prometheus_binary
 
@@ -51,10 +51,10 @@ class ParkedProduce(DelayedOperation):
 @pytest.fixture
 def request_path() -> Iterator[SimpleNamespace]:
     """One broker's real request path (no network): channel, 4 handler threads, a purgatory."""
-    from broker.action_queue import ActionQueue
-    from broker.kafka_apis import KafkaApis
-    from broker.request_channel import RequestChannel
-    from broker.request_handler import KafkaRequestHandlerPool
+    from kafka_emu.broker.action_queue import ActionQueue
+    from kafka_emu.broker.kafka_apis import KafkaApis
+    from kafka_emu.broker.request_channel import RequestChannel
+    from kafka_emu.broker.request_handler import KafkaRequestHandlerPool
 
     channel = RequestChannel(queue_size=500, broker_id=0)
     produce_purgatory = DelayedOperationPurgatory("Produce", broker_id=0)
@@ -89,7 +89,7 @@ def request_path() -> Iterator[SimpleNamespace]:
 
 
 def send(channel: Any, api_key: int, correlation_id: int, answered: threading.Semaphore) -> None:
-    from broker.request_channel import Request
+    from kafka_emu.broker.request_channel import Request
 
     channel.send_request(Request(api_key=api_key, api_version=12, correlation_id=correlation_id,
                                  client_id="prom-test", body=None, respond=lambda _: answered.release()))

@@ -11,11 +11,11 @@ from typing import Callable, Iterator
 
 import pytest
 
-from metrics import ClusterMetrics
-from metrics.broker_metrics import fetcher_type
-from timer import DelayedOperationPurgatory, MockTime, SystemTimer, TimerTask
-from timer import TopicPartitionOperationKey as TP
-from timer.operation_keys import MemberKey
+from kafka_emu.metrics import ClusterMetrics
+from kafka_emu.metrics.broker_metrics import fetcher_type
+from kafka_emu.timer import DelayedOperationPurgatory, MockTime, SystemTimer, TimerTask
+from kafka_emu.timer import TopicPartitionOperationKey as TP
+from kafka_emu.timer.operation_keys import MemberKey
 
 from metrics_support import Op, broker_namespace, expire, mock_purgatory, parse
 

@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from metrics import ClusterMetrics
-from metrics.request_metrics import phase_times_ms, request_metric_names
+from kafka_emu.metrics import ClusterMetrics
+from kafka_emu.metrics.request_metrics import phase_times_ms, request_metric_names
 
 from metrics_support import FakeChannel, FakeRequest, broker_namespace
 
@@ -149,7 +149,7 @@ def test_request_channel_and_handler_pool_gauges() -> None:
 
 
 def test_replica_manager_gauges_and_meters() -> None:
-    from broker.stats import BrokerTopicStats
+    from kafka_emu.broker.stats import BrokerTopicStats
 
     stats = BrokerTopicStats()
     rm = SimpleNamespace(stats=stats, under_replicated_partitions=lambda: 2, leader_count=lambda: 5,

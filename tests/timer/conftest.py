@@ -5,7 +5,7 @@ from typing import Iterator
 
 import pytest
 
-from timer import DelayedOperationPurgatory, MockTime, SystemTimer
+from kafka_emu.timer import DelayedOperationPurgatory, MockTime, SystemTimer
 
 
 @pytest.fixture

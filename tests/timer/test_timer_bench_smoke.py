@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from loadgen.cli import main
+from kafka_emu.cli import main
 
 
 def _run_json(capsys, argv: list[str]) -> dict:

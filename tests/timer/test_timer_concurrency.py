@@ -15,8 +15,8 @@ import time as _time
 import pytest
 from timer_support import WAIT_S, live_thread_names
 
-from timer import DelayedOperation
-from timer.purgatory import DelayedOperationPurgatory
+from kafka_emu.timer import DelayedOperation
+from kafka_emu.timer.purgatory import DelayedOperationPurgatory
 
 KEYS = [f"key{i}" for i in range(12)]
 
@@ -142,7 +142,7 @@ def test_hammer_shared_keys_exactly_once() -> None:
 @pytest.mark.timeout(30)
 def test_concurrent_adds_cancels_and_expirations_on_one_timer() -> None:
     """Timer-level hammering: 8 threads add and cancel while the reaper expires."""
-    from timer import SystemTimer, SystemTimerReaper, TimerTask
+    from kafka_emu.timer import SystemTimer, SystemTimerReaper, TimerTask
 
     fired: dict[int, int] = {}
     fired_lock = threading.Lock()
@@ -222,7 +222,7 @@ def test_thread_names(make_purgatory) -> None:
 @pytest.mark.timeout(10)
 def test_shutdown_on_mock_time_is_prompt() -> None:
     """The reaper blocked on a mock clock must still stop at once on shutdown."""
-    from timer import MockTime, SystemTimer
+    from kafka_emu.timer import MockTime, SystemTimer
 
     time = MockTime()
     purgatory = DelayedOperationPurgatory("mockreap", timer=SystemTimer("mockreap", time=time))

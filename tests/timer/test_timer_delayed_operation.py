@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from timer_support import WAIT_S, MockDelayedOperation
 
-from timer import DelayedOperation, MockTime, SystemTimer, TopicPartitionOperationKey
-from timer.purgatory import DelayedOperationPurgatory
+from kafka_emu.timer import DelayedOperation, MockTime, SystemTimer, TopicPartitionOperationKey
+from kafka_emu.timer.purgatory import DelayedOperationPurgatory
 
 
 @pytest.fixture

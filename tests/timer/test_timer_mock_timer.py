@@ -6,7 +6,7 @@ import threading
 import pytest
 from timer_support import FunctionTask
 
-from timer import MockTime, MockTimer
+from kafka_emu.timer import MockTime, MockTimer
 
 
 @pytest.mark.timeout(10)

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from timer_support import drain_executor
 
-from timer import MockTime, SystemTimer, TimerTask
+from kafka_emu.timer import MockTime, SystemTimer, TimerTask
 
 TICK_MS = 1
 

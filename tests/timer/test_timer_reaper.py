@@ -7,7 +7,7 @@ from concurrent.futures import Future
 import pytest
 from timer_support import WAIT_S, FunctionTask
 
-from timer import MockTimer, SystemTimer, SystemTimerReaper
+from kafka_emu.timer import MockTimer, SystemTimer, SystemTimerReaper
 
 
 @pytest.mark.timeout(10)
@@ -57,7 +57,7 @@ def test_reaper_close() -> None:
 @pytest.mark.timeout(10)
 def test_reaper_close_returns_promptly_from_blocked_poll() -> None:
     """close() must not wait out the reaper's 200 ms poll, even on a mock clock."""
-    from timer import MockTime
+    from kafka_emu.timer import MockTime
 
     time = MockTime()
     timer = SystemTimerReaper("reaper-mock", SystemTimer("mock-exec", time=time))

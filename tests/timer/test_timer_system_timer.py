@@ -6,9 +6,9 @@ import threading
 import pytest
 from timer_support import WAIT_S, FiringLog, FunctionTask, RecordingTask, drain_executor
 
-from timer import MockTime, TimerTask, TimingWheel
-from timer.timer_task import FIRED, SUBMITTED
-from timer.timer_task_list import TaskCounter
+from kafka_emu.timer import MockTime, TimerTask, TimingWheel
+from kafka_emu.timer.timer_task import FIRED, SUBMITTED
+from kafka_emu.timer.timer_task_list import TaskCounter
 
 
 def _outputs(out: list, lock: threading.Lock) -> list:

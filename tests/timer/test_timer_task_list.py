@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from timer import MockTime, TaskCounter, TimerTask, TimerTaskList
+from kafka_emu.timer import MockTime, TaskCounter, TimerTask, TimerTaskList
 
 
 class _Task(TimerTask):

@@ -4,8 +4,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-from timer import DelayedOperation, Timer, TimerTask
-from timer.system_timer import SystemTimer
+from kafka_emu.timer import DelayedOperation, Timer, TimerTask
+from kafka_emu.timer.system_timer import SystemTimer
 
 WAIT_S = 5.0  # upper bound for anything a test waits on; healthy runs take milliseconds
 

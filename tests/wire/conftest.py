@@ -7,13 +7,13 @@ the plugin's identical one).
 """
 from __future__ import annotations
 
-from broker.fixture import kafka_bootstrap, kafka_cluster, kafka_cluster_config, pytest_configure  # noqa: F401
+from kafka_emu.broker.fixture import kafka_bootstrap, kafka_cluster, kafka_cluster_config, pytest_configure  # noqa: F401
 
 import os
 
 if os.environ.get("KAFKA_EMU_WIRE_LOG"):
     # Debugging aid: send the emulator's info-level events to a file for post-mortems.
-    from metrics.logging import configure_logging
+    from kafka_emu.metrics.logging import configure_logging
 
     configure_logging(level="info", stream=open(os.environ["KAFKA_EMU_WIRE_LOG"], "a"))  # noqa: SIM115
     import logging

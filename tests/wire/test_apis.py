@@ -8,8 +8,8 @@ import pytest
 from kio.index import load_request_schema as req_cls
 from kio.schema.errors import ErrorCode
 
-from broker.protocol.adapter import build, item_cls
-from broker.protocol.versions import API_VERSIONS
+from kafka_emu.broker.protocol.adapter import build, item_cls
+from kafka_emu.broker.protocol.versions import API_VERSIONS
 from wire_helpers import RawClient, unique, wait_until
 
 pytestmark = pytest.mark.timeout(60)

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from broker.protocol.codec import InvalidRequestError, decode_request, decode_request_header
+from kafka_emu.broker.protocol.codec import InvalidRequestError, decode_request, decode_request_header
 
 
 def _frame(api_key: int, version: int, body: bytes, flexible: bool) -> bytes:
@@ -38,7 +38,7 @@ FORGED = {
 @pytest.mark.parametrize("name", sorted(FORGED))
 def test_forged_counts_are_invalid_requests(name: str) -> None:
     script = textwrap.dedent(f"""
-        from broker.protocol.codec import InvalidRequestError, decode_request, decode_request_header
+        from kafka_emu.broker.protocol.codec import InvalidRequestError, decode_request, decode_request_header
         frame = bytes.fromhex({FORGED[name].hex()!r})
         try:
             decode_request(decode_request_header(frame), frame)
@@ -56,7 +56,7 @@ def test_forged_counts_are_invalid_requests(name: str) -> None:
 def test_random_frames_never_abort_the_process() -> None:
     script = textwrap.dedent("""
         import random, struct
-        from broker.protocol.codec import decode_request_header, decode_request
+        from kafka_emu.broker.protocol.codec import decode_request_header, decode_request
         rng = random.Random(7)
         keys = [0, 1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 22, 32, 42, 60]
         counts = [0x7FFFFFFF, 0x10000000, 1 << 20, -5]

@@ -12,10 +12,10 @@ from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
-from broker.apis.produce import build_response
-from broker.protocol.codec import decode_response, encode_response
-from broker.protocol.fast_produce import encode_produce_response
-from broker.replica_manager import ProducePartitionStatus
+from kafka_emu.broker.apis.produce import build_response
+from kafka_emu.broker.protocol.codec import decode_response, encode_response
+from kafka_emu.broker.protocol.fast_produce import encode_produce_response
+from kafka_emu.broker.replica_manager import ProducePartitionStatus
 
 
 def kio_bytes(body: object) -> bytes:
@@ -81,15 +81,15 @@ def test_unusual_shapes_fall_back_to_kio() -> None:
 
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
-from broker.protocol.codec import (  # noqa: E402
+from kafka_emu.broker.protocol.codec import (  # noqa: E402
     InvalidRequestError,
     decode_request,
     decode_request_fast,
     decode_request_header,
     encode_request,
 )
-from broker.protocol.fast_produce import ProduceRequestData, decode_produce_request  # noqa: E402
-from broker.record_batch import build_batch  # noqa: E402
+from kafka_emu.broker.protocol.fast_produce import ProduceRequestData, decode_produce_request  # noqa: E402
+from kafka_emu.broker.record_batch import build_batch  # noqa: E402
 
 
 def request_sample(version: int, rng: random.Random) -> object:
@@ -193,9 +193,9 @@ def test_unknown_tagged_fields_are_skipped() -> None:
 def test_fast_decoded_produce_gets_the_same_response_bytes() -> None:
     """The broker answers a fast-decoded Produce with bytes equal to kio's encoding of the
     entity it builds for a kio-decoded one."""
-    from broker.protocol.codec import EncodedResponse
-    from broker.apis.produce import partition_results
-    from broker.protocol.fast_produce import encode_produce_body
+    from kafka_emu.broker.protocol.codec import EncodedResponse
+    from kafka_emu.broker.apis.produce import partition_results
+    from kafka_emu.broker.protocol.fast_produce import encode_produce_body
 
     statuses = {("t", 0): ProducePartitionStatus(5, 0, 4, -1, 0)}
     pre = {("t", 1): (3, None), ("t", 2): (87, "no records")}

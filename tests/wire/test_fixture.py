@@ -28,7 +28,7 @@ def test_clients_see_the_cluster(kafka_bootstrap: str) -> None:
 def test_cluster_is_ready_fast() -> None:
     import time
 
-    from broker.cluster import EmbeddedCluster
+    from kafka_emu.broker.cluster import EmbeddedCluster
 
     t0 = time.perf_counter()
     cluster = EmbeddedCluster(brokers=3)

@@ -18,7 +18,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer
 from kio.index import load_request_schema, load_response_schema
 
-from broker.protocol.codec import decode_response, encode_request
+from kafka_emu.broker.protocol.codec import decode_response, encode_request
 from wire_helpers import unique, wait_until, wire_threads
 
 pytestmark = pytest.mark.timeout(90)

@@ -14,9 +14,9 @@ from typing import Any, Callable
 import pytest
 from kio.index import load_request_schema, load_response_schema
 
-from broker.apis.api_versions import handle_api_versions
-from broker.network import SocketServer
-from broker.protocol.codec import decode_response, encode_request
+from kafka_emu.broker.apis.api_versions import handle_api_versions
+from kafka_emu.broker.network import SocketServer
+from kafka_emu.broker.protocol.codec import decode_response, encode_request
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -285,7 +285,7 @@ def test_sequential_round_trips_never_wait_for_the_poll_timeout(server: SocketSe
 def test_malformed_frame_logs_peer_and_reason(server: SocketServer) -> None:
     from structlog.testing import capture_logs
 
-    from metrics.logging import configure_logging
+    from kafka_emu.metrics.logging import configure_logging
 
     configure_logging(level="info")   # the close is logged at info; the suite runs at warning
     try:

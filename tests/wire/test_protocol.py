@@ -8,8 +8,8 @@ import pytest
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 
-from broker.apis import fetch, produce
-from broker.protocol.codec import (
+from kafka_emu.broker.apis import fetch, produce
+from kafka_emu.broker.protocol.codec import (
     InvalidRequestError,
     UnknownApiKeyError,
     UnsupportedVersionError,
@@ -20,8 +20,8 @@ from broker.protocol.codec import (
     encode_response,
     strip_unknown_tags,
 )
-from broker.protocol.error_response import build_error_response
-from broker.protocol.versions import API_VERSIONS
+from kafka_emu.broker.protocol.error_response import build_error_response
+from kafka_emu.broker.protocol.versions import API_VERSIONS
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def start(*args: str) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "loadgen.cli", "serve", *args],
+    proc = subprocess.Popen([sys.executable, "-m", "kafka_emu.cli", "serve", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     line = proc.stdout.readline().strip()

@@ -43,7 +43,7 @@ class RawClient:
 
         from kio.index import load_response_schema
 
-        from broker.protocol.codec import decode_response, encode_request
+        from kafka_emu.broker.protocol.codec import decode_response, encode_request
 
         self.correlation_id += 1
         self.sock.sendall(encode_request(body, self.correlation_id))

@@ -11,20 +11,20 @@ import importlib
 import sys
 
 BENCHES: dict[str, tuple[str, str]] = {
-    "timer": ("timer.bench_timer", "timing wheel vs a naive heapq timer: add/cancel rate and firing lateness"),
-    "purgatory": ("timer.bench_purgatory", "port of Kafka's TestPurgatoryPerformance"),
-    "replication": ("broker.bench_replication", "in-process 3-broker acks=all vs acks=1 produce throughput and latency"),
-    "rebalance": ("broker.bench_rebalance", "join/sync of N members and heartbeat throughput"),
-    "wire": ("broker.bench_wire", "request rate and client throughput over loopback"),
+    "timer": ("kafka_emu.bench.bench_timer", "timing wheel vs a naive heapq timer: add/cancel rate and firing lateness"),
+    "purgatory": ("kafka_emu.bench.bench_purgatory", "port of Kafka's TestPurgatoryPerformance"),
+    "replication": ("kafka_emu.bench.bench_replication", "in-process 3-broker acks=all vs acks=1 produce throughput and latency"),
+    "rebalance": ("kafka_emu.bench.bench_rebalance", "join/sync of N members and heartbeat throughput"),
+    "wire": ("kafka_emu.bench.bench_wire", "request rate and client throughput over loopback"),
 }
 STRESS: dict[str, tuple[str, str]] = {
-    "purgatory": ("loadgen.stress_purgatory", "many threads against shared keys, exactly-once completion"),
-    "rebalance": ("loadgen.stress_rebalance", "member storms with crashes and rejoins"),
-    "replication": ("loadgen.stress_replication", "acks=all under broker stops and restarts"),
+    "purgatory": ("kafka_emu.loadgen.stress_purgatory", "many threads against shared keys, exactly-once completion"),
+    "rebalance": ("kafka_emu.loadgen.stress_rebalance", "member storms with crashes and rejoins"),
+    "replication": ("kafka_emu.loadgen.stress_replication", "acks=all under broker stops and restarts"),
 }
 TOP: dict[str, tuple[str, str]] = {
-    "serve": ("broker.serve", "run an in-process Kafka cluster until SIGINT/SIGTERM"),
-    "load": ("loadgen.load", "Spark-driven synthetic load and report"),
+    "serve": ("kafka_emu.broker.serve", "run an in-process Kafka cluster until SIGINT/SIGTERM"),
+    "load": ("kafka_emu.loadgen.load", "Spark-driven synthetic load and report"),
 }
 
 
@@ -43,7 +43,7 @@ def _add_module_parser(sub: argparse._SubParsersAction, name: str, module: str, 
 
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-emu", description="A Kafka broker-coordinator emulator in Python")
-    from metrics.logging import add_logging_arguments
+    from kafka_emu.metrics.logging import add_logging_arguments
 
     add_logging_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"kafka-emu: {missing}", file=sys.stderr)
         return 2
-    from metrics.logging import configure_from
+    from kafka_emu.metrics.logging import configure_from
 
     try:
         configure_from(args, default_format="json" if args.command == "serve" else "console",

@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Hashable, Iterable
 
-from timer.delayed_operation import DelayedOperation
+from kafka_emu.timer.delayed_operation import DelayedOperation
 
 
 class _Watchers:

@@ -57,8 +57,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def produce_frame(topic: str, partition: int, correlation_id: int = 0) -> bytes:
     from kio.schema.produce.v9 import request as pr
 
-    from broker.protocol.codec import encode_request
-    from broker.record_batch import build_batch
+    from kafka_emu.broker.protocol.codec import encode_request
+    from kafka_emu.broker.record_batch import build_batch
 
     batch = build_batch([(None, RECORD)])
     req = pr.ProduceRequest(transactional_id=None, acks=1, timeout=timedelta(seconds=30),
@@ -279,8 +279,8 @@ class CannedChannel:
         return True
 
     def _run(self) -> None:
-        from broker.protocol.error_response import build_error_response
-        from broker.request_channel import Response
+        from kafka_emu.broker.protocol.error_response import build_error_response
+        from kafka_emu.broker.request_channel import Response
 
         while True:
             request = self._queue.get()
@@ -299,9 +299,9 @@ class CannedChannel:
 
 
 def measure_network_only(conn_counts: list[int], warmup: float, duration: float) -> dict[str, int]:
-    from broker import cpu_affinity
-    from broker.config import KafkaConfig
-    from broker.network import SocketServer
+    from kafka_emu.broker import cpu_affinity
+    from kafka_emu.broker.config import KafkaConfig
+    from kafka_emu.broker.network import SocketServer
 
     cpus = cpu_affinity.resolve(cpu_affinity.DEFAULT)   # the placement a cluster would get
     with cpu_affinity.pinned(cpus):
@@ -414,8 +414,8 @@ def _rate_targets(cluster: Any, topic: str, conns: int) -> list[tuple[str, int, 
 
 
 def run(args: argparse.Namespace) -> int:
-    from broker import cpu_affinity
-    from broker.cluster import EmbeddedCluster
+    from kafka_emu.broker import cpu_affinity
+    from kafka_emu.broker.cluster import EmbeddedCluster
 
     conn_counts = [int(x) for x in str(args.connections).split(",") if x]
     broker_counts = [int(x) for x in str(args.brokers).split(",") if x]

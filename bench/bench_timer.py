@@ -27,11 +27,11 @@ import threading
 import time
 from typing import Any, Callable
 
-from metrics.progress import progress
-from timer.bench_util import emit, mib, percentile, rss_bytes
-from timer.reaper import SystemTimerReaper
-from timer.system_timer import SystemTimer
-from timer.timer_task import TimerTask
+from kafka_emu.metrics.progress import progress
+from kafka_emu.bench.bench_util import emit, mib, percentile, rss_bytes
+from kafka_emu.timer.reaper import SystemTimerReaper
+from kafka_emu.timer.system_timer import SystemTimer
+from kafka_emu.timer.timer_task import TimerTask
 
 _monotonic_ns = time.monotonic_ns
 _PROGRESS_STEP = 10_000

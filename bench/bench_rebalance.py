@@ -28,11 +28,11 @@ import time
 import uuid
 from typing import Any, Callable
 
-from coordinator import GroupCoordinator, errors
-from coordinator.records import consumer_subscription, partition_for
-from coordinator.results import JoinGroupResult, JoinGroupResultMember, SyncGroupResult
-from metrics.progress import progress
-from timer.bench_util import emit
+from kafka_emu.coordinator import GroupCoordinator, errors
+from kafka_emu.coordinator.records import consumer_subscription, partition_for
+from kafka_emu.coordinator.results import JoinGroupResult, JoinGroupResultMember, SyncGroupResult
+from kafka_emu.metrics.progress import progress
+from kafka_emu.bench.bench_util import emit
 
 GROUP = "bench-group"
 SESSION_MS = 45_000

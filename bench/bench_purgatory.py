@@ -30,11 +30,11 @@ from typing import Any, Callable, Hashable
 
 import numpy as np
 
-from metrics.progress import progress
-from timer.bench_util import emit, mib, peak_rss_bytes, percentile, rss_bytes
-from timer.delayed_operation import DelayedOperation
-from timer.naive_purgatory import NaivePurgatory
-from timer.purgatory import DelayedOperationPurgatory
+from kafka_emu.metrics.progress import progress
+from kafka_emu.bench.bench_util import emit, mib, peak_rss_bytes, percentile, rss_bytes
+from kafka_emu.timer.delayed_operation import DelayedOperation
+from kafka_emu.bench.naive_purgatory import NaivePurgatory
+from kafka_emu.timer.purgatory import DelayedOperationPurgatory
 
 _monotonic = time.monotonic
 _Z75 = 0.674490  # the standard normal's 75th percentile

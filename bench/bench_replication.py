@@ -20,10 +20,10 @@ import threading
 import time
 from typing import Any
 
-from broker import errors
-from broker.cluster import EmbeddedCluster
-from broker.inprocess_client import produce_request, send_async
-from broker.record_batch import build_batch
+from kafka_emu.broker import errors
+from kafka_emu.broker.cluster import EmbeddedCluster
+from kafka_emu.broker.inprocess_client import produce_request, send_async
+from kafka_emu.broker.record_batch import build_batch
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

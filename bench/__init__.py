@@ -1,0 +1,1 @@
+"""Benchmarks and their naive comparators (``kafka-emu bench ...``); not part of the product."""

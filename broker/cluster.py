@@ -19,6 +19,11 @@ emulator's own ``emulator.cpu.affinity`` (``broker.cpu_affinity``) is resolved o
 cluster, so every broker's threads share the same CPU (``cpus``; None when placement is left to
 the OS).
 
+The configuration goes through ``broker.config.KafkaConfig`` at construction: a bad value raises
+``ConfigException`` before any broker starts, a key without effect is logged once (refused under
+``emulator.strict.config=true``); ``create_topic`` checks topic configs the same way
+(``broker.log_config``).
+
 ``metrics_port`` (None: off; 0: a free port) serves the cluster's Prometheus metrics
 (``metrics.serve_cluster_metrics``) on ``metrics_host`` once the brokers are up;
 ``metrics_url`` is then ``http://host:port/metrics``. ``close()`` stops the endpoint before the
@@ -34,11 +39,12 @@ from typing import Any, Mapping
 import structlog
 
 from kafka_emu.broker import cpu_affinity, errors
-from kafka_emu.broker.config import KafkaConfig
+from kafka_emu.broker.config import LISTENER_PORT_REUSED, STRICT_CONFIG, KafkaConfig
 from kafka_emu.broker.coordinator_log import OFFSETS_TOPIC
 from kafka_emu.broker.inprocess_client import fetch_request, produce_request, send
 from kafka_emu.broker.kafka_server import KafkaServer
 from kafka_emu.broker.log import Log
+from kafka_emu.broker.log_config import validate_topic_configs
 from kafka_emu.broker.metadata import MetadataStore
 from kafka_emu.broker.record_batch import build_batch, iter_records
 from kafka_emu.metrics.logging import ensure_configured as ensure_logging_configured
@@ -93,7 +99,7 @@ def broker_listeners(props: Mapping[str, Any], broker_id: int,
     listeners = props.get("listeners", DEFAULT_LISTENERS)
     out: dict[str, Any] = {"listeners": shift(str(listeners)) if listeners else ""}
     if reused:
-        out["kafka.emu.listener.port.reused"] = True
+        out[LISTENER_PORT_REUSED] = True
     advertised = props.get("advertised.listeners")
     if advertised:
         out["advertised.listeners"] = shift(str(advertised))
@@ -112,8 +118,11 @@ class EmbeddedCluster:
         self.num_brokers = brokers
         self.base_config: dict[str, Any] = dict(EMBEDDED_DEFAULTS)
         self.base_config.update(config or {})
+        # every value checked (ConfigException) and every ignored key logged once, before any start
+        checked = KafkaConfig(self.base_config)
+        checked.log_ignored()
         # one CPU choice for the whole cluster: its brokers hand requests to each other too
-        self.cpus = cpu_affinity.resolve(self.base_config.get(cpu_affinity.CONFIG_KEY, cpu_affinity.DEFAULT))
+        self.cpus = cpu_affinity.resolve(checked[cpu_affinity.CONFIG_KEY])
         self.base_config[cpu_affinity.CONFIG_KEY] = cpu_affinity.describe(self.cpus)
         self.time = time or Time.SYSTEM
         self.metadata = MetadataStore()
@@ -213,9 +222,10 @@ class EmbeddedCluster:
     # ------------------------------------------------------------------ topics
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
                      configs: Mapping[str, Any] | None = None) -> Any:
-        rf = replication_factor if replication_factor is not None else \
-            self.broker_config(0)["default.replication.factor"]
-        return self.metadata.create_topic(name, partitions, rf, dict(configs or {}))
+        cfg = self.broker_config(0)
+        rf = replication_factor if replication_factor is not None else cfg["default.replication.factor"]
+        overrides = validate_topic_configs(name, configs or {}, bool(cfg[STRICT_CONFIG]))
+        return self.metadata.create_topic(name, partitions, rf, overrides)
 
     def delete_topic(self, name: str) -> bool:
         return self.metadata.delete_topic(name)

@@ -20,7 +20,7 @@ Values of ``emulator.cpu.affinity``: ``auto`` (default) picks one CPU of the pro
 set, by process id so that parallel test workers spread over the machine; ``none`` leaves
 placement to the OS; ``2`` or ``2,3`` names CPUs. Where the OS has no ``sched_setaffinity``
 (macOS, Windows) every value means ``none``. A bad value is a configuration error
-(``ValueError``) at start-up.
+(``ConfigException``) at start-up.
 
 Stateless; ``pinned`` touches only the calling thread.
 """
@@ -29,6 +29,8 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from typing import Iterator
+
+from kafka_emu.broker.config_def import ConfigException
 
 CONFIG_KEY = "emulator.cpu.affinity"
 DEFAULT = "auto"
@@ -48,9 +50,9 @@ def resolve(value: object) -> frozenset[int] | None:
     try:
         cpus = frozenset(int(part) for part in text.split(",") if part.strip())
     except ValueError:
-        raise ValueError(f"{CONFIG_KEY}={value!r}: expected auto, none or a list of CPU numbers") from None
+        raise ConfigException(CONFIG_KEY, value, "Expected auto, none or a list of CPU numbers") from None
     if not cpus or not cpus <= set(allowed):
-        raise ValueError(f"{CONFIG_KEY}={value!r}: CPUs must be a non-empty subset of {allowed}")
+        raise ConfigException(CONFIG_KEY, value, f"CPUs must be a non-empty subset of {allowed}")
     return cpus
 
 

@@ -32,6 +32,7 @@ DEFAULT_TEST_CONFIG: dict[str, Any] = {
     "offsets.topic.num.partitions": 10,
     "group.initial.rebalance.delay.ms": 0,
     "group.min.session.timeout.ms": 100,
+    "emulator.strict.config": True,   # a typo in a test's config fails loudly
 }
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import structlog
 
 from kafka_emu.broker import errors
+from kafka_emu.broker.config import KafkaConfig
 from kafka_emu.metrics.logging import request_context
 
 if TYPE_CHECKING:
@@ -43,7 +44,8 @@ class KafkaApis:
                  replica_manager: Any = None, request_channel: Any = None,
                  group_coordinator: Any = None, time: Any = None, register_all: bool = True) -> None:
         self.server = server
-        self.config = config if config is not None else getattr(server, "config", None)
+        config = config if config is not None else getattr(server, "config", None)
+        self.config = config if isinstance(config, KafkaConfig) else KafkaConfig(config)
         self.metadata = metadata if metadata is not None else getattr(server, "metadata", None)
         self.replica_manager = replica_manager if replica_manager is not None else \
             getattr(server, "replica_manager", None)
@@ -52,7 +54,7 @@ class KafkaApis:
         self.group_coordinator = group_coordinator if group_coordinator is not None else \
             getattr(server, "group_coordinator", None)
         self.time = time if time is not None else getattr(server, "time", None)
-        self.broker_id = self.config["broker.id"] if self.config is not None else 0
+        self.broker_id = self.config.broker_id
         self.handlers: dict[int, Handler] = {}
         self.unknown_api_requests = 0
         self.handler_errors = 0

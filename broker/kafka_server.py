@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import structlog
 
 from kafka_emu.broker import cpu_affinity
-from kafka_emu.broker.config import KafkaConfig
+from kafka_emu.broker.config import LISTENER_PORT_REUSED, KafkaConfig
 from kafka_emu.broker.coordinator_log import OFFSETS_TOPIC, ReplicaManagerCoordinatorLog
 from kafka_emu.broker.kafka_apis import KafkaApis
 from kafka_emu.broker.log import Log
@@ -50,7 +50,10 @@ class KafkaServer:
     def __init__(self, config: KafkaConfig | Mapping[str, Any], metadata: MetadataStore | None = None,
                  time: Time | None = None, logs: dict[tuple[str, int], Log] | None = None,
                  host: str = "127.0.0.1", port: int = 0, enable_coordinator: bool = True) -> None:
-        self.config = config if isinstance(config, KafkaConfig) else KafkaConfig(config)
+        if not isinstance(config, KafkaConfig):
+            config = KafkaConfig(config)
+            config.log_ignored()
+        self.config = config
         self.broker_id: int = self.config["broker.id"]
         self.metadata = metadata if metadata is not None else MetadataStore()
         self.time = time or Time.SYSTEM
@@ -72,7 +75,7 @@ class KafkaServer:
         self._pending_coordinator_elections: dict[int, tuple[int, int]] = {}
         self._handler_idents: set[int] = set()
         # CPUs of this broker's threads (``broker.cpu_affinity``); applied where threads start
-        self.cpus = cpu_affinity.resolve(self.config.get(cpu_affinity.CONFIG_KEY, cpu_affinity.DEFAULT))
+        self.cpus = cpu_affinity.resolve(self.config[cpu_affinity.CONFIG_KEY])
         self.started = False
         self.stopped = False
 
@@ -126,7 +129,7 @@ class KafkaServer:
         Binds synchronously, so the advertised host/port registered with the metadata store
         right after this are the real ones (an ephemeral port 0 is resolved here).
         """
-        listeners = str(self.config.get("listeners") or "")
+        listeners = self.config["listeners"]
         if not listeners and not self.port:
             return None
         from kafka_emu.broker.network import SocketServer
@@ -138,7 +141,7 @@ class KafkaServer:
         try:
             server.startup()
         except OSError:
-            if not cfg.get("kafka.emu.listener.port.reused"):
+            if not cfg[LISTENER_PORT_REUSED]:
                 raise
             # the port this broker had before its restart is taken: take a new ephemeral one
             cfg = cfg.with_overrides(listeners=f"PLAINTEXT://{self.host}:0")

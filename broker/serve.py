@@ -5,7 +5,9 @@
 Broker ``i`` listens on ``--host:--port+i`` (``--port 0``: ephemeral ports). The bootstrap
 servers are printed on stdout as the first line (``bootstrap.servers=host:port,...``) so
 scripts can read them; logs go to stderr. A ``server.properties`` file supplies broker
-properties under Kafka's names; ``--set key=value`` overrides single properties. On SIGINT or
+properties under Kafka's names; ``--set key=value`` overrides single properties, and explicit
+``--host``/``--port`` win over the file's ``listeners``. A bad value stops the command before
+anything starts with one line naming key, value and what is expected (exit 2). On SIGINT or
 SIGTERM every broker is shut down (every thread joined) and the command exits 0.
 
 Logging: ``--log-level``, ``--log-format`` and ``--log-logger-level`` (added by ``kafka-emu``
@@ -28,11 +30,16 @@ import structlog
 _log = structlog.get_logger("broker.serve")
 
 
+DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 9092
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
-    parser.add_argument("--port", type=int, default=9092,
-                        help="listener port of broker 0; broker i uses port+i (0: ephemeral)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None,
+                        help=f"listener port of broker 0; broker i uses port+i (0: ephemeral; default "
+                             f"{DEFAULT_PORT}, or the file's listeners)")
+    parser.add_argument("--host", default=None,
+                        help=f"address to bind (default {DEFAULT_HOST}, or the file's listeners)")
     parser.add_argument("--advertised-host", default=None,
                         help="host name clients are told to connect to (default: --host)")
     parser.add_argument("--config", default=None, help="a server.properties file (Kafka property names)")
@@ -41,21 +48,27 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-port", type=int, default=None, help="Prometheus metrics port")
 
 
-def build_config(args: argparse.Namespace) -> dict[str, Any]:
-    from kafka_emu.broker.config import KafkaConfig
+def build_config(args: argparse.Namespace) -> dict[str, object]:
+    """The broker properties: the ``--config`` file, then ``--set``, then the explicit flags, each
+    winning over the ones before (as Kafka's ``--override`` wins over server.properties).
 
-    props: dict[str, Any] = {}
-    if args.config:
-        with open(args.config, encoding="utf-8") as fh:
-            props.update(KafkaConfig.parse_properties(fh.read()))
+    ``--host``/``--port``, when given, replace ``listeners`` (and ``--advertised-host`` replaces
+    ``advertised.listeners``, advertising each broker's bound port); without them the file's
+    ``listeners`` apply, else ``PLAINTEXT://127.0.0.1:9092``. Raises ``ConfigException``.
+    """
+    from kafka_emu.broker.config import ConfigException, load_properties
+
+    props: dict[str, object] = dict(load_properties(args.config)) if args.config else {}
     for item in args.set:
         key, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--set expects KEY=VALUE, got {item!r}")
+        if not sep or not key.strip():
+            raise ConfigException(f"--set expects KEY=VALUE, got {item!r}")
         props[key.strip()] = value.strip()
-    props.setdefault("listeners", f"PLAINTEXT://{args.host}:{args.port}")
+    if args.host is not None or args.port is not None or "listeners" not in props:
+        host = DEFAULT_HOST if args.host is None else args.host
+        props["listeners"] = f"PLAINTEXT://{host}:{DEFAULT_PORT if args.port is None else args.port}"
     if args.advertised_host:
-        props.setdefault("advertised.listeners", f"PLAINTEXT://{args.advertised_host}:{args.port}")
+        props["advertised.listeners"] = f"PLAINTEXT://{args.advertised_host}:0"
     # Kafka's default offsets.topic.replication.factor (3) cannot be met by fewer brokers
     props.setdefault("offsets.topic.replication.factor", min(3, max(1, args.brokers)))
     return props
@@ -78,13 +91,16 @@ def _start_metrics(cluster: Any, port: int, host: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     from kafka_emu.broker.cluster import EmbeddedCluster
+    from kafka_emu.broker.config import KafkaConfig
 
     from kafka_emu.metrics.logging import configure_from
 
     props = build_config(args)
+    # every value checked before logging is set up from some of them (ConfigException: exit 2)
+    checked = KafkaConfig(props)
     # log.level / log.format / log.level.<logger> from server.properties apply (the command line
     # still wins, the environment loses), and kafka-python & co. log through the same renderer.
-    configure_from(args, config=props, default_format="json", capture_stdlib=True)
+    configure_from(args, config=checked.as_dict(), default_format="json", capture_stdlib=True)
     stop = threading.Event()
 
     def on_signal(signum: int, _frame: Any) -> None:
@@ -97,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         print(f"bootstrap.servers={cluster.bootstrap_servers}", flush=True)
         if args.metrics_port is not None:
-            exporter = _start_metrics(cluster, args.metrics_port, args.host)
+            exporter = _start_metrics(cluster, args.metrics_port, args.host or DEFAULT_HOST)
         _log.info("serving", brokers=args.brokers, bootstrap_servers=cluster.bootstrap_servers)
         while not stop.wait(0.5):
             pass

@@ -1,4 +1,9 @@
-"""GroupCoordinatorConfig: Kafka property names and defaults (kafka-internals §3.15)."""
+"""GroupCoordinatorConfig: the coordinator's settings under Kafka's property names.
+
+``DEFAULTS`` states Kafka's default of each key once; the broker's config table
+(``broker.config.KAFKA_CONFIG_DEF``) takes them from here, adds types and validation, and passes
+the coordinator typed values. ``from_mapping`` also accepts a partial mapping (coordinator tests).
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,7 +22,6 @@ DEFAULTS: dict[str, Any] = {
     "offset.metadata.max.bytes": 4096,
     "offsets.retention.minutes": 10080,
     "offsets.retention.check.interval.ms": 600_000,
-    "offsets.load.buffer.size": 5 * 1024 * 1024,
 }
 
 

@@ -83,8 +83,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kafka-emu: {exc}", file=sys.stderr)
         return 2
     module = importlib.import_module(args._module)
+    from kafka_emu.broker.config import ConfigException
+
     try:
         return int(module.run(args) or 0)
+    except ConfigException as exc:   # bad configuration: one line, no traceback
+        print(f"kafka-emu: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

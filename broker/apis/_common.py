@@ -35,15 +35,6 @@ def respond_error(apis: Any, request: Any, error_code: int) -> None:
     respond(apis, request, build_error_response(request.api_key, request.api_version, request.body, error_code))
 
 
-def config(apis: Any, key: str, default: Any) -> Any:
-    cfg = apis.config
-    try:
-        value = cfg.get(key, default)
-    except AttributeError:
-        value = default
-    return default if value is None else value
-
-
 def topic_name_error(name: str | None) -> int:
     """Kafka's ``Topic.validate``: INVALID_TOPIC_EXCEPTION for illegal names."""
     if not name or name in (".", "..") or len(name) > 249 or not _LEGAL_TOPIC.match(name):
@@ -75,8 +66,8 @@ def ensure_offsets_topic(apis: Any) -> bool:
         live = len(md.live_broker_ids())
         if live == 0:
             return False
-        partitions = int(config(apis, "offsets.topic.num.partitions", 50))
-        rf = min(int(config(apis, "offsets.topic.replication.factor", 3)), live)
+        partitions = apis.config["offsets.topic.num.partitions"]
+        rf = min(apis.config["offsets.topic.replication.factor"], live)
         try:
             md.create_topic(OFFSETS_TOPIC, partitions, rf,
                             configs={"cleanup.policy": "compact"}, internal=True)

@@ -6,8 +6,9 @@ Differences from Kafka on purpose:
   leaders exist when the response is sent.
 * Manual replica ``assignments`` are honoured only in shape (partition count and replication
   factor); placement is the controller's round robin.
-* DescribeConfigs reports the broker's own properties for any broker resource and a fixed set of
-  topic-level keys (overrides as TOPIC_CONFIG, the rest as DEFAULT_CONFIG); nothing is sensitive.
+* DescribeConfigs has no dynamic configs to report (no AlterConfigs): see ``broker.config_helper``.
+* Topic configs the emulator does not implement are accepted with a warning (refused with
+  INVALID_CONFIG under ``emulator.strict.config=true``), see ``broker.log_config``.
 """
 from __future__ import annotations
 
@@ -21,32 +22,17 @@ from kafka_emu.broker.apis._common import (
     OFFSETS_TOPIC,
     ZERO_THROTTLE,
     broker_endpoint,
-    config,
     respond,
     topic_name_error,
 )
-from kafka_emu.broker.protocol.adapter import build, item_cls
+from kafka_emu.broker.config import STRICT_CONFIG, ConfigException
+from kafka_emu.broker.config_helper import SOURCE_DEFAULT_CONFIG, ConfigEntry, describe_broker, describe_topic
+from kafka_emu.broker.log_config import validate_topic_configs
+from kafka_emu.broker.protocol.adapter import build, has_field, item_cls
 
 CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 19, 20, 32, 60
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8
-SOURCE_TOPIC_CONFIG, SOURCE_STATIC_BROKER_CONFIG, SOURCE_DEFAULT_CONFIG = 1, 4, 5
-TYPE_BOOLEAN, TYPE_STRING, TYPE_INT, TYPE_LONG, TYPE_LIST = 1, 2, 3, 5, 7
-
-# topic config key -> broker property it defaults to (None: a fixed default)
-TOPIC_CONFIG_DEFAULTS: dict[str, tuple[str | None, Any]] = {
-    "cleanup.policy": (None, "delete"),
-    "compression.type": (None, "producer"),
-    "max.message.bytes": ("message.max.bytes", 1048588),
-    "message.timestamp.type": ("log.message.timestamp.type", "CreateTime"),
-    "min.insync.replicas": ("min.insync.replicas", 1),
-    "retention.bytes": (None, -1),
-    "retention.ms": ("log.retention.ms", 604800000),
-    "segment.bytes": (None, 1073741824),
-    "unclean.leader.election.enable": ("unclean.leader.election.enable", False),
-}
-
-
 # --- CreateTopics ------------------------------------------------------------------------------
 
 def _create_one(apis: Any, t: Any, validate_only: bool) -> tuple[int, str | None, int, int]:
@@ -65,18 +51,22 @@ def _create_one(apis: Any, t: Any, validate_only: bool) -> tuple[int, str | None
         partitions = len(assignments)
         rf = len(assignments[0].broker_ids)
     if partitions == -1:
-        partitions = int(config(apis, "num.partitions", 1))
+        partitions = apis.config["num.partitions"]
     if rf == -1:
-        rf = int(config(apis, "default.replication.factor", 1))
+        rf = apis.config["default.replication.factor"]
     if partitions <= 0:
         return int(ErrorCode.invalid_partitions), "Number of partitions must be larger than 0.", -1, -1
     live = len(md.live_broker_ids())
     if rf <= 0 or rf > live:
         return (int(ErrorCode.invalid_replication_factor),
                 f"Replication factor: {rf} larger than available brokers: {live}.", -1, -1)
+    try:
+        configs = validate_topic_configs(name, {c.name: c.value for c in (getattr(t, "configs", ()) or ())},
+                                         bool(apis.config[STRICT_CONFIG]))
+    except ConfigException as exc:
+        return int(ErrorCode.invalid_config), str(exc), -1, -1
     if validate_only:
         return 0, None, partitions, rf
-    configs = {c.name: c.value for c in (getattr(t, "configs", ()) or ())}
     try:
         md.create_topic(name, partitions, rf, configs=configs)
     except ValueError as exc:
@@ -169,72 +159,47 @@ def handle_describe_cluster(apis: Any, request: Any) -> None:
 
 # --- DescribeConfigs ---------------------------------------------------------------------------
 
-def _config_type(value: Any) -> int:
-    if isinstance(value, bool):
-        return TYPE_BOOLEAN
-    if isinstance(value, int):
-        return TYPE_INT if -(1 << 31) <= value < (1 << 31) else TYPE_LONG
-    return TYPE_STRING
-
-
-def _render(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _topic_entries(apis: Any, info: Any) -> list[tuple[str, Any, int]]:
-    entries: dict[str, tuple[Any, int]] = {}
-    for key, (broker_key, fallback) in TOPIC_CONFIG_DEFAULTS.items():
-        value = config(apis, broker_key, fallback) if broker_key else fallback
-        entries[key] = (value, SOURCE_DEFAULT_CONFIG)
-    for key, value in (info.configs or {}).items():
-        entries[key] = (value, SOURCE_TOPIC_CONFIG)
-    return [(k, v, s) for k, (v, s) in sorted(entries.items())]
-
-
-def _broker_entries(apis: Any) -> list[tuple[str, Any, int]]:
-    cfg = apis.config
-    props = cfg.as_dict() if hasattr(cfg, "as_dict") else dict(cfg)
-    return [(k, v, SOURCE_STATIC_BROKER_CONFIG) for k, v in sorted(props.items())]
-
-
 def handle_describe_configs(apis: Any, request: Any) -> None:
+    """Kafka's ``ConfigHelper.describeConfigs``; the entries come from the config tables
+    (``broker.config_helper``)."""
     body = request.body
     cls = response_schema(DESCRIBE_CONFIGS, request.api_version)
     result_cls = item_cls(cls, "results")
     entry_cls = item_cls(result_cls, "configs")
+    synonym_cls = item_cls(entry_cls, "synonyms") if has_field(entry_cls, "synonyms") else None
+    include_synonyms = bool(getattr(body, "include_synonyms", False)) and synonym_cls is not None
+    include_documentation = bool(getattr(body, "include_documentation", False))
     md = apis.metadata
+    broker_id = str(apis.broker_id)
     results = []
     for res in body.resources:
         rtype = int(res.resource_type)
         err, msg = ErrorCode.none, None
-        entries: list[tuple[str, Any, int]] = []
+        entries: list[ConfigEntry] = []
+        keys = res.configuration_keys
         if rtype == RESOURCE_TOPIC:
             info = md.topic(res.resource_name)
-            if info is None:
+            if topic_name_error(res.resource_name):
+                err, msg = ErrorCode.invalid_topic_exception, f"Invalid topic name {res.resource_name!r}"
+            elif info is None:
                 err, msg = ErrorCode.unknown_topic_or_partition, f"Topic {res.resource_name} does not exist"
             else:
-                entries = _topic_entries(apis, info)
+                entries = describe_topic(apis.config, info.configs, keys)
         elif rtype == RESOURCE_BROKER:
-            if res.resource_name and not res.resource_name.lstrip("-").isdigit():
-                err, msg = ErrorCode.invalid_request, f"invalid broker id {res.resource_name!r}"
-            else:
-                entries = _broker_entries(apis)
-        elif rtype == RESOURCE_BROKER_LOGGER:
-            entries = []
-        else:
+            if res.resource_name == broker_id:
+                entries = describe_broker(apis.config, keys)
+            elif res.resource_name:   # "" (cluster-wide dynamic defaults): none exist
+                err, msg = ErrorCode.invalid_request, (f"Unexpected broker id, expected {broker_id} or "
+                                                       f"empty string, but received {res.resource_name}")
+        elif rtype != RESOURCE_BROKER_LOGGER:
             err, msg = ErrorCode.invalid_request, f"unsupported resource type {rtype}"
-        keys = res.configuration_keys
-        if keys is not None:
-            wanted = set(keys)
-            entries = [e for e in entries if e[0] in wanted]
-        configs = tuple(build(entry_cls, name=k, value=_render(v), read_only=False, config_source=src,
-                              is_sensitive=False, synonyms=(), config_type=_config_type(v),
-                              documentation=None, is_default=(src == SOURCE_DEFAULT_CONFIG))
-                        for k, v, src in entries)
+        configs = tuple(build(entry_cls, name=e.name, value=e.value, read_only=e.read_only,
+                              config_source=e.source, is_default=e.source == SOURCE_DEFAULT_CONFIG,
+                              is_sensitive=e.is_sensitive, config_type=e.config_type,
+                              documentation=e.documentation if include_documentation else None,
+                              synonyms=tuple(build(synonym_cls, name=s.name, value=s.value, source=s.source)
+                                             for s in e.synonyms) if include_synonyms else ())
+                        for e in entries)
         results.append(build(result_cls, error_code=err, error_message=msg, resource_type=rtype,
                              resource_name=res.resource_name, configs=configs))
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, results=tuple(results)))

@@ -16,7 +16,7 @@ from typing import Any
 from kafka_emu.broker.protocol.codec import response_schema
 from kio.schema.errors import ErrorCode
 
-from kafka_emu.broker.apis._common import OFFSETS_TOPIC, ZERO_THROTTLE, broker_endpoint, config, ensure_offsets_topic, respond
+from kafka_emu.broker.apis._common import OFFSETS_TOPIC, ZERO_THROTTLE, broker_endpoint, ensure_offsets_topic, respond
 from kafka_emu.broker.protocol.adapter import build, item_cls
 
 API_KEY = 10
@@ -36,7 +36,7 @@ def partition_for(apis: Any, group_id: str) -> int:
     coordinator = getattr(apis, "group_coordinator", None)
     if coordinator is not None and hasattr(coordinator, "partition_for"):
         return int(coordinator.partition_for(group_id))
-    n = int(config(apis, "offsets.topic.num.partitions", 50))
+    n = apis.config["offsets.topic.num.partitions"]
     h = java_string_hash(group_id)
     return (abs(h) if h != -(1 << 31) else 0) % n
 

@@ -23,7 +23,6 @@ from kafka_emu.broker.apis._common import (
     OFFSETS_TOPIC,
     ZERO_THROTTLE,
     broker_endpoint,
-    config,
     respond,
     topic_name_error,
 )
@@ -40,8 +39,8 @@ def maybe_create_topic(apis: Any, name: str) -> int:
     if err:
         return err
     md = apis.metadata
-    partitions = int(config(apis, "num.partitions", 1))
-    rf = int(config(apis, "default.replication.factor", 1))
+    partitions = apis.config["num.partitions"]
+    rf = apis.config["default.replication.factor"]
     if rf > len(md.live_broker_ids()):
         return int(ErrorCode.invalid_replication_factor)
     try:
@@ -69,7 +68,7 @@ def handle_metadata(apis: Any, request: Any) -> None:
         brokers.append(build(broker_cls, node_id=b.broker_id, host=host, port=port, rack=b.rack))
 
     allow_auto = bool(getattr(body, "allow_auto_topic_creation", True)) and \
-        bool(config(apis, "auto.create.topics.enable", True))
+        apis.config["auto.create.topics.enable"]
     include_ops = bool(getattr(body, "include_topic_authorized_operations", False))
     requested = body.topics
     if requested is None or (version == 0 and not requested):

@@ -56,10 +56,11 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import structlog
 
+from kafka_emu.broker.config import KafkaConfig
 from kafka_emu.broker.protocol.codec import (
     InvalidRequestError,
     RequestHeaderData,
@@ -804,21 +805,22 @@ class SocketServer:
     ``connections.max.idle.ms``.
     """
 
-    def __init__(self, config: Any, request_channel: Any, broker_id: int | None = None,
-                 request_factory: Callable[..., Any] | None = None) -> None:
+    def __init__(self, config: KafkaConfig | Mapping[str, object] | None, request_channel: Any,
+                 broker_id: int | None = None, request_factory: Callable[..., Any] | None = None) -> None:
+        config = config if isinstance(config, KafkaConfig) else KafkaConfig(config)
         self.config = config
         self.request_channel = request_channel
-        self.broker_id = broker_id if broker_id is not None else int(_cfg(config, "broker.id", 0))
+        self.broker_id = broker_id if broker_id is not None else config.broker_id
         if request_factory is None:
             from kafka_emu.broker.request_channel import Request
             request_factory = Request
         self.request_factory = request_factory
-        self.max_request_size = int(_cfg(config, "socket.request.max.bytes", 100 * 1024 * 1024))
-        self.connections_max_idle_ms = int(_cfg(config, "connections.max.idle.ms", 600000))
-        self.num_network_threads = max(1, int(_cfg(config, "num.network.threads", 3)))
-        listeners = parse_listeners(str(_cfg(config, "listeners", "") or "")) or [("PLAINTEXT", "127.0.0.1", 0)]
+        self.max_request_size: int = config["socket.request.max.bytes"]
+        self.connections_max_idle_ms: int = config["connections.max.idle.ms"]
+        self.num_network_threads: int = config["num.network.threads"]
+        listeners = parse_listeners(config["listeners"]) or [("PLAINTEXT", "127.0.0.1", 0)]
         advertised = {name: (host, port) for name, host, port in
-                      parse_listeners(str(_cfg(config, "advertised.listeners", "") or ""))}
+                      parse_listeners(config.get("advertised.listeners", ""))}
         self._listener_specs = [(name, host, port, advertised.get(name)) for name, host, port in listeners]
         self.endpoints: list[EndPoint] = []
         self.acceptors: list[Acceptor] = []
@@ -921,13 +923,3 @@ class SocketServer:
         out = {k: sum(getattr(p, k) for p in self.processors) for k in keys}
         out["connections_accepted"] = sum(a.accepted for a in self.acceptors)
         return out
-
-
-def _cfg(config: Any, key: str, default: Any) -> Any:
-    if config is None:
-        return default
-    try:
-        value = config.get(key, default)
-    except AttributeError:
-        value = default
-    return default if value is None else value

@@ -183,7 +183,7 @@ def test_describe_cluster_and_configs(kafka_cluster: Any, client: Any) -> None:
     assert dc.error_code == ErrorCode.none and dc.cluster_id == kafka_cluster.metadata.cluster_id
     assert sorted(b.broker_id for b in dc.brokers) == [0, 1, 2]
     topic = unique("cfg")
-    kafka_cluster.create_topic(topic, partitions=1, replication_factor=3, configs={"retention.ms": "1000"})
+    kafka_cluster.create_topic(topic, partitions=1, replication_factor=3, configs={"min.insync.replicas": "2"})
     cls = req_cls(32, 4)
     rcls = item_cls(cls, "resources")
     resp = client.send(build(cls, resources=(
@@ -192,7 +192,7 @@ def test_describe_cluster_and_configs(kafka_cluster: Any, client: Any) -> None:
         build(rcls, resource_type=2, resource_name=unique("nope"), configuration_keys=None),
     ), include_synonyms=False, include_documentation=False))
     topic_cfg = {c.name: (c.value, c.config_source) for c in resp.results[0].configs}
-    assert topic_cfg["retention.ms"] == ("1000", 1)
+    assert topic_cfg["min.insync.replicas"] == ("2", 1)
     assert topic_cfg["cleanup.policy"] == ("delete", 5)
     assert [(c.name, c.value) for c in resp.results[1].configs] == [("num.partitions", "2")]
     assert resp.results[2].error_code == ErrorCode.unknown_topic_or_partition

@@ -1,0 +1,124 @@
+"""``kafka-emu serve`` with bad or surprising configuration: exit code 2, one line naming the
+problem, no traceback; warnings for keys without effect; explicit flags win over the file."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.timeout(60)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def serve(*args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    """Run ``kafka-emu serve`` expecting it to stop by itself (a configuration error)."""
+    return subprocess.run([sys.executable, "-m", "kafka_emu.cli", "serve", "--brokers", "1", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+def one_line_error(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""                     # nothing started, no bootstrap line
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("num.partitions=abc\n", "kafka-emu: Invalid value abc for configuration num.partitions: Not a number of type INT"),
+    ("# comment\n\nnum.io.threads = -1\n",
+     "kafka-emu: Invalid value -1 for configuration num.io.threads: Value must be at least 1"),
+    ("auto.create.topics.enable=maybe\n", "kafka-emu: Invalid value maybe for configuration "
+                                          "auto.create.topics.enable: Expected value to be either true or false"),
+    ("emulator.cpu.affinity=fastest\n", "kafka-emu: Invalid value fastest for configuration emulator.cpu.affinity: "
+                                        "Expected auto, none or a list of CPU numbers"),
+    ("log.level=loud\n", "kafka-emu: Invalid value loud for configuration log.level: String must be one of (case "
+                         "insensitive): debug, info, warning, error, critical, warn"),
+    ("emulator.strict.config=true\nnum.partitionz=3\n",
+     "kafka-emu: The configuration 'num.partitionz' was supplied but isn't a known config. "
+     "(emulator.strict.config=true refuses it)"),
+    ("emulator.strict.config=true\nlog.dirs=/var/kafka\n",
+     "kafka-emu: The configuration 'log.dirs' is defined by Kafka but not implemented by the emulator. "
+     "(emulator.strict.config=true refuses it)"),
+])
+def test_bad_config_file_exits_2_with_one_line(tmp_path: Path, text: str, expected: str) -> None:
+    props = tmp_path / "bad.properties"
+    props.write_text(text)
+    assert one_line_error(serve("--port", "0", "--config", str(props))) == expected
+
+
+def test_missing_config_file_and_bad_set(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.properties"
+    assert one_line_error(serve("--config", str(missing))) == f"kafka-emu: Config file {missing} not found"
+    assert one_line_error(serve("--set", "num.partitions")) == \
+        "kafka-emu: --set expects KEY=VALUE, got 'num.partitions'"
+    assert one_line_error(serve("--port", "0", "--set", "num.partitions=x")) == \
+        "kafka-emu: Invalid value x for configuration num.partitions: Not a number of type INT"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(*args: str) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "kafka_emu.cli", "serve", "--brokers", "1", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    line = proc.stdout.readline().strip()
+    if not line.startswith("bootstrap.servers="):
+        proc.kill()
+        pytest.fail(f"serve did not start: {line!r} {proc.stderr.read()}")
+    return proc, line.split("=", 1)[1]
+
+
+def _stop(proc: subprocess.Popen) -> str:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    return err
+
+
+def test_cli_port_wins_over_listeners_in_file(tmp_path: Path) -> None:
+    file_port, cli_port = _free_port(), _free_port()
+    props = tmp_path / "server.properties"
+    props.write_text(f"listeners=PLAINTEXT://127.0.0.1:{file_port}\n")
+    proc, bootstrap = _start("--port", str(cli_port), "--config", str(props))
+    _stop(proc)
+    assert bootstrap == f"127.0.0.1:{cli_port}"
+
+
+def test_listeners_in_file_apply_without_flags(tmp_path: Path) -> None:
+    port = _free_port()
+    props = tmp_path / "server.properties"
+    props.write_text(f"listeners = PLAINTEXT://127.0.0.1:{port}\n")
+    proc, bootstrap = _start("--config", str(props))
+    _stop(proc)
+    assert bootstrap == f"127.0.0.1:{port}"
+
+
+def test_unknown_and_unimplemented_keys_warned_on_stderr(tmp_path: Path) -> None:
+    props = tmp_path / "server.properties"
+    props.write_text("foo.bar.baz=1\nnum.partitionz=3\nlog.dirs=/var/kafka\n")
+    proc, _ = _start("--port", "0", "--config", str(props))
+    err = _stop(proc)
+    assert "Traceback" not in err
+    for key in ("foo.bar.baz", "num.partitionz", "log.dirs"):
+        assert sum(f'"key": "{key}"' in line and "config_ignored" in line for line in err.splitlines()) == 1, err
+
+
+def test_serve_help_still_lists_the_defaults() -> None:
+    out = subprocess.run([sys.executable, "-m", "kafka_emu.cli", "serve", "--help"], capture_output=True,
+                         text=True, timeout=30, cwd=ROOT, env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "default 9092" in out and "default 127.0.0.1" in out

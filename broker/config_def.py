@@ -80,9 +80,13 @@ def render(value: object) -> str:
     return str(value)
 
 
+_INTEGER_KINDS = {Type.INT: "a 32-bit integer", Type.SHORT: "a 16-bit integer (short)",
+                  Type.LONG: "a 64-bit integer (long)"}
+
+
 def _integer(name: str, value: object, type_: Type, low: int, high: int) -> int:
     if isinstance(value, bool):
-        raise ConfigException(name, value, f"Expected value to be a {type_.name.lower()}, but it was a bool")
+        raise ConfigException(name, value, f"Expected value to be {_INTEGER_KINDS[type_]}, but it was a bool")
     if isinstance(value, int):
         number = value
     elif isinstance(value, str) and _INTEGER.fullmatch(value.strip()):

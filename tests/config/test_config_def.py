@@ -49,7 +49,7 @@ def test_basic_types_from_strings() -> None:
     (Type.INT, "hello", "Invalid value hello for configuration k: Not a number of type INT"),
     (Type.INT, "1.5", "Invalid value 1.5 for configuration k: Not a number of type INT"),
     (Type.INT, str(INT_MAX + 1), f"Invalid value {INT_MAX + 1} for configuration k: Not a number of type INT"),
-    (Type.INT, True, "Invalid value true for configuration k: Expected value to be a int, but it was a bool"),
+    (Type.INT, True, "Invalid value true for configuration k: Expected value to be a 32-bit integer, but it was a bool"),
     (Type.SHORT, "40000", "Invalid value 40000 for configuration k: Not a number of type SHORT"),
     (Type.LONG, "1_000", "Invalid value 1_000 for configuration k: Not a number of type LONG"),
     (Type.LONG, "1MB", "Invalid value 1MB for configuration k: Not a number of type LONG"),

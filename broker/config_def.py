@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Union
 
 # A typed configuration value (None: no value, Kafka's ``null`` default).
@@ -134,7 +134,8 @@ def parse_type(name: str, value: object, type_: Type) -> ConfigValue:
     raise AssertionError(f"unhandled config type {type_}")
 
 
-# ---- validators (Kafka's ConfigDef.Range, ValidString, ValidList, LambdaValidator) ------------
+# ---- validators (Kafka's ConfigDef.Range, ValidString, ValidList; a plain function is Kafka's
+# LambdaValidator) ------------------------------------------------------------------------------
 
 Validator = Callable[[str, ConfigValue], None]
 
@@ -210,24 +211,6 @@ class ValidList:
         return f"[{', '.join(self.valid)}]"
 
 
-@dataclass(frozen=True)
-class Described:
-    """A check written as a function (Kafka's ``LambdaValidator``): ``check`` raises
-    ``ValueError`` with the reason; ``description`` is what DescribeConfigs documents."""
-
-    check: Callable[[ConfigValue], object]
-    description: str
-
-    def __call__(self, name: str, value: ConfigValue) -> None:
-        try:
-            self.check(value)
-        except ValueError as exc:
-            raise ConfigException(name, value, str(exc)) from None
-
-    def __str__(self) -> str:
-        return self.description
-
-
 # ---- keys and the table -----------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -255,7 +238,7 @@ class ParsedConfig:
     the emulator will not act on, each with the reason (``UNKNOWN`` or ``NOT_IMPLEMENTED``)."""
 
     values: dict[str, ConfigValue]
-    ignored: dict[str, str] = field(default_factory=dict)
+    ignored: dict[str, str]
 
 
 UNKNOWN = "unknown"

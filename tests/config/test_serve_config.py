@@ -122,3 +122,28 @@ def test_serve_help_still_lists_the_defaults() -> None:
     out = subprocess.run([sys.executable, "-m", "kafka_emu.cli", "serve", "--help"], capture_output=True,
                          text=True, timeout=30, cwd=ROOT, env={**os.environ, "COLUMNS": "200"}).stdout
     assert "default 9092" in out and "default 127.0.0.1" in out
+
+
+def _build(tmp_path: Path, text: str, *argv: str) -> dict[str, object]:
+    import argparse
+
+    from kafka_emu.broker import serve as serve_module
+
+    props = tmp_path / "server.properties"
+    props.write_text(text)
+    parser = argparse.ArgumentParser()
+    serve_module.configure(parser)
+    return serve_module.build_config(parser.parse_args(["--config", str(props), *argv]))
+
+
+def test_merge_order_file_then_set_then_flags(tmp_path: Path) -> None:
+    file = "listeners=PLAINTEXT://0.0.0.0:9000\nnum.partitions=2\n"
+    assert _build(tmp_path, file)["listeners"] == "PLAINTEXT://0.0.0.0:9000"
+    assert _build(tmp_path, file, "--set", "num.partitions=5")["num.partitions"] == "5"
+    assert _build(tmp_path, file, "--port", "9100")["listeners"] == "PLAINTEXT://127.0.0.1:9100"
+    assert _build(tmp_path, file, "--host", "10.0.0.1")["listeners"] == "PLAINTEXT://10.0.0.1:9092"
+    assert _build(tmp_path, file, "--set", "listeners=PLAINTEXT://h:1", "--port", "7")["listeners"] == \
+        "PLAINTEXT://127.0.0.1:7"
+    built = _build(tmp_path, "", "--advertised-host", "kafka.example")
+    assert (built["listeners"], built["advertised.listeners"]) == (
+        "PLAINTEXT://127.0.0.1:9092", "PLAINTEXT://kafka.example:0")   # port 0: each broker's bound port

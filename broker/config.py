@@ -16,8 +16,8 @@ implement, or one nobody defines) is collected in ``KafkaConfig.ignored`` and lo
 (``log_ignored``), as Kafka logs unknown keys; ``emulator.strict.config=true`` makes it an error.
 
 Differences from Kafka on purpose:
-* ``broker.id`` defaults to 0 (Kafka: -1, and KRaft requires ``node.id``); ``node.id`` defaults to
-  ``broker.id``.
+* ``broker.id`` defaults to 0 (Kafka: -1, and KRaft requires ``node.id``); either of ``broker.id``
+  and ``node.id`` sets both.
 * ``listeners`` defaults to empty: a bare ``KafkaServer`` serves in-process requests only
   (``EmbeddedCluster`` defaults to ``PLAINTEXT://127.0.0.1:0``, ``kafka-emu serve`` to
   ``--host``/``--port``).
@@ -271,6 +271,17 @@ def ignored_message(name: str, reason: str, what: str = "configuration") -> str:
     return f"The {what} '{name}' was supplied but isn't a known config."
 
 
+def _unify_node_id(given: Mapping[str, object], values: dict[str, ConfigValue]) -> None:
+    """KRaft's ``node.id`` and ``broker.id`` name one id: either sets both; both must agree."""
+    if values["node.id"] == -1:
+        values["node.id"] = values["broker.id"]
+    elif "broker.id" not in given:
+        values["broker.id"] = values["node.id"]
+    elif values["broker.id"] != values["node.id"]:
+        raise ConfigException(f"broker.id={values['broker.id']} and node.id={values['node.id']} must be equal "
+                              f"when both are set")
+
+
 def strict_refusal(name: str, reason: str, what: str = "configuration") -> ConfigException:
     return ConfigException(f"{ignored_message(name, reason, what)} ({STRICT_CONFIG}=true refuses it)")
 
@@ -288,8 +299,7 @@ class KafkaConfig:
     def __init__(self, props: Mapping[str, object] | None = None) -> None:
         self.originals: dict[str, object] = {k: v for k, v in (props or {}).items() if v is not None}
         parsed = KAFKA_CONFIG_DEF.parse(self.originals)
-        if parsed.values["node.id"] == -1:
-            parsed.values["node.id"] = parsed.values["broker.id"]
+        _unify_node_id(self.originals, parsed.values)
         self.props: dict[str, ConfigValue] = parsed.values
         self.ignored: dict[str, str] = parsed.ignored
         if self.props[STRICT_CONFIG] and self.ignored:

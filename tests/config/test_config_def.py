@@ -131,6 +131,12 @@ def test_typed_values_defaults_and_node_id() -> None:
     assert config["log.retention.ms"] is None and config["log.retention.hours"] == 168
 
 
+def test_node_id_and_broker_id_name_one_id() -> None:
+    assert KafkaConfig({"node.id": 3}).broker_id == 3
+    assert KafkaConfig({"broker.id": 4})["node.id"] == 4
+    assert _error({"broker.id": 1, "node.id": 2}) == "broker.id=1 and node.id=2 must be equal when both are set"
+
+
 PROPERTIES = """\
 # a comment
 ! another comment

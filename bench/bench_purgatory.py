@@ -25,12 +25,13 @@ import heapq
 import itertools
 import math
 import threading
+import sys
 import time
 from typing import Any, Callable, Hashable
 
 import numpy as np
 
-from kafka_emu.metrics.progress import progress
+from kafka_emu.metrics.progress import progress, progress_enabled
 from kafka_emu.bench.bench_util import emit, mib, peak_rss_bytes, percentile, rss_bytes
 from kafka_emu.timer.delayed_operation import DelayedOperation
 from kafka_emu.bench.naive_purgatory import NaivePurgatory
@@ -224,27 +225,32 @@ def _run_one(impl: str, args: argparse.Namespace, latencies: list[int],
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--num", type=int, default=1_000_000, help="number of requests")
-    parser.add_argument("--rate", type=float, default=25_000, help="target request rate per second")
-    parser.add_argument("--keys", type=int, default=3, help="keys per request")
-    parser.add_argument("--key-space-size", type=int, default=100, help="size of the key space")
-    parser.add_argument("--timeout", type=int, default=200, help="request timeout (ms)")
-    parser.add_argument("--pct75", type=float, default=60.0,
+    from kafka_emu.cli import positive_float, positive_int
+
+    parser.add_argument("--num", type=positive_int, default=1_000_000, help="number of requests")
+    parser.add_argument("--rate", type=positive_float, default=25_000, help="target request rate per second")
+    parser.add_argument("--keys", type=positive_int, default=3, help="keys per request")
+    parser.add_argument("--key-space-size", type=positive_int, default=100, help="size of the key space")
+    parser.add_argument("--timeout", type=positive_int, default=200, help="request timeout (ms)")
+    parser.add_argument("--pct75", type=positive_float, default=60.0,
                         help="75th percentile of the completion latency (ms)")
-    parser.add_argument("--pct50", type=float, default=20.0,
+    parser.add_argument("--pct50", type=positive_float, default=20.0,
                         help="50th percentile of the completion latency (ms)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--no-naive", action="store_true",
-                        help="skip the pre-2015 comparator (by default both run)")
-    parser.add_argument("--naive-only", action="store_true", help="run only the comparator")
+    parser.add_argument("--seed", type=int, default=1, help="random seed of the latency and arrival samples")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--no-naive", action="store_true",
+                       help="skip the pre-2015 comparator (by default both run)")
+    which.add_argument("--naive-only", action="store_true", help="run only the comparator")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    parser.add_argument("--no-progress", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.pct75 < args.pct50:
-        raise SystemExit("--pct75 must not be below --pct50")
-    show = not args.no_progress
+    for refused, message in ((args.pct75 < args.pct50, "--pct75 must not be below --pct50"),
+                             (args.keys > args.key_space_size, "--keys must not exceed --key-space-size")):
+        if refused:
+            print(f"kafka-emu bench purgatory: {message}", file=sys.stderr)
+            return 2
+    show = progress_enabled(args)
     latencies, arrivals = _samples(args)
     lat_sorted = sorted(latencies)
     intervals = np.diff(np.asarray([0.0] + arrivals[: min(len(arrivals), _SAMPLES)])) * 1000.0

@@ -31,7 +31,7 @@ from typing import Any, Callable
 from kafka_emu.coordinator import GroupCoordinator, errors
 from kafka_emu.coordinator.records import consumer_subscription, partition_for
 from kafka_emu.coordinator.results import JoinGroupResult, JoinGroupResultMember, SyncGroupResult
-from kafka_emu.metrics.progress import progress
+from kafka_emu.metrics.progress import progress, progress_enabled
 from kafka_emu.bench.bench_util import emit
 
 GROUP = "bench-group"
@@ -282,16 +282,17 @@ def bench_one(n: int, heartbeat_seconds: float, show: bool) -> dict[str, Any]:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--members", type=int, nargs="+", default=[10, 100, 1000],
+    from kafka_emu.cli import positive_float, positive_int
+
+    parser.add_argument("--members", type=positive_int, nargs="+", default=[10, 100, 1000],
                         help="group sizes to run (default: 10 100 1000)")
-    parser.add_argument("--heartbeat-seconds", type=float, default=1.0,
+    parser.add_argument("--heartbeat-seconds", type=positive_float, default=1.0,
                         help="how long to send heartbeats to the Stable group, per size and implementation")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    parser.add_argument("--no-progress", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
-    show = not args.no_progress and not args.json
+    show = progress_enabled(args)
     results = [bench_one(n, args.heartbeat_seconds, show) for n in args.members]
     result = {"benchmark": "rebalance", "initial_rebalance_delay_ms": 0, "results": results}
     table = [("members", "join+sync wall s", "cpu s", "requests", "rebalances", "naive wall s",

@@ -24,18 +24,22 @@ from kafka_emu.broker import errors
 from kafka_emu.broker.cluster import EmbeddedCluster
 from kafka_emu.broker.inprocess_client import produce_request, send_async
 from kafka_emu.broker.record_batch import build_batch
+from kafka_emu.metrics.progress import progress_enabled, wait_with_progress
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seconds", type=float, default=5.0, help="measured seconds per acks mode")
-    parser.add_argument("--warmup", type=float, default=1.0, help="unmeasured seconds per mode")
-    parser.add_argument("--in-flight", type=int, default=32, help="outstanding produce requests")
-    parser.add_argument("--partitions", type=int, default=6)
-    parser.add_argument("--brokers", type=int, default=3)
-    parser.add_argument("--batch-bytes", type=int, default=1024)
-    parser.add_argument("--io-threads", type=int, default=4, help="num.io.threads per broker")
-    parser.add_argument("--switch-interval-ms", type=float, default=1.0,
-                        help="sys.setswitchinterval for this process (Python default 5 ms); 0 keeps it")
+    from kafka_emu.cli import non_negative_float, positive_float, positive_int
+
+    parser.add_argument("--seconds", type=positive_float, default=5.0, help="measured seconds per acks mode")
+    parser.add_argument("--warmup", type=non_negative_float, default=1.0, help="unmeasured seconds per mode")
+    parser.add_argument("--in-flight", type=positive_int, default=32, help="outstanding produce requests")
+    parser.add_argument("--partitions", type=positive_int, default=6, help="partitions of the produced topic")
+    parser.add_argument("--brokers", type=positive_int, default=3,
+                        help="brokers of the in-process cluster (replication factor: at most 3)")
+    parser.add_argument("--batch-bytes", type=positive_int, default=1024, help="size of each produced batch")
+    parser.add_argument("--io-threads", type=positive_int, default=4, help="num.io.threads per broker")
+    parser.add_argument("--switch-interval-ms", type=non_negative_float, default=1.0,
+                        help="sys.setswitchinterval for this process (Python's is 5 ms); 0 keeps Python's")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
@@ -96,14 +100,14 @@ class _Driver:
                 self.outstanding -= 1
                 self.errors += 1
 
-    def run(self, warmup_s: float, seconds: float) -> dict[str, Any]:
+    def run(self, warmup_s: float, seconds: float, label: str, show: bool) -> dict[str, Any]:
         for _ in range(self.in_flight):
             self._submit()
-        time.sleep(warmup_s)
+        wait_with_progress(warmup_s, f"{label} warmup", show)
         with self.lock:
             self.measuring = True
         t0 = time.perf_counter()
-        time.sleep(seconds)
+        wait_with_progress(seconds, label, show)
         with self.lock:
             self.measuring = False
             lat = sorted(self.latencies)
@@ -147,8 +151,7 @@ def run(args: argparse.Namespace) -> int:
             cluster.create_topic(topic, args.partitions, min(3, args.brokers))
             driver = _Driver(cluster, topic, args.partitions, acks, payload, args.in_flight)
             results["batch_bytes"] = driver.batch_size
-            print(f"running {name} for {args.seconds}s ...", file=sys.stderr)
-            results["modes"][name] = driver.run(args.warmup, args.seconds)
+            results["modes"][name] = driver.run(args.warmup, args.seconds, name, progress_enabled(args))
     a, o = results["modes"]["acks_all"], results["modes"]["acks_1"]
     results["target"] = {"acks_all_batches_per_s": 5000, "acks_all_p99_ms": 20,
                          "met": a["batches_per_s"] >= 5000 and a["latency_ms_p99"] < 20}
@@ -162,8 +165,3 @@ def run(args: argparse.Namespace) -> int:
         print(f"target (5000 acks=all/s, p99 < 20 ms): {'met' if results['target']['met'] else 'NOT met'}")
     return 0
 
-
-if __name__ == "__main__":  # pragma: no cover
-    p = argparse.ArgumentParser()
-    configure(p)
-    sys.exit(run(p.parse_args()))

@@ -27,7 +27,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from kafka_emu.metrics.progress import progress
+from kafka_emu.metrics.progress import progress, progress_enabled
 from kafka_emu.bench.bench_util import emit, mib, percentile, rss_bytes
 from kafka_emu.timer.reaper import SystemTimerReaper
 from kafka_emu.timer.system_timer import SystemTimer
@@ -269,30 +269,32 @@ def run_firing(tasks: int, max_delay_ms: int, show: bool, seed: int = 42) -> dic
 
 # ---------------------------------------------------------------------------- CLI
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tasks", type=int, default=1_000_000,
+    from kafka_emu.cli import non_negative_float, positive_int
+
+    parser.add_argument("--tasks", type=positive_int, default=1_000_000,
                         help="tasks added then cancelled in the add-cancel scenario")
-    parser.add_argument("--outstanding", type=int, default=10_000,
+    parser.add_argument("--outstanding", type=positive_int, default=10_000,
                         help="tasks kept outstanding in the add-cancel scenario")
-    parser.add_argument("--delay-ms", type=int, default=30_000,
+    parser.add_argument("--delay-ms", type=positive_int, default=30_000,
                         help="delay of the add-cancel tasks (they never fire)")
-    parser.add_argument("--fire-tasks", type=int, default=200_000,
+    parser.add_argument("--fire-tasks", type=positive_int, default=200_000,
                         help="tasks that fire in the firing scenario")
-    parser.add_argument("--max-delay-ms", type=int, default=2_000,
+    parser.add_argument("--max-delay-ms", type=positive_int, default=2_000,
                         help="firing delays are uniform in [0, this)")
-    parser.add_argument("--scenario", choices=["all", "add-cancel", "firing"], default="all")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--switch-interval-ms", type=float, default=1.0,
+    parser.add_argument("--scenario", choices=["all", "add-cancel", "firing"], default="all",
+                        help="which scenario to run")
+    parser.add_argument("--seed", type=int, default=42, help="random seed of the firing delays")
+    parser.add_argument("--switch-interval-ms", type=non_negative_float, default=1.0,
                         help="sys.setswitchinterval for this process, applied to both timers "
                              "(Python's default is 5 ms, which delays every thread hand-off of an "
-                             "expiration); 0 keeps the default")
+                             "expiration); 0 keeps Python's")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    parser.add_argument("--no-progress", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.switch_interval_ms > 0:
         sys.setswitchinterval(args.switch_interval_ms / 1000.0)
-    show = not args.no_progress
+    show = progress_enabled(args)
     result: dict[str, Any] = {"bench": "timer", "tick_ms": 1, "wheel_size": 20}
     ok = True
     table: list[tuple[str, ...]] = [("scenario", "metric", "wheel", "naive", "ratio")]

@@ -34,21 +34,28 @@ import sys
 import threading
 import time
 from datetime import timedelta
-from typing import Any
+from typing import Any, Callable, TypeVar
+
+from kafka_emu.metrics.progress import progress, progress_enabled
 
 TARGET_RATE_1 = 5000
 TARGET_RATE_16 = 15000
 TARGET_PRODUCE_MSGS = 300_000
 RECORD = b"x" * 100
+T = TypeVar("T")
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from kafka_emu.cli import int_list, non_negative_int, positive_float, positive_int
+
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    parser.add_argument("--messages", type=int, default=1_000_000,
+    parser.add_argument("--messages", type=non_negative_int, default=1_000_000,
                         help="messages for the confluent-kafka throughput run (0 skips it)")
-    parser.add_argument("--duration", type=float, default=2.0, help="seconds per request-rate measurement")
-    parser.add_argument("--connections", default="1,16", help="connection counts for the request rate")
-    parser.add_argument("--brokers", default="1,3", help="cluster sizes for the request rate")
+    parser.add_argument("--duration", type=positive_float, default=2.0, help="seconds per request-rate measurement")
+    parser.add_argument("--connections", type=int_list(positive_int), default="1,16",
+                        help="connection counts for the request rate")
+    parser.add_argument("--brokers", type=int_list(positive_int), default="1,3",
+                        help="cluster sizes for the request rate")
     parser.add_argument("--no-naive", action="store_true", help="skip the naive comparator")
 
 
@@ -399,10 +406,6 @@ def measure_confluent(cluster: Any, n: int) -> dict[str, Any]:
 
 # --- driver ----------------------------------------------------------------------------------------
 
-def _say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def _rate_targets(cluster: Any, topic: str, conns: int) -> list[tuple[str, int, str, int]]:
     md = cluster.metadata
     out = []
@@ -417,9 +420,20 @@ def run(args: argparse.Namespace) -> int:
     from kafka_emu.broker import cpu_affinity
     from kafka_emu.broker.cluster import EmbeddedCluster
 
-    conn_counts = [int(x) for x in str(args.connections).split(",") if x]
-    broker_counts = [int(x) for x in str(args.brokers).split(",") if x]
+    if args.messages:
+        import confluent_kafka  # noqa: F401 - needed at the end: refuse now if the extra is missing
+
+    conn_counts, broker_counts = args.connections, args.brokers
     warmup = min(0.5, args.duration / 2)
+    bar = progress(sum(len(conn_counts) * (1 + (nb > 1) + (not args.no_naive)) for nb in broker_counts)
+                   + (args.messages > 0) + 1, "bench wire", progress_enabled(args), unit="run")
+
+    def measured(what: str, measure: Callable[[], T]) -> T:
+        bar.set_description_str(what)
+        value = measure()
+        bar.update(1)
+        return value
+
     result: dict[str, Any] = {"request_rate": {}, "targets": {
         "rate_1_connection": TARGET_RATE_1, "rate_16_connections": TARGET_RATE_16,
         "produce_msgs_per_s": TARGET_PRODUCE_MSGS}}
@@ -430,38 +444,41 @@ def run(args: argparse.Namespace) -> int:
             for conns in conn_counts:
                 topic = f"bench-wire-rate-{nb}-{conns}"
                 cluster.metadata.create_topic(topic, conns, 1)
-                _say(f"request rate: {nb} broker(s), {conns} connection(s)")
-                entry["ours"][str(conns)] = round(measure_rate(_rate_targets(cluster, topic, conns),
-                                                               warmup, args.duration))
+                entry["ours"][str(conns)] = round(measured(
+                    f"request rate: {nb} broker(s), {conns} connection(s)",
+                    lambda: measure_rate(_rate_targets(cluster, topic, conns), warmup, args.duration)))
             if nb > 1:
                 # the same load with replication: every append also drives two follower fetches
                 entry[f"ours_rf{nb}"] = {}
                 for conns in conn_counts:
                     topic = f"bench-wire-rate-{nb}-{conns}-rf{nb}"
                     cluster.metadata.create_topic(topic, conns, nb)
-                    _say(f"request rate: {nb} broker(s), {conns} connection(s), replication factor {nb}")
-                    entry[f"ours_rf{nb}"][str(conns)] = round(measure_rate(
-                        _rate_targets(cluster, topic, conns), warmup, args.duration))
+                    entry[f"ours_rf{nb}"][str(conns)] = round(measured(
+                        f"request rate: {nb} broker(s), {conns} connection(s), replication factor {nb}",
+                        lambda: measure_rate(_rate_targets(cluster, topic, conns), warmup, args.duration)))
             if nb == max(broker_counts) and args.messages > 0:
-                _say(f"confluent-kafka: {args.messages} messages, acks=all, {nb} broker(s)")
-                result["confluent_kafka"] = measure_confluent(cluster, args.messages)
+                result["confluent_kafka"] = measured(
+                    f"confluent-kafka: {args.messages} messages, acks=all, {nb} broker(s)",
+                    lambda: measure_confluent(cluster, args.messages))
         if not args.no_naive:
             # on the cluster's CPUs too: a comparator placed by the OS would pay cross-CPU wake-ups
             with cpu_affinity.pinned(cpu_affinity.resolve(cpu_affinity.DEFAULT)):
                 naive = NaiveServer()
             try:
                 for conns in conn_counts:
-                    _say(f"naive comparator: {conns} connection(s)")
                     targets = [("127.0.0.1", naive.port, "naive", p) for p in range(conns)]
-                    entry["naive"][str(conns)] = round(measure_rate(targets, warmup, args.duration))
+                    entry["naive"][str(conns)] = round(measured(
+                        f"naive comparator: {conns} connection(s)",
+                        lambda: measure_rate(targets, warmup, args.duration)))
             finally:
                 naive.close()
             for k, v in entry["ours"].items():
                 if entry["naive"].get(k):
                     entry["ratio"][k] = round(v / entry["naive"][k], 2)
         result["request_rate"][f"{nb}_broker"] = entry
-    _say("network layer alone (canned Produce responses)")
-    result["network_layer_only"] = measure_network_only(conn_counts, warmup, args.duration)
+    result["network_layer_only"] = measured("network layer alone (canned Produce responses)",
+                                            lambda: measure_network_only(conn_counts, warmup, args.duration))
+    bar.close()
     checks = {}
     for key, entry in result["request_rate"].items():
         for series in [k for k in entry if k.startswith("ours")]:

@@ -7,8 +7,9 @@ servers are printed on stdout as the first line (``bootstrap.servers=host:port,.
 scripts can read them; logs go to stderr. A ``server.properties`` file supplies broker
 properties under Kafka's names; ``--set key=value`` overrides single properties, and explicit
 ``--host``/``--port`` win over the file's ``listeners``. A bad value stops the command before
-anything starts with one line naming key, value and what is expected (exit 2). On SIGINT or
-SIGTERM every broker is shut down (every thread joined) and the command exits 0.
+anything starts with one line naming key, value and what is expected (exit 2), as does a port
+in use or a missing config file. On SIGINT or SIGTERM every broker is shut down (every thread
+joined; events ``shutting_down`` then ``stopped``) and the command exits 0.
 
 Logging: ``--log-level``, ``--log-format`` and ``--log-logger-level`` (added by ``kafka-emu``
 itself), then ``log.level``/``log.format``/``log.level.<logger>`` from the properties, then
@@ -20,6 +21,7 @@ at ``http://host:port/metrics``; its address is printed as a second line (``metr
 from __future__ import annotations
 
 import argparse
+import errno
 import signal
 import sys
 import threading
@@ -34,18 +36,22 @@ DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 9092
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--brokers", type=int, default=3, help="number of brokers (default 3)")
-    parser.add_argument("--port", type=int, default=None,
-                        help=f"listener port of broker 0; broker i uses port+i (0: ephemeral; default "
+    from kafka_emu.cli import port, positive_int
+
+    parser.add_argument("--brokers", type=positive_int, default=3, help="number of brokers")
+    parser.add_argument("--port", type=port, default=None,
+                        help=f"listener port of broker 0; broker i uses port+i (0: ephemeral; default: "
                              f"{DEFAULT_PORT}, or the file's listeners)")
     parser.add_argument("--host", default=None,
-                        help=f"address to bind (default {DEFAULT_HOST}, or the file's listeners)")
+                        help=f"address to bind (default: {DEFAULT_HOST}, or the file's listeners)")
     parser.add_argument("--advertised-host", default=None,
                         help="host name clients are told to connect to (default: --host)")
-    parser.add_argument("--config", default=None, help="a server.properties file (Kafka property names)")
+    parser.add_argument("--config", default=None,
+                        help="a server.properties file (Kafka property names; default: none, Kafka's defaults)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one broker property (repeatable)")
-    parser.add_argument("--metrics-port", type=int, default=None, help="Prometheus metrics port")
+                        help="override one broker property (repeatable; default: none)")
+    parser.add_argument("--metrics-port", type=port, default=None,
+                        help="serve Prometheus metrics on this port (default: no metrics endpoint)")
 
 
 def build_config(args: argparse.Namespace) -> dict[str, object]:
@@ -70,31 +76,40 @@ def build_config(args: argparse.Namespace) -> dict[str, object]:
     if args.advertised_host:
         props["advertised.listeners"] = f"PLAINTEXT://{args.advertised_host}:0"
     # Kafka's default offsets.topic.replication.factor (3) cannot be met by fewer brokers
-    props.setdefault("offsets.topic.replication.factor", min(3, max(1, args.brokers)))
+    props.setdefault("offsets.topic.replication.factor", min(3, args.brokers))
     return props
 
 
 def _start_metrics(cluster: Any, port: int, host: str) -> Any:
     """Serve the cluster's Prometheus registry (``metrics.cluster.ClusterMetrics``) on ``port``."""
-    try:
-        from kafka_emu.metrics.cluster import ClusterMetrics
-    except ImportError:
-        print(f"kafka-emu: --metrics-port {port}: the metrics package is not available",
-              file=sys.stderr)
-        return None
+    from kafka_emu.metrics.cluster import ClusterMetrics
+
     exporter = ClusterMetrics(cluster)
     server = exporter.start_http_server(port, host=host)
-    bound = getattr(server, "port", port)
-    print(f"metrics=http://{host}:{bound}/metrics", flush=True)
+    print(f"metrics=http://{host}:{server.port}/metrics", flush=True)
     return exporter
+
+
+def _bind_failure(label: str, host: str, port: int, exc: OSError) -> int:
+    """Report a listener that could not bind (a user error: exit 2, one line)."""
+    if exc.errno == errno.EADDRINUSE:
+        message = f"{label} {port} is already in use"
+    else:
+        message = f"cannot listen on {host}:{port} ({label}): {exc.strerror or exc}"
+    print(f"kafka-emu: {message}", file=sys.stderr)
+    return 2
 
 
 def run(args: argparse.Namespace) -> int:
     from kafka_emu.broker.cluster import EmbeddedCluster
     from kafka_emu.broker.config import KafkaConfig
-
+    from kafka_emu.broker.network import BindError
     from kafka_emu.metrics.logging import configure_from
 
+    if args.port and args.port + args.brokers - 1 > 65535:
+        print(f"kafka-emu: --port {args.port} with --brokers {args.brokers} needs ports up to "
+              f"{args.port + args.brokers - 1}, past 65535", file=sys.stderr)
+        return 2
     props = build_config(args)
     # every value checked before logging is set up from some of them (ConfigException: exit 2)
     checked = KafkaConfig(props)
@@ -102,23 +117,33 @@ def run(args: argparse.Namespace) -> int:
     # still wins, the environment loses), and kafka-python & co. log through the same renderer.
     configure_from(args, config=checked.as_dict(), default_format="json", capture_stdlib=True)
     stop = threading.Event()
+    received: list[str] = []
 
     def on_signal(signum: int, _frame: Any) -> None:
-        _log.info("signal_received", signal=signal.Signals(signum).name)
+        received.append(signal.Signals(signum).name)   # logged by the main loop, not in the handler
         stop.set()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    cluster = EmbeddedCluster(brokers=max(1, args.brokers), config=props)
+    cluster = EmbeddedCluster(brokers=args.brokers, config=props, start=False)
     exporter = None
     try:
+        try:
+            cluster.start()
+        except BindError as exc:
+            return _bind_failure("port", exc.host, exc.port, exc)
         print(f"bootstrap.servers={cluster.bootstrap_servers}", flush=True)
         if args.metrics_port is not None:
-            exporter = _start_metrics(cluster, args.metrics_port, args.host or DEFAULT_HOST)
+            host = args.host or DEFAULT_HOST
+            try:
+                exporter = _start_metrics(cluster, args.metrics_port, host)
+            except OSError as exc:
+                return _bind_failure("metrics port", host, args.metrics_port, exc)
         _log.info("serving", brokers=args.brokers, bootstrap_servers=cluster.bootstrap_servers)
         while not stop.wait(0.5):
             pass
+        _log.info("shutting_down", signal=received[0])
     finally:
-        if exporter is not None and hasattr(exporter, "close"):
+        if exporter is not None:
             try:
                 exporter.close()
             except Exception:  # noqa: BLE001

@@ -18,17 +18,21 @@ SCRAPED = ("kafka_",)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from kafka_emu.loadgen.spec_cli import add_options
+    from kafka_emu.loadgen.spec_cli import DEFAULT_DURATION_S, add_options
 
-    parser.add_argument("--spec", help="workload spec (YAML); see examples/workload.yaml")
-    parser.add_argument("--bootstrap-servers", help="target cluster; default: start an embedded 3-broker cluster")
-    parser.add_argument("--brokers", type=int, default=3, help="brokers of the embedded cluster")
+    from kafka_emu.cli import positive_float, positive_int
+
+    parser.add_argument("--spec", help="workload spec (YAML; see examples/workload.yaml; default: from the "
+                                       "workload options below)")
+    parser.add_argument("--bootstrap-servers",
+                        help="target cluster (default: start an embedded cluster of --brokers brokers)")
+    parser.add_argument("--brokers", type=positive_int, default=3, help="brokers of the embedded cluster")
     parser.add_argument("--master", default="local[2]", help="Spark master (local[N] or spark://host:port)")
-    parser.add_argument("--duration", type=float, default=None, help="seconds of producing (overrides the spec)")
-    parser.add_argument("--report-dir", default=None, help="report folder (default reports/load-<time>)")
+    parser.add_argument("--duration", type=positive_float, default=None,
+                        help=f"seconds of producing (default: the spec's duration_s, {DEFAULT_DURATION_S:g} without --spec)")
+    parser.add_argument("--report-dir", default=None, help="report folder (default: reports/load-<time>)")
     parser.add_argument("--json", action="store_true", help="print summary.json on stdout instead of Markdown")
-    parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument("--connect-timeout", type=float, default=5.0,
+    parser.add_argument("--connect-timeout", type=positive_float, default=5.0,
                         help="seconds to wait for the target cluster's metadata before giving up")
     add_options(parser)
 
@@ -63,12 +67,13 @@ def _raw(spec: object) -> dict:
 
 def _run(args: argparse.Namespace, spec: object) -> int:
     from kafka_emu.loadgen.driver import run_load
+    from kafka_emu.metrics.progress import progress_enabled
     from kafka_emu.loadgen.spark_session import start_session
     from kafka_emu.loadgen.target import create_topics, check_reachable, open_target, scrape_metrics
 
     run_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out_dir = Path(args.report_dir or Path("reports") / f"load-{run_id}")
-    show = not args.no_progress
+    show = progress_enabled(args)
     with open_target(args.bootstrap_servers, brokers=args.brokers, timeout_s=args.connect_timeout) as target:
         brokers = check_reachable(target.bootstrap, args.connect_timeout)
         create_topics(target.bootstrap, spec.topics, brokers)  # type: ignore[attr-defined]

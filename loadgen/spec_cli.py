@@ -10,20 +10,27 @@ from typing import Any
 
 from kafka_emu.loadgen.errors import SpecError
 
+DEFAULT_DURATION_S = 30.0   # seconds of producing when neither --spec nor --duration says
+
 
 def add_options(parser: argparse.ArgumentParser) -> None:
+    from kafka_emu.cli import non_negative_int, positive_float, positive_int
+
     g = parser.add_argument_group("workload (when no --spec is given)")
     g.add_argument("--topic", default="load", help="topic to produce to and consume from")
-    g.add_argument("--partitions", type=int, default=6)
-    g.add_argument("--replication-factor", type=int, default=3)
-    g.add_argument("--producers", type=int, default=2, help="producer instances")
-    g.add_argument("--rate", type=float, default=300.0, help="messages/s per producer instance")
-    g.add_argument("--size", type=int, default=512, help="mean message size in bytes (lognormal)")
-    g.add_argument("--acks", default="all", choices=["0", "1", "all"])
-    g.add_argument("--client", default="confluent", choices=["confluent", "kafka-python"])
-    g.add_argument("--group-members", type=int, default=3, help="members of the consumer group (0: none)")
+    g.add_argument("--partitions", type=positive_int, default=6, help="partitions of the topic")
+    g.add_argument("--replication-factor", type=positive_int, default=3, help="replication factor of the topic")
+    g.add_argument("--producers", type=positive_int, default=2, help="producer instances")
+    g.add_argument("--rate", type=positive_float, default=300.0, help="messages/s per producer instance")
+    g.add_argument("--size", type=positive_int, default=512, help="mean message size in bytes (lognormal)")
+    g.add_argument("--acks", default="all", choices=["0", "1", "all"], help="producer acks")
+    g.add_argument("--client", default="confluent", choices=["confluent", "kafka-python"],
+                   help="Kafka client library of the producers and consumers")
+    g.add_argument("--group-members", type=non_negative_int, default=3,
+                   help="members of the consumer group (0: none)")
     g.add_argument("--churn", default="",
-                   help="group churn events, e.g. 'join@10,leave@15,crash@20' (action@seconds[xcount])")
+                   help="group churn events, e.g. 'join@10,leave@15,crash@20' (action@seconds[xcount]; "
+                        "default: none)")
 
 
 def parse_churn(text: str) -> list[dict[str, Any]]:
@@ -41,7 +48,7 @@ def parse_churn(text: str) -> list[dict[str, Any]]:
 def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
     topic = args.topic
     spec: dict[str, Any] = {
-        "duration_s": args.duration if args.duration is not None else 30.0,
+        "duration_s": args.duration if args.duration is not None else DEFAULT_DURATION_S,
         "topics": [{"name": topic, "partitions": args.partitions, "replication_factor": args.replication_factor}],
         "producers": [],
         "groups": [],

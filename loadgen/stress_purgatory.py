@@ -22,8 +22,8 @@ import time
 
 import structlog
 
-from kafka_emu.loadgen.verdict import Verdict, add_run_options
-from kafka_emu.metrics.progress import progress
+from kafka_emu.loadgen.verdict import Verdict, add_run_options, run_duration
+from kafka_emu.metrics.progress import progress, progress_enabled
 from kafka_emu.timer import DelayedOperation, DelayedOperationPurgatory
 
 _log = structlog.get_logger("loadgen.stress_purgatory")
@@ -195,21 +195,18 @@ class PurgatoryStress:
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from kafka_emu.cli import fraction, positive_int
+
     add_run_options(parser, default_duration=10.0)
-    parser.add_argument("--threads", type=int, default=16)
-    parser.add_argument("--keys", type=int, default=8, help="shared keys every thread watches and triggers")
-    parser.add_argument("--max-delay-ms", type=int, default=50, help="operation timeouts are 1..this")
-    parser.add_argument("--trigger-ratio", type=float, default=0.1,
+    parser.add_argument("--threads", type=positive_int, default=16, help="worker threads")
+    parser.add_argument("--keys", type=positive_int, default=8, help="shared keys every thread watches and triggers")
+    parser.add_argument("--max-delay-ms", type=positive_int, default=50, help="operation timeouts are 1..this")
+    parser.add_argument("--trigger-ratio", type=fraction, default=0.1,
                         help="share of steps that also trigger a key (lower: more operations expire)")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.threads < 1 or args.keys < 1 or args.max_delay_ms < 1 or (args.count is not None and args.count < 1):
-        print("kafka-emu stress purgatory: --threads, --keys, --max-delay-ms and --count must be >= 1",
-              file=__import__("sys").stderr)
-        return 2
-    duration = args.duration if args.duration is not None else (None if args.count is not None else 10.0)
     stress = PurgatoryStress(args.threads, args.keys, args.max_delay_ms, args.count, args.seed,
                              trigger_ratio=args.trigger_ratio)
-    verdict = stress.run(duration, show_progress=not args.no_progress)
+    verdict = stress.run(run_duration(args), show_progress=progress_enabled(args))
     return verdict.emit(args.json)

@@ -28,8 +28,8 @@ from kafka_emu.loadgen.embedded import close_cluster, start_cluster
 from kafka_emu.loadgen.errors import LoadgenError
 from kafka_emu.loadgen.target import QUIET, create_topics
 from kafka_emu.loadgen.spec import TopicSpec
-from kafka_emu.loadgen.verdict import Verdict, add_run_options
-from kafka_emu.metrics.progress import progress
+from kafka_emu.loadgen.verdict import Verdict, add_run_options, run_duration
+from kafka_emu.metrics.progress import progress, progress_enabled
 
 _log = structlog.get_logger("loadgen.stress_rebalance")
 
@@ -247,19 +247,20 @@ def run_stress(duration_s: float | None, rounds: int | None, members: int, parti
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from kafka_emu.cli import positive_int
+
     add_run_options(parser, default_duration=30.0)
-    parser.add_argument("--members", type=int, default=4)
-    parser.add_argument("--partitions", type=int, default=8)
-    parser.add_argument("--session-timeout-ms", type=int, default=1500)
+    parser.add_argument("--members", type=positive_int, default=4, help="consumer processes in the group")
+    parser.add_argument("--partitions", type=positive_int, default=8, help="partitions of the consumed topic")
+    parser.add_argument("--session-timeout-ms", type=positive_int, default=1500,
+                        help="session.timeout.ms of the members")
 
 
 def run(args: argparse.Namespace) -> int:
-    rounds = args.count
-    duration = args.duration if args.duration is not None else (None if rounds is not None else 30.0)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     try:
-        verdict = run_stress(duration, rounds, args.members, args.partitions, args.session_timeout_ms, args.seed,
-                             not args.no_progress)
+        verdict = run_stress(run_duration(args), args.count, args.members, args.partitions, args.session_timeout_ms,
+                             args.seed, progress_enabled(args))
     except LoadgenError as exc:
         print(f"kafka-emu stress rebalance: {exc.message}", file=sys.stderr)
         return exc.exit_code

@@ -25,8 +25,8 @@ from kafka_emu.loadgen.errors import LoadgenError
 from kafka_emu.loadgen.pacing import Pacer
 from kafka_emu.loadgen.target import QUIET, create_topics
 from kafka_emu.loadgen.spec import TopicSpec
-from kafka_emu.loadgen.verdict import Verdict, add_run_options
-from kafka_emu.metrics.progress import progress
+from kafka_emu.loadgen.verdict import Verdict, add_run_options, run_duration
+from kafka_emu.metrics.progress import progress, progress_enabled
 
 _log = structlog.get_logger("loadgen.stress_replication")
 
@@ -194,19 +194,20 @@ def run_stress(duration_s: float | None, rounds: int | None, rate: float, partit
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from kafka_emu.cli import positive_float, positive_int
+
     add_run_options(parser, default_duration=20.0)
-    parser.add_argument("--rate", type=float, default=500.0, help="messages per second")
-    parser.add_argument("--partitions", type=int, default=3)
-    parser.add_argument("--down", type=float, default=2.0, help="seconds a stopped broker stays down")
-    parser.add_argument("--up", type=float, default=2.0, help="seconds between a restart and the next stop")
+    parser.add_argument("--rate", type=positive_float, default=500.0, help="messages per second")
+    parser.add_argument("--partitions", type=positive_int, default=3, help="partitions of the produced topic")
+    parser.add_argument("--down", type=positive_float, default=2.0, help="seconds a stopped broker stays down")
+    parser.add_argument("--up", type=positive_float, default=2.0,
+                        help="seconds between a restart and the next stop")
 
 
 def run(args: argparse.Namespace) -> int:
-    rounds = args.count
-    duration = args.duration if args.duration is not None else (None if rounds is not None else 20.0)
     try:
-        verdict = run_stress(duration, rounds, args.rate, args.partitions, args.down, args.up, args.seed,
-                             not args.no_progress)
+        verdict = run_stress(run_duration(args), args.count, args.rate, args.partitions, args.down, args.up,
+                             args.seed, progress_enabled(args))
     except LoadgenError as exc:
         print(f"kafka-emu stress replication: {exc.message}", file=sys.stderr)
         return exc.exit_code

@@ -59,10 +59,20 @@ class Verdict:
 
 def add_run_options(parser: Any, default_duration: float) -> None:
     """--duration / --count / --json / --seed, shared by every stress command."""
+    from kafka_emu.cli import positive_float, positive_int
+
     limit = parser.add_mutually_exclusive_group()
-    limit.add_argument("--duration", type=float, default=None,
-                       help=f"seconds to run (default {default_duration:g} unless --count is given)")
-    limit.add_argument("--count", type=int, default=None, help="number of operations/rounds to run")
+    limit.add_argument("--duration", type=positive_float, default=None,
+                       help=f"seconds to run (default: {default_duration:g} unless --count is given)")
+    limit.add_argument("--count", type=positive_int, default=None,
+                       help="number of operations/rounds to run (default: run for --duration)")
     parser.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--seed", type=int, default=1, help="random seed")
+    parser.set_defaults(default_duration=default_duration)
+
+
+def run_duration(args: Any) -> float | None:
+    """Seconds to run: ``--duration``, else none when ``--count`` bounds the run, else the default."""
+    if args.duration is not None or args.count is not None:
+        return args.duration
+    return args.default_duration

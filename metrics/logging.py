@@ -247,10 +247,11 @@ def add_logging_arguments(parser: argparse.ArgumentParser, default_format: str |
                             "$KAFKA_EMU_LOG_LEVEL, else warning)")
     group.add_argument("--log-format", choices=FORMATS, default=None,
                        help="json: one JSON object per line; console: readable lines (default: "
-                            f"config log.format, $KAFKA_EMU_LOG_FORMAT, else {default_format or 'console'})")
+                            f"config log.format, $KAFKA_EMU_LOG_FORMAT, else "
+                            f"{default_format or 'json for serve, console for the other commands'})")
     group.add_argument("--log-logger-level", action="append", default=[], metavar="NAME=LEVEL",
                        help="level for one logger and its children, e.g. broker.replica_manager=debug "
-                            "(repeatable)")
+                            "(repeatable; default: none)")
     parser.set_defaults(_log_default_format=default_format)
 
 

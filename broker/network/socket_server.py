@@ -80,6 +80,16 @@ _RECV_CHUNK = 256 * 1024
 UNSUPPORTED_VERSION = 35
 
 
+class BindError(OSError):
+    """A listener could not bind its address (Kafka's Acceptor throws ``KafkaException("Socket
+    server failed to bind to host:port")``); keeps the cause's errno and names the address."""
+
+    def __init__(self, host: str, port: int, cause: OSError) -> None:
+        super().__init__(cause.errno, f"failed to bind to {host}:{port}: {cause.strerror or cause}")
+        self.host = host
+        self.port = port
+
+
 @dataclass(frozen=True)
 class EndPoint:
     """A listener's bind address and what clients are told to connect to."""
@@ -831,7 +841,7 @@ class SocketServer:
 
     def startup(self) -> None:
         """Bind every listener, then start the threads. A failed bind (port taken) raises
-        ``OSError`` with nothing started and every socket already bound closed again."""
+        ``BindError`` with nothing started and every socket already bound closed again."""
         with self._lock:
             if self._started:
                 return
@@ -844,10 +854,10 @@ class SocketServer:
                     sock.bind((host, port))
                     sock.listen(512)
                     sock.setblocking(False)
-            except OSError:
+            except OSError as exc:
                 for _, _, sock, _ in bound_socks:
                     sock.close()
-                raise
+                raise BindError(host, port, exc) from exc
             self._started = True
             pid = 0
             for name, host, sock, adv in bound_socks:

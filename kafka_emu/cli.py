@@ -11,7 +11,9 @@ command the arguments name.
 
 Global options (logging, ``--no-progress``) come from a parent parser added to the top level and
 to every command; on the commands their defaults are ``SUPPRESS``, so a value given before the
-subcommand is not overwritten by the subcommand's default.
+subcommand is not overwritten by the subcommand's default. (argparse parses the command's
+arguments into a namespace of their own, so a repeatable ``--log-logger-level`` given on both
+sides keeps only the values given after the command.)
 
 Exit codes: 0 success, 1 a failed verdict (stress and bench checks), 2 a user error, always one
 line on stderr: a bad or out-of-range option, an unknown command, a missing config file, a port

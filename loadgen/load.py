@@ -18,9 +18,8 @@ SCRAPED = ("kafka_",)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from kafka_emu.loadgen.spec_cli import DEFAULT_DURATION_S, add_options
-
     from kafka_emu.cli import positive_float, positive_int
+    from kafka_emu.loadgen.spec_cli import DEFAULT_DURATION_S, add_options
 
     parser.add_argument("--spec", help="workload spec (YAML; see examples/workload.yaml; default: from the "
                                        "workload options below)")
@@ -67,9 +66,9 @@ def _raw(spec: object) -> dict:
 
 def _run(args: argparse.Namespace, spec: object) -> int:
     from kafka_emu.loadgen.driver import run_load
-    from kafka_emu.metrics.progress import progress_enabled
     from kafka_emu.loadgen.spark_session import start_session
     from kafka_emu.loadgen.target import create_topics, check_reachable, open_target, scrape_metrics
+    from kafka_emu.metrics.progress import progress_enabled
 
     run_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out_dir = Path(args.report_dir or Path("reports") / f"load-{run_id}")

@@ -1,21 +1,17 @@
 """Smoke test of ``kafka-emu bench rebalance`` (small N, short heartbeat phase)."""
 from __future__ import annotations
 
-import importlib
-import argparse
 import json
 
 import pytest
 
-bench = importlib.import_module("kafka_emu.bench.bench_rebalance")
+from kafka_emu.cli import main
 
 
 @pytest.mark.timeout(60)
 def test_bench_json_prints_one_object(capsys) -> None:
-    parser = argparse.ArgumentParser()
-    bench.configure(parser)
-    args = parser.parse_args(["--members", "10", "50", "--heartbeat-seconds", "0.05", "--json"])
-    assert bench.run(args) == 0
+    assert main(["bench", "rebalance", "--members", "10", "50", "--heartbeat-seconds", "0.05", "--json",
+                 "--no-progress"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1
     result = json.loads(out[0])

@@ -113,7 +113,12 @@ class KafkaServer:
                                     max(1, cfg["replica.lag.time.max.ms"] // 2))
             self.scheduler.start()
             # ---- socket server (wire helper): start listeners here when configured ----
-            self._start_socket_server()
+            try:
+                self._start_socket_server()
+            except BaseException:
+                # as Kafka's KafkaServer.startup: a failed start (a port in use) stops what it started
+                self._stop_threads()
+                raise
             # ---- end socket server ----
             self.broker_info = BrokerInfo(self.broker_id, self.host, self.port,
                                           cfg.get("broker.rack"), self.request_channel)
@@ -224,6 +229,13 @@ class KafkaServer:
                 self.socket_server.shutdown()
             except Exception:
                 _log.exception("socket_server_shutdown_failed", broker_id=self.broker_id)
+        self._stop_threads()
+        self.metadata.unregister_listener(self.broker_id)
+        self.metadata.broker_stopped(self.broker_id, elect=fence)
+        _log.info("broker_stopped", broker_id=self.broker_id)
+
+    def _stop_threads(self) -> None:
+        """Stop the threads ``_startup`` starts before the socket server (shutdown, or a failed start)."""
         self.request_channel.close()
         self.handler_pool.shutdown()
         self.request_channel.close()  # answer anything queued while the handlers stopped
@@ -235,9 +247,6 @@ class KafkaServer:
                 self.group_coordinator.shutdown()
             except Exception:
                 _log.exception("coordinator_shutdown_failed", broker_id=self.broker_id)
-        self.metadata.unregister_listener(self.broker_id)
-        self.metadata.broker_stopped(self.broker_id, elect=fence)
-        _log.info("broker_stopped", broker_id=self.broker_id)
 
     # convenience
     def partition(self, topic: str, partition: int) -> Any:

@@ -1,6 +1,7 @@
 """Running ``kafka-emu`` as a user does: a child process, its exit code and its stderr."""
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -30,3 +31,19 @@ def user_error(result: subprocess.CompletedProcess) -> str:
     assert len(lines) == 1, result.stderr
     assert result.returncode == 2, (result.returncode, result.stderr)
     return lines[0]
+
+
+def taken_port_after_a_free_one() -> socket.socket:
+    """A listening socket on a port whose predecessor was free when checked (for a two-broker
+    ``serve --port busy-1`` whose second broker finds its port taken)."""
+    for _ in range(50):
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", taken.getsockname()[1] - 1))
+                return taken
+            except OSError:
+                taken.close()
+    raise AssertionError("no port with a free predecessor")

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from cli_support import kafka_emu, user_error
+from cli_support import kafka_emu, taken_port_after_a_free_one, user_error
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -39,9 +39,7 @@ def test_bad_arguments(args: list[str], named: str) -> None:
 
 
 def test_port_in_use_names_the_port() -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
+    with taken_port_after_a_free_one() as taken:
         busy = taken.getsockname()[1]
         line = user_error(kafka_emu("serve", "--brokers", "1", "--port", str(busy)))
         assert line == f"kafka-emu: port {busy} is already in use"

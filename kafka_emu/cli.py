@@ -11,9 +11,8 @@ command the arguments name.
 
 Global options (logging, ``--no-progress``) come from a parent parser added to the top level and
 to every command; on the commands their defaults are ``SUPPRESS``, so a value given before the
-subcommand is not overwritten by the subcommand's default. (argparse parses the command's
-arguments into a namespace of their own, so a repeatable ``--log-logger-level`` given on both
-sides keeps only the values given after the command.)
+subcommand is not overwritten by the subcommand's default, and a repeatable one given on both
+sides keeps every value (``_Commands``).
 
 Exit codes: 0 success, 1 a failed verdict (stress and bench checks), 2 a user error, always one
 line on stderr: a bad or out-of-range option, an unknown command, a missing config file, a port
@@ -158,6 +157,21 @@ class CommandParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+class _Commands(argparse._SubParsersAction):
+    """The subparsers action, merging a repeatable global option given on both sides of the
+    command: argparse parses the command's arguments into a namespace of their own and copies
+    it over, which would drop the values given before the command."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        before = {k: v for k, v in vars(namespace).items() if isinstance(v, list)}
+        super().__call__(parser, namespace, values, option_string)
+        for key, earlier in before.items():
+            later = getattr(namespace, key)
+            if later is not earlier:
+                setattr(namespace, key, earlier + later)
+
+
 def _global_options(inherited: bool) -> argparse.ArgumentParser:
     """The options every command accepts; ``inherited``: the copy on a subcommand, whose
     defaults are SUPPRESS so it keeps what was given before the subcommand."""
@@ -179,7 +193,8 @@ def build_parser() -> CommandParser:
     inherited = _global_options(inherited=True)
 
     def add_commands(parent: CommandParser, table: dict[str, Command | dict[str, Command]], dest: str) -> None:
-        sub = parent.add_subparsers(dest=dest, required=True, metavar="COMMAND", parser_class=CommandParser)
+        sub = parent.add_subparsers(dest=dest, required=True, metavar="COMMAND", parser_class=CommandParser,
+                                    action=_Commands)
         for name, entry in table.items():
             if isinstance(entry, Command):
                 sub.add_parser(name, help=entry.help, description=entry.help, parents=[inherited],

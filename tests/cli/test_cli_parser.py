@@ -35,6 +35,12 @@ def test_global_defaults_apply_when_not_given_and_do_not_overwrite() -> None:
     assert (args.log_format, args.count, args.subcommand) == ("json", 3, "purgatory")
 
 
+def test_a_repeatable_global_option_keeps_the_values_from_both_sides() -> None:
+    args = build_parser().parse_args(["--log-logger-level", "timer=debug", "bench", "--log-logger-level",
+                                      "broker=info", "timer", "--log-logger-level", "coordinator=error"])
+    assert args.log_logger_level == ["timer=debug", "broker=info", "coordinator=error"]
+
+
 def _option_entries(help_text: str) -> list[str]:
     """The option entries of a ``--help`` text (an option line and its continuation lines)."""
     entries: list[str] = []

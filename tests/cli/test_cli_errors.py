@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from cli_support import kafka_emu, taken_port_after_a_free_one, user_error
+from kafka_emu.cli import main
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -34,8 +35,16 @@ pytestmark = pytest.mark.timeout(60)
     (["bench"], "COMMAND"),
     (["--log-level", "loud", "serve"], "'loud'"),
 ])
-def test_bad_arguments(args: list[str], named: str) -> None:
-    assert named in user_error(kafka_emu(*args))
+def test_bad_arguments(args: list[str], named: str, capsys) -> None:
+    """In-process (argparse refuses these before any command runs): the exit code and stderr."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    result = subprocess.CompletedProcess(args, exit_info.value.code, "", capsys.readouterr().err)
+    assert named in user_error(result)
+
+
+def test_bad_argument_through_the_entry_point() -> None:
+    assert "'99999'" in user_error(kafka_emu("serve", "--port", "99999"))
 
 
 def test_port_in_use_names_the_port() -> None:

@@ -121,7 +121,7 @@ def test_unknown_and_unimplemented_keys_warned_on_stderr(tmp_path: Path) -> None
 def test_serve_help_still_lists_the_defaults() -> None:
     out = subprocess.run([sys.executable, "-m", "kafka_emu.cli", "serve", "--help"], capture_output=True,
                          text=True, timeout=30, cwd=ROOT, env={**os.environ, "COLUMNS": "200"}).stdout
-    assert "default 9092" in out and "default 127.0.0.1" in out
+    assert "default: 9092" in out and "default: 127.0.0.1" in out
 
 
 def _build(tmp_path: Path, text: str, *argv: str) -> dict[str, object]:

@@ -225,7 +225,7 @@ def _run_one(impl: str, args: argparse.Namespace, latencies: list[int],
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from kafka_emu.cli import positive_float, positive_int
+    from kafka_emu.cli import non_negative_int, positive_float, positive_int
 
     parser.add_argument("--num", type=positive_int, default=1_000_000, help="number of requests")
     parser.add_argument("--rate", type=positive_float, default=25_000, help="target request rate per second")
@@ -236,7 +236,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="75th percentile of the completion latency (ms)")
     parser.add_argument("--pct50", type=positive_float, default=20.0,
                         help="50th percentile of the completion latency (ms)")
-    parser.add_argument("--seed", type=int, default=1, help="random seed of the latency and arrival samples")
+    parser.add_argument("--seed", type=non_negative_int, default=1, help="random seed of the latency and arrival samples")
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--no-naive", action="store_true",
                        help="skip the pre-2015 comparator (by default both run)")

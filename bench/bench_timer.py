@@ -269,7 +269,7 @@ def run_firing(tasks: int, max_delay_ms: int, show: bool, seed: int = 42) -> dic
 
 # ---------------------------------------------------------------------------- CLI
 def configure(parser: argparse.ArgumentParser) -> None:
-    from kafka_emu.cli import non_negative_float, positive_int
+    from kafka_emu.cli import non_negative_float, non_negative_int, positive_int
 
     parser.add_argument("--tasks", type=positive_int, default=1_000_000,
                         help="tasks added then cancelled in the add-cancel scenario")
@@ -283,7 +283,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="firing delays are uniform in [0, this)")
     parser.add_argument("--scenario", choices=["all", "add-cancel", "firing"], default="all",
                         help="which scenario to run")
-    parser.add_argument("--seed", type=int, default=42, help="random seed of the firing delays")
+    parser.add_argument("--seed", type=non_negative_int, default=42, help="random seed of the firing delays")
     parser.add_argument("--switch-interval-ms", type=non_negative_float, default=1.0,
                         help="sys.setswitchinterval for this process, applied to both timers "
                              "(Python's default is 5 ms, which delays every thread hand-off of an "

@@ -59,7 +59,7 @@ class Verdict:
 
 def add_run_options(parser: Any, default_duration: float) -> None:
     """--duration / --count / --json / --seed, shared by every stress command."""
-    from kafka_emu.cli import positive_float, positive_int
+    from kafka_emu.cli import non_negative_int, positive_float, positive_int
 
     limit = parser.add_mutually_exclusive_group()
     limit.add_argument("--duration", type=positive_float, default=None,
@@ -67,7 +67,7 @@ def add_run_options(parser: Any, default_duration: float) -> None:
     limit.add_argument("--count", type=positive_int, default=None,
                        help="number of operations/rounds to run (default: run for --duration)")
     parser.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
-    parser.add_argument("--seed", type=int, default=1, help="random seed")
+    parser.add_argument("--seed", type=non_negative_int, default=1, help="random seed")
     parser.set_defaults(default_duration=default_duration)
 
 

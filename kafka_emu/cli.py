@@ -208,8 +208,14 @@ def build_parser() -> CommandParser:
     return parser
 
 
+def _user_errors() -> tuple[type[Exception], ...]:
+    """``UsageError``, and the broker's ``ConfigException`` once its module is loaded (a command
+    that never loaded it cannot have raised it, and importing it loads the coordinator too)."""
+    config = sys.modules.get("kafka_emu.broker.config")
+    return (UsageError,) if config is None else (UsageError, config.ConfigException)
+
+
 def main(argv: list[str] | None = None) -> int:
-    from kafka_emu.broker.config import ConfigException
     from kafka_emu.metrics.logging import configure_from
 
     try:
@@ -221,7 +227,9 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as exc:  # e.g. a bad --log-logger-level or $KAFKA_EMU_LOG_FORMAT
                 raise UsageError(str(exc)) from None
             return int(importlib.import_module(args._command.module).run(args) or 0)
-    except (UsageError, ConfigException) as exc:
+    except Exception as exc:
+        if not isinstance(exc, _user_errors()):
+            raise
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

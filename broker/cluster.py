@@ -29,17 +29,27 @@ The configuration goes through ``broker.config.KafkaConfig`` at construction: a 
 ``metrics_url`` is then ``http://host:port/metrics``. ``close()`` stops the endpoint before the
 brokers, so no scrape races a shutdown.
 
+Test control (``broker.control``, see docs/testing-failure.md): ``inject_errors``,
+``set_latency``, ``intercept``, ``isolate``/``heal``, ``move_leader``,
+``move_group_coordinator``, ``clear_faults`` and the ``faults(...)`` context manager make the
+cluster misbehave on purpose; ``record_requests=True`` (or a ring capacity) keeps what clients
+sent for ``requests()``; ``time="offset"`` or ``"manual"`` (or a ``MockTime``) lets
+``advance_time(ms)`` move every broker's clock at once and returns once what fell due has run.
+
 Locking: ``_lock`` guards the broker map and start/stop transitions.
 """
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
+import contextlib
 
 import structlog
 
 from kafka_emu.broker import cpu_affinity, errors
 from kafka_emu.broker.config import LISTENER_PORT_REUSED, STRICT_CONFIG, KafkaConfig
+from kafka_emu.broker.control import ClusterControl, ControlCollector, ErrorInjection, RequestRecord
+from kafka_emu.broker.control.time_control import make_time
 from kafka_emu.broker.coordinator_log import OFFSETS_TOPIC
 from kafka_emu.broker.inprocess_client import fetch_request, produce_request, send
 from kafka_emu.broker.kafka_server import KafkaServer
@@ -109,9 +119,10 @@ def broker_listeners(props: Mapping[str, Any], broker_id: int,
 
 class EmbeddedCluster:
     def __init__(self, brokers: int = 3, config: Mapping[str, Any] | None = None,
-                 time: Time | None = None, offsets_topic: bool = True,
+                 time: Time | str | None = None, offsets_topic: bool = True,
                  enable_coordinator: bool = True, start: bool = True,
-                 metrics_port: int | None = None, metrics_host: str = "127.0.0.1") -> None:
+                 metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
+                 record_requests: bool | int = False) -> None:
         # An embedding application that set up structlog keeps its set-up; otherwise only
         # warnings and errors are printed (structlog's own default prints debug events).
         ensure_logging_configured()
@@ -124,7 +135,8 @@ class EmbeddedCluster:
         # one CPU choice for the whole cluster: its brokers hand requests to each other too
         self.cpus = cpu_affinity.resolve(checked[cpu_affinity.CONFIG_KEY])
         self.base_config[cpu_affinity.CONFIG_KEY] = cpu_affinity.describe(self.cpus)
-        self.time = time or Time.SYSTEM
+        self.time: Time = make_time(time)
+        self.control = ClusterControl(self, record_requests)
         self.metadata = MetadataStore()
         self.logs: dict[int, dict[tuple[str, int], Log]] = {i: {} for i in range(brokers)}
         self.servers: dict[int, KafkaServer] = {}
@@ -154,7 +166,7 @@ class EmbeddedCluster:
 
     def _new_server(self, broker_id: int) -> KafkaServer:
         return KafkaServer(self.broker_config(broker_id), self.metadata, self.time, self.logs[broker_id],
-                           enable_coordinator=self.enable_coordinator)
+                           enable_coordinator=self.enable_coordinator, control=self.control)
 
     def start(self) -> "EmbeddedCluster":
         with self._lock:
@@ -170,6 +182,7 @@ class EmbeddedCluster:
             from kafka_emu.metrics import serve_cluster_metrics
 
             self.metrics = serve_cluster_metrics(self, self.metrics_port, self.metrics_host)
+            self.metrics.registry.register(ControlCollector(self.control))
         return self
 
     @property
@@ -218,6 +231,7 @@ class EmbeddedCluster:
                 _log.exception("metrics_close_failed")
         for s in servers:  # no elections while the whole cluster goes down
             s.shutdown(fence=False)
+        self.control.close()
 
     # ------------------------------------------------------------------ topics
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
@@ -249,6 +263,7 @@ class EmbeddedCluster:
             if server is not None and not server.stopped:
                 return server
             server = self.servers[broker_id] = self._new_server(broker_id)
+            self.control.forget_isolation(broker_id)
         return server.startup()
 
     def leader_of(self, topic: str, partition: int = 0) -> int:
@@ -257,6 +272,50 @@ class EmbeddedCluster:
 
     def partition_state(self, topic: str, partition: int = 0) -> Any:
         return self.metadata.partition_state(topic, partition)
+
+    # ------------------------------------------------------------------ test control
+    def inject_errors(self, api: str | int, errors: Iterable[str | int], *, broker: int | None = None,
+                      topic: str | None = None, partition: int | None = None,
+                      group: str | None = None) -> ErrorInjection:
+        """The next requests of ``api`` matching the filters answer these errors, one each."""
+        return self.control.inject_errors(api, errors, broker=broker, topic=topic,
+                                          partition=partition, group=group)
+
+    def faults(self, api: str | int, errors: Iterable[str | int], **filters: Any) -> contextlib.AbstractContextManager[ErrorInjection]:
+        """``with cluster.faults(api="Produce", errors=[...]):`` injects, and clears every fault on exit."""
+        return self.control.scoped(api, errors, **filters)
+
+    def set_latency(self, broker: int, ms: int, api: str | int | None = None) -> None:
+        self.control.set_latency(broker, ms, api)
+
+    def intercept(self, api: str | int, fn: Callable[[Any], Any] | None) -> None:
+        self.control.intercept(api, fn)
+
+    def isolate(self, broker_id: int) -> None:
+        self.control.isolate(broker_id)
+
+    def heal(self, broker_id: int) -> None:
+        self.control.heal(broker_id)
+
+    def move_leader(self, topic: str, partition: int, broker_id: int) -> Any:
+        return self.control.move_leader(topic, partition, broker_id)
+
+    def move_group_coordinator(self, group_id: str, broker_id: int) -> int:
+        return self.control.move_group_coordinator(group_id, broker_id)
+
+    def clear_faults(self) -> None:
+        self.control.clear_faults()
+
+    def advance_time(self, ms: float) -> None:
+        """Jump every broker's clock forward by ``ms``; returns once what fell due has run."""
+        self.control.advance_time(ms)
+
+    def requests(self, api: str | int | None = None, broker: int | None = None,
+                 client_id: str | None = None) -> list[RequestRecord]:
+        return self.control.requests(api, broker, client_id)
+
+    def clear_requests(self) -> None:
+        self.control.clear_requests()
 
     # ------------------------------------------------------------------ convenience clients
     def produce(self, topic: str, partition: int, records: list[tuple[bytes | None, bytes | None]],

@@ -15,7 +15,10 @@ overriding the ``kafka_cluster_config`` fixture::
         return {"brokers": 1, "config": {"num.partitions": 4}}
 
 or with a marker on the module (``pytestmark = pytest.mark.kafka_cluster(brokers=1,
-config={...})``); the marker wins over the fixture. ``kafka_bootstrap`` is the bootstrap string
+config={...})``); the marker wins over the fixture. Test-control options go next to
+``brokers``: ``record_requests`` (True or a ring capacity: ``cluster.requests()``) and ``time``
+(``"real"``, ``"offset"`` or ``"manual"``: ``cluster.advance_time(ms)``); see
+docs/testing-failure.md. ``kafka_bootstrap`` is the bootstrap string
 alone. Defaults are three brokers with replication factor 3 for new topics and the group
 timeouts shortened for tests (``group.initial.rebalance.delay.ms=0``,
 ``group.min.session.timeout.ms=100``).
@@ -38,14 +41,25 @@ DEFAULT_TEST_CONFIG: dict[str, Any] = {
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "kafka_cluster(brokers=3, config=None): size and configuration of the "
-        "module's in-process Kafka cluster (kafka-emu)")
+        "markers", "kafka_cluster(brokers=3, config=None, record_requests=False, time='real'): "
+        "size and configuration of the module's in-process Kafka cluster (kafka-emu)")
 
 
 @pytest.fixture(scope="module")
 def kafka_cluster_config() -> dict[str, Any]:
     """Override in a module (or conftest) to change the cluster: {"brokers": n, "config": {...}}."""
     return {"brokers": 3, "config": {}}
+
+
+CLUSTER_OPTIONS = ("record_requests", "time")   # EmbeddedCluster keywords the fixture passes on
+
+
+def _options(request: pytest.FixtureRequest, base: dict[str, Any]) -> dict[str, Any]:
+    options = {k: base[k] for k in CLUSTER_OPTIONS if k in base}
+    marker = request.node.get_closest_marker("kafka_cluster")
+    if marker is not None:
+        options.update({k: marker.kwargs[k] for k in CLUSTER_OPTIONS if k in marker.kwargs})
+    return options
 
 
 def _resolve(request: pytest.FixtureRequest, base: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -69,7 +83,7 @@ def kafka_cluster(request: pytest.FixtureRequest, kafka_cluster_config: dict[str
     from kafka_emu.broker.cluster import EmbeddedCluster
 
     brokers, cfg = _resolve(request, kafka_cluster_config)
-    cluster = EmbeddedCluster(brokers=brokers, config=cfg)
+    cluster = EmbeddedCluster(brokers=brokers, config=cfg, **_options(request, kafka_cluster_config))
     try:
         yield cluster
     finally:

@@ -11,6 +11,10 @@ key it cannot parse); a handler that raises gets a generic error response
 (UNKNOWN_SERVER_ERROR) if the protocol package can build one, otherwise a close. The handler
 thread never dies.
 
+Test control (``broker.control``): when the cluster has a ``ClusterControl`` (``control``), it
+sees each request first and may answer it itself (an injected error, an interception, an
+isolated broker's closed connection); see ``ClusterControl.on_request``.
+
 When the handler returns (answered, parked in a purgatory, or raised) ``handle`` stamps
 ``request.api_local_complete_time_ns`` unless the handler's answer already did, as Kafka's
 ``KafkaApis.handle`` does, so a request parked in a purgatory counts its wait as RemoteTimeMs,
@@ -55,6 +59,7 @@ class KafkaApis:
             getattr(server, "group_coordinator", None)
         self.time = time if time is not None else getattr(server, "time", None)
         self.broker_id = self.config.broker_id
+        self.control = getattr(server, "control", None)   # broker.control.ClusterControl or None
         self.handlers: dict[int, Handler] = {}
         self.unknown_api_requests = 0
         self.handler_errors = 0
@@ -75,7 +80,9 @@ class KafkaApis:
             return
         try:
             with request_context(request):
-                handler(self, request)
+                control = self.control
+                if control is None or not control.on_request(self, request):
+                    handler(self, request)
         except Exception:
             self.handler_errors += 1
             _log.exception("api_handler_failed", broker_id=self.broker_id, api_key=request.api_key,

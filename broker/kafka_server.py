@@ -49,7 +49,8 @@ _log = structlog.get_logger("broker.kafka_server")
 class KafkaServer:
     def __init__(self, config: KafkaConfig | Mapping[str, Any], metadata: MetadataStore | None = None,
                  time: Time | None = None, logs: dict[tuple[str, int], Log] | None = None,
-                 host: str = "127.0.0.1", port: int = 0, enable_coordinator: bool = True) -> None:
+                 host: str = "127.0.0.1", port: int = 0, enable_coordinator: bool = True,
+                 control: Any = None) -> None:
         if not isinstance(config, KafkaConfig):
             config = KafkaConfig(config)
             config.log_ignored()
@@ -61,6 +62,7 @@ class KafkaServer:
         self.host = host
         self.port = port
         self.enable_coordinator = enable_coordinator
+        self.control = control   # broker.control.ClusterControl (test control) or None
         self._lock = threading.Lock()
         self.request_channel: RequestChannel | None = None
         self.replica_manager: ReplicaManager | None = None
@@ -92,6 +94,7 @@ class KafkaServer:
             for log in self.logs.values():  # restart: drop what was never committed locally
                 log.truncate_to(log.high_watermark)
             self.request_channel = RequestChannel(cfg["queued.max.requests"], self.broker_id)
+            self.request_channel.control = self.control
             rm = self.replica_manager = ReplicaManager(cfg, self.metadata, self.time, self.logs)
             rm.action_queue.on_add = self._wake_handler_if_needed
             self.fetcher_manager = ReplicaFetcherManager(self.broker_id, rm, self.metadata, cfg)

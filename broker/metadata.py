@@ -256,6 +256,32 @@ class MetadataStore:
             self._push(changed, [])
             return changed
 
+    def elect_leader(self, topic: str, partition: int, broker_id: int) -> PartitionState:
+        """Move leadership to ``broker_id``, a live ISR member, with a leader-epoch bump (as an
+        election does); the new state. ValueError for an unknown partition or a broker that
+        cannot lead it. Test control's ``move_leader``; Kafka reaches the same state by
+        reordering the replicas and electing the preferred leader."""
+        with self._controller_lock:
+            with self._lock:
+                t = self.topics.get(topic)
+                st = t.partitions.get(partition) if t else None
+                if st is None:
+                    raise ValueError(f"unknown partition {topic}-{partition}")
+                b = self.brokers.get(broker_id)
+                if b is None or not b.live:
+                    raise ValueError(f"broker {broker_id} is not live")
+                if broker_id not in st.isr:
+                    raise ValueError(f"broker {broker_id} is not in the ISR {list(st.isr)} of {topic}-{partition}")
+                if st.leader == broker_id:
+                    return st
+                new = replace(st, leader=broker_id, leader_epoch=st.leader_epoch + 1,
+                              partition_epoch=st.partition_epoch + 1)
+                t.partitions[partition] = new
+            _log.info("leader_elected", topic=topic, partition=partition, leader=broker_id,
+                      leader_epoch=new.leader_epoch)
+            self._push([new], [])
+            return new
+
     # ------------------------------------------------------------------ pushes
     def _push(self, states: list[PartitionState], removed: list[tuple[str, int]],
               exclude: int | None = None) -> None:

@@ -10,6 +10,10 @@ is sent; for a network request (``processor_id`` >= 0) only once its network pro
 written the response (``end_time_ns``), as Kafka's ``updateRequestMetrics`` runs on send
 completion, so ResponseQueueTimeMs and ResponseSendTimeMs are real.
 
+Test control (``broker.control``): when ``control`` is set, every answer passes through
+``ClusterControl.on_response`` first (recording, latency, isolation), which may deliver it later
+through ``deliver_response``.
+
 Locking: the queue has its own lock; ``request_listeners`` is only appended to at start-up.
 """
 from __future__ import annotations
@@ -73,6 +77,7 @@ class RequestChannel:
         self.request_listeners: list[Callable[[Request], None]] = []
         self.closed = False
         self._wakeup_pending = False
+        self.control: Any = None   # broker.control.ClusterControl, set by KafkaServer
 
     # ------------------------------------------------------------------ senders
     def send_request(self, request: Request, timeout_s: float | None = None) -> bool:
@@ -128,6 +133,13 @@ class RequestChannel:
         return item
 
     def send_response(self, request: Request, body: Any, close_connection: bool = False) -> None:
+        control = self.control
+        if control is not None and control.on_response(self.broker_id, request, body, close_connection,
+                                                       self.deliver_response):
+            return
+        self.deliver_response(request, body, close_connection)
+
+    def deliver_response(self, request: Request, body: Any, close_connection: bool = False) -> None:
         now = _time.monotonic_ns()
         if not request.api_local_complete_time_ns:
             request.api_local_complete_time_ns = now

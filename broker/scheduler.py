@@ -1,7 +1,13 @@
 """KafkaScheduler: one named thread running the broker's periodic tasks (``kafka-scheduler-<id>``).
 
 Used for ``isr-expiration`` (every ``replica.lag.time.max.ms / 2``). Tasks run on the scheduler
-thread; an exception is logged and the task keeps its schedule. ``_cond`` guards the task list.
+thread; an exception is logged and the task keeps its schedule. On a ``MockTime`` the scheduler
+is one of the clock's due runners: ``run_due`` runs the tasks due now on the caller's thread
+(broker time travel), so a clock jump does not wait for the thread's next poll.
+
+Locking: ``_cond`` guards the task list; ``_run_lock`` is held while due tasks run (by this
+thread or a ``run_due`` caller), so a task never runs twice at once and ``run_due`` returns only
+after tasks already taken by the thread have finished.
 """
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ from typing import Callable
 import structlog
 
 from kafka_emu.timer import ShutdownableThread
-from kafka_emu.timer.time import Time
+from kafka_emu.timer.time import MockTime, Time
 
 _log = structlog.get_logger("broker.scheduler")
 
@@ -23,6 +29,9 @@ class KafkaScheduler(ShutdownableThread):
         self.time = time or Time.SYSTEM
         self._cond = threading.Condition()
         self._tasks: list[list] = []  # [next_run_ms, period_ms, name, fn]
+        self._run_lock = threading.Lock()
+        if isinstance(self.time, MockTime):
+            self.time.add_due_runner(self)
 
     def schedule(self, name: str, fn: Callable[[], None], period_ms: int, delay_ms: int | None = None) -> None:
         with self._cond:
@@ -31,23 +40,37 @@ class KafkaScheduler(ShutdownableThread):
             self._cond.notify_all()
 
     def on_initiate_shutdown(self) -> None:
+        if isinstance(self.time, MockTime):
+            self.time.remove_due_runner(self)
         with self._cond:
             self._cond.notify_all()
 
     def do_work(self) -> None:
         with self._cond:
             now = self.time.hi_res_clock_ms()
-            due = [t for t in self._tasks if t[0] <= now]
-            if not due:
-                wait_ms = min((t[0] - now for t in self._tasks), default=200)
+            wait_ms = min((t[0] - now for t in self._tasks), default=200)
+            if wait_ms > 0:
                 self.time.wait_on(self._cond, min(wait_ms, 200))
                 return
-            for t in due:
-                t[0] = now + t[1]
-        for _, _, name, fn in due:
-            if self.is_shutdown_initiated():
-                return
-            try:
-                fn()
-            except Exception:
-                _log.exception("scheduled_task_failed", broker_id=self.broker_id, task=name)
+        self.run_due()
+
+    def run_due(self, timeout_s: float = 10.0) -> bool:
+        """Run every task due now (each reschedules one period later); true if any was due."""
+        if self.is_shutdown_initiated() or not self._run_lock.acquire(timeout=timeout_s):
+            return False
+        try:
+            with self._cond:
+                now = self.time.hi_res_clock_ms()
+                due = [t for t in self._tasks if t[0] <= now]
+                for t in due:
+                    t[0] = now + t[1]
+            for _, _, name, fn in due:
+                if self.is_shutdown_initiated():
+                    break
+                try:
+                    fn()
+                except Exception:
+                    _log.exception("scheduled_task_failed", broker_id=self.broker_id, task=name)
+            return bool(due)
+        finally:
+            self._run_lock.release()

@@ -130,6 +130,7 @@ class SystemTimer(Timer):
         self.expired_task_count = 0
         if isinstance(self.time, MockTime):
             self.time.add_listener(self._on_mock_time_advance)
+            self.time.add_due_runner(self)
 
     # ------------------------------------------------------------------ adding
     def add(self, task: TimerTask) -> None:
@@ -438,6 +439,24 @@ class SystemTimer(Timer):
             self._wakeup_pending = True
             self._cond.notify_all()
 
+    def run_due(self, timeout_s: float = 10.0) -> bool:
+        """Hand every task due at the clock's current time to the executor, then wait (at most
+        ``timeout_s``) until the executor has run everything handed to it so far; true if a
+        bucket was due. For ``MockTime.run_due`` (broker time travel: the caller returns once
+        the expirations a clock jump caused have run). Never call it from a timer task."""
+        due = False
+        while self.advance_clock(0):
+            due = True
+        with self._cond:
+            if self._closed:
+                return due
+            marker = self._executor.submit(_no_op)   # the executor runs its queue in order
+        try:
+            marker.result(timeout_s)
+        except Exception:  # noqa: BLE001 - cancelled by close(), or a task that blocks too long
+            _log.warning("run_due_incomplete", executor=self.executor_name, timeout_s=timeout_s)
+        return due
+
     def _on_mock_time_advance(self) -> None:
         # The mock clock moved: let a waiting poller re-check the queue (without giving up).
         with self._cond:
@@ -459,6 +478,7 @@ class SystemTimer(Timer):
             self._cond.notify_all()
         if isinstance(self.time, MockTime):
             self.time.remove_listener(self._on_mock_time_advance)
+            self.time.remove_due_runner(self)
         self._executor.shutdown(wait=False, cancel_futures=True)
         for thread in list(getattr(self._executor, "_threads", ())):
             thread.join(5.0)
@@ -479,6 +499,10 @@ def _nanosecond_clock(time: Time) -> Callable[[], int]:
     if isinstance(time, MockTime):
         return time.nanoseconds
     return lambda: time.hi_res_clock_ms() * 1_000_000
+
+
+def _no_op() -> None:
+    pass
 
 
 def _name_executor_thread(name: str) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 import time as _time
-from typing import Callable
+import weakref
+from typing import Callable, Protocol
 
 
 class Time:
@@ -38,13 +39,25 @@ class Time:
 Time.SYSTEM = Time()
 
 
+class DueRunner(Protocol):
+    """Something that runs work falling due on a clock (a ``SystemTimer``, a scheduler)."""
+
+    def run_due(self, timeout_s: float) -> bool:
+        """Run what is due now, on the caller's thread or by waiting for the thread that runs
+        it; true if anything was due."""
+        ...
+
+
 class MockTime(Time):
     """A manual clock: time moves only when a test calls ``sleep``/``advance``.
 
     ``sleep`` advances the clock instead of blocking, like Kafka's MockTime with autoTickMs 0.
     Listeners (for example a ``SystemTimer`` built on this clock) are told after every move so
     that a thread waiting for a deadline of this clock wakes up at once instead of waiting real
-    time. The lock guards ``_nanos`` and ``_listeners``; listeners run outside it.
+    time. Due runners (timers and schedulers on this clock, held weakly) are what ``run_due``
+    drives: after a move, a caller that must know the expirations have happened (broker time
+    travel) calls it instead of waiting for the pollers. The lock guards ``_nanos``,
+    ``_listeners`` and ``_due_runners``; listeners and runners run outside it.
     """
 
     def __init__(self, start_ms: int = 1_000_000, wall_start_ms: int = 1_700_000_000_000) -> None:
@@ -52,6 +65,7 @@ class MockTime(Time):
         self._nanos = start_ms * 1_000_000
         self._wall_offset_ns = (wall_start_ms - start_ms) * 1_000_000
         self._listeners: list[Callable[[], None]] = []
+        self._due_runners: weakref.WeakSet[DueRunner] = weakref.WeakSet()
 
     def milliseconds(self) -> int:
         return (self._nanos + self._wall_offset_ns) // 1_000_000
@@ -80,6 +94,27 @@ class MockTime(Time):
         with self._lock:
             if listener in self._listeners:
                 self._listeners.remove(listener)
+
+    def add_due_runner(self, runner: DueRunner) -> None:
+        with self._lock:
+            self._due_runners.add(runner)
+
+    def remove_due_runner(self, runner: DueRunner) -> None:
+        with self._lock:
+            self._due_runners.discard(runner)
+
+    def run_due(self, timeout_s: float = 10.0, max_rounds: int = 10) -> int:
+        """Run everything due at the current time on every due runner, in rounds until a round
+        finds nothing due (work that ran may have made more work due, e.g. a zero-delay task);
+        the number of rounds that found work."""
+        busy = 0
+        for _ in range(max_rounds):
+            with self._lock:
+                runners = list(self._due_runners)
+            if not any([runner.run_due(timeout_s) for runner in runners]):
+                break
+            busy += 1
+        return busy
 
     def wait_on(self, condition: threading.Condition, timeout_ms: float) -> None:
         # Mock time does not pass while a thread waits; a short real wait lets the waiter re-check

@@ -915,6 +915,17 @@ class SocketServer:
         host, port = self.advertised_endpoint()
         return f"{host}:{port}"
 
+    def close_connections(self) -> int:
+        """Close every client connection, from any thread (test control's network partition):
+        each processor closes its own on its thread; the number asked to close."""
+        count = 0
+        for processor in self.processors:
+            for connection_id in list(processor._channels):
+                processor.enqueue_response(connection_id, None, True)
+                count += 1
+            processor.wakeup()
+        return count
+
     # --- metrics ---------------------------------------------------------------------------------
 
     def threads(self) -> list[threading.Thread]:

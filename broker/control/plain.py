@@ -1,0 +1,97 @@
+"""Plain values <-> kio entities, for test control from Python and over HTTP.
+
+``to_plain`` turns a decoded request or response (a kio entity, or the fast codec's
+``ProduceRequestData``) into JSON-ready dicts and lists: field names are kio's (Kafka's, in
+snake_case), durations become milliseconds, UUIDs strings, error codes ints, byte strings
+base64. ``from_plain`` goes the other way for a response class: a dict with some of the
+class's fields (nested dicts and lists for arrays) becomes an entity, missing fields take
+their schema default (-1 for offsets, ids and epochs, as ``protocol.adapter.build`` fills them).
+A key the class does not have is an error, never silently dropped.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import uuid
+from datetime import timedelta
+from enum import Enum
+from typing import Any
+
+from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField
+
+from kafka_emu.broker.protocol.adapter import _field_info, build
+from kafka_emu.broker.protocol.codec import EncodedResponse
+
+PlainValue = Any   # None, bool, int, float, str, list or dict of plain values
+
+
+def to_plain(value: Any) -> PlainValue:
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, timedelta):
+        return int(value / timedelta(milliseconds=1))
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, EncodedResponse):
+        return {"encoded_bytes": len(value.data)}
+    if dataclasses.is_dataclass(value):
+        return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (tuple, list, frozenset, set)):
+        return [to_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_plain(v) for k, v in value.items()}
+    return repr(value)
+
+
+def from_plain(cls: type, value: Any) -> Any:
+    """An entity of ``cls`` from a dict (an entity of ``cls`` is returned as it is)."""
+    if isinstance(value, cls):
+        return value
+    if not isinstance(value, dict):
+        raise ValueError(f"{cls.__name__}: expected an object, got {type(value).__name__}")
+    info = _field_info(cls)
+    unknown = sorted(set(value) - set(info))
+    if unknown:
+        raise ValueError(f"{cls.__name__} has no field {', '.join(unknown)} "
+                         f"(fields: {', '.join(info)})")
+    values: dict[str, Any] = {}
+    for name, raw in value.items():
+        f, fc = info[name]
+        if isinstance(fc, EntityTupleField):
+            values[name] = tuple(from_plain(fc.type_, item) for item in _as_list(cls, name, raw))
+        elif isinstance(fc, EntityField):
+            values[name] = None if raw is None else from_plain(fc.type_, raw)
+        elif isinstance(fc, PrimitiveTupleField):
+            values[name] = tuple(_primitive(fc.type_, item) for item in _as_list(cls, name, raw))
+        else:
+            values[name] = _primitive(fc.type_, raw)
+    return build(cls, **values)
+
+
+def _as_list(cls: type, name: str, raw: Any) -> list[Any]:
+    if not isinstance(raw, (list, tuple)):
+        raise ValueError(f"{cls.__name__}.{name} is an array, got {type(raw).__name__}")
+    return list(raw)
+
+
+def _primitive(type_: type, raw: Any) -> Any:
+    if raw is None:
+        return None
+    if issubclass(type_, timedelta) and not isinstance(raw, timedelta):
+        raw = timedelta(milliseconds=raw)
+    elif issubclass(type_, uuid.UUID) and isinstance(raw, str):
+        raw = uuid.UUID(raw)
+    elif issubclass(type_, bytes) and isinstance(raw, str):
+        raw = base64.b64decode(raw)
+    parse = getattr(type_, "parse", None)
+    if parse is not None:
+        return parse(raw)
+    return raw if type(raw) is type_ else type_(raw)

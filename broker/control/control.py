@@ -80,6 +80,13 @@ Deliver = Callable[["Request", Any, bool], None]
 Interceptor = Callable[["ControlRequest"], Any]
 
 
+class UnknownBrokerError(LookupError):
+    """A control operation named a broker the cluster does not have."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 @dataclass(frozen=True, eq=False)
 class ControlRequest:
     """What an interceptor sees: the decoded request (``body``; its fields are also readable
@@ -286,7 +293,7 @@ class ClusterControl:
     # ------------------------------------------------------------------ brokers and leaders
     def _check_broker(self, broker: int) -> None:
         if broker not in self.cluster.servers:
-            raise KeyError(f"unknown broker {broker} (brokers: {sorted(self.cluster.servers)})")
+            raise UnknownBrokerError(f"unknown broker {broker} (brokers: {sorted(self.cluster.servers)})")
 
     def _running(self, broker: int) -> Any:
         self._check_broker(broker)

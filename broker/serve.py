@@ -17,6 +17,12 @@ itself), then ``log.level``/``log.format``/``log.level.<logger>`` from the prope
 
 ``--metrics-port`` serves the cluster's Prometheus metrics (``metrics.cluster.ClusterMetrics``)
 at ``http://host:port/metrics``; its address is printed as a second line (``metrics=...``).
+
+``--control-port`` serves the test-control API (``broker.control.control_http``: injected
+errors, latency, isolation, leader moves, time travel, recorded requests) on
+``--control-host`` (127.0.0.1 unless given), printed as ``control=http://host:port``;
+``--time offset|manual`` and ``--record-requests [N]`` configure the cluster for it. See
+docs/testing-failure.md.
 """
 from __future__ import annotations
 
@@ -52,6 +58,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="override one broker property (repeatable; default: none)")
     parser.add_argument("--metrics-port", type=port, default=None,
                         help="serve Prometheus metrics on this port (default: no metrics endpoint)")
+    parser.add_argument("--control-port", type=port, default=None,
+                        help="serve the test-control HTTP API on this port (0: a free port; default: none)")
+    parser.add_argument("--control-host", default="127.0.0.1",
+                        help="address of the test-control API")
+    parser.add_argument("--time", choices=("real", "offset", "manual"), default="real",
+                        help="broker clock: offset or manual allow POST /v1/time/advance")
+    parser.add_argument("--record-requests", type=positive_int, nargs="?", const=10_000, default=None,
+                        metavar="N", help="record the last N client requests for GET /v1/requests "
+                        "(10000 when given without N; default: off)")
 
 
 def build_config(args: argparse.Namespace) -> dict[str, object]:
@@ -100,6 +115,16 @@ def _bind_failure(label: str, host: str, port: int, exc: OSError) -> int:
     return 2
 
 
+def _start_control(cluster: Any, port: int, host: str) -> Any:
+    """The test-control endpoint (``broker.control.control_http``); raises OSError if the port
+    cannot be bound."""
+    from kafka_emu.broker.control.control_http import serve_control
+
+    server = serve_control(cluster, port, host)
+    print(f"control={server.url}", flush=True)
+    return server
+
+
 def run(args: argparse.Namespace) -> int:
     from kafka_emu.broker.cluster import EmbeddedCluster
     from kafka_emu.broker.config import KafkaConfig
@@ -124,8 +149,10 @@ def run(args: argparse.Namespace) -> int:
         stop.set()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    cluster = EmbeddedCluster(brokers=args.brokers, config=props, start=False)
+    cluster = EmbeddedCluster(brokers=args.brokers, config=props, start=False, time=args.time,
+                              record_requests=args.record_requests or False)
     exporter = None
+    control = None
     try:
         try:
             cluster.start()
@@ -138,11 +165,18 @@ def run(args: argparse.Namespace) -> int:
                 exporter = _start_metrics(cluster, args.metrics_port, host)
             except OSError as exc:
                 return _bind_failure("metrics port", host, args.metrics_port, exc)
+        if args.control_port is not None:
+            try:
+                control = _start_control(cluster, args.control_port, args.control_host)
+            except OSError as exc:
+                return _bind_failure("control port", args.control_host, args.control_port, exc)
         _log.info("serving", brokers=args.brokers, bootstrap_servers=cluster.bootstrap_servers)
         while not stop.wait(0.5):
             pass
         _log.info("shutting_down", signal=received[0])
     finally:
+        if control is not None:
+            control.close()
         if exporter is not None:
             try:
                 exporter.close()

@@ -108,6 +108,6 @@ def advance(time: Time, ms: float, timeout_s: float = 30.0) -> int:
     """Move ``time`` forward by ``ms`` and return once what fell due has run (the number of
     rounds of due work, see ``MockTime.run_due``). The real clock cannot be moved."""
     if not isinstance(time, MockTime):
-        raise ValueError("advance_time needs a cluster started with time='offset' or time='manual'")
+        raise RuntimeError("advance_time needs a cluster started with time='offset' or time='manual'")
     time.advance(ms)
     return time.run_due(timeout_s)

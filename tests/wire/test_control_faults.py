@@ -113,8 +113,10 @@ def finds_before_join(cluster: Any, topic: str, group: str) -> list[Any]:
 
 
 def test_injected_coordinator_not_available_delays_join_by_that_many_retries(kafka_cluster: Any) -> None:
-    """COORDINATOR_NOT_AVAILABLE x2 on FindCoordinator for one group: the consumer sends exactly
-    two more FindCoordinator requests before its JoinGroup than an undisturbed one does."""
+    """COORDINATOR_NOT_AVAILABLE x2 on FindCoordinator for one group: the consumer's first two
+    lookups fail, it retries, and joins only after a lookup succeeded; an undisturbed consumer's
+    lookups all succeed. (How many successful lookups librdkafka sends before joining varies
+    with its internal timing, two or three; the failed ones are exactly the injected ones.)"""
     topic = unique("inject-fc")
     kafka_cluster.create_topic(topic, partitions=1, replication_factor=3)
     baseline = finds_before_join(kafka_cluster, topic, unique("g-plain"))
@@ -122,9 +124,9 @@ def test_injected_coordinator_not_available_delays_join_by_that_many_retries(kaf
     kafka_cluster.inject_errors("FindCoordinator", ["COORDINATOR_NOT_AVAILABLE"] * 2, group=group)
     finds = finds_before_join(kafka_cluster, topic, group)
     assert [r.error_codes() for r in finds[:2]] == [[errors.COORDINATOR_NOT_AVAILABLE]] * 2
-    assert all(r.error_codes() == [errors.NONE] for r in finds[2:])
-    assert all(r.error_codes() == [errors.NONE] for r in baseline)
-    assert len(finds) == len(baseline) + 2
+    assert len(finds) > 2 and all(r.error_codes() == [errors.NONE] for r in finds[2:])
+    assert baseline and all(r.error_codes() == [errors.NONE] for r in baseline)
+    assert [r.fault for r in finds].count("error") == 2
 
 
 def test_disconnect_then_normal_service(kafka_cluster: Any) -> None:

@@ -40,9 +40,9 @@ Locking: ``_lock`` guards the broker map and start/stop transitions.
 """
 from __future__ import annotations
 
-import threading
-from typing import Any, Callable, Iterable, Iterator, Mapping
 import contextlib
+import threading
+from typing import Any, Callable, Iterable, Mapping
 
 import structlog
 

@@ -25,8 +25,8 @@ cluster's state refuses (recording off, real time, a broker that cannot lead). I
 take a Python callable and are not offered here.
 
 Runs ``http.server.ThreadingHTTPServer`` on one named thread (``control-http-<port>``; each
-request on its own short-lived thread, so a slow ``time/advance`` does not block a
-``GET /v1/requests``). ``close()`` stops it and joins the thread.
+request on its own short-lived ``control-http-request`` thread, so a slow ``time/advance``
+does not block a ``GET /v1/requests``). ``close()`` stops it and joins the serving thread.
 """
 from __future__ import annotations
 
@@ -45,6 +45,18 @@ _log = structlog.get_logger("broker.control_http")
 
 MAX_BODY_BYTES = 1 << 20
 _BROKER_PATH = re.compile(r"^/v1/brokers/(-?\d+)/(stop|start|isolate|heal)$")
+
+
+class _NamedThreadingHTTPServer(ThreadingHTTPServer):
+    """Each request on a daemon thread named ``control-http-request`` (http.server leaves them
+    unnamed)."""
+
+    daemon_threads = True
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(target=self.process_request_thread, args=(request, client_address),
+                                  name="control-http-request", daemon=True)
+        thread.start()
 
 
 class BadRequest(ValueError):
@@ -100,8 +112,7 @@ class ControlHTTPServer:
                 "api": (str,), "broker": (str,), "client_id": (str,), "limit": (str,)}),
             ("DELETE", "/v1/requests"): _Route(self._clear_requests, {}),
         }
-        self._httpd = ThreadingHTTPServer((host, port), self._handler_class())
-        self._httpd.daemon_threads = True
+        self._httpd = _NamedThreadingHTTPServer((host, port), self._handler_class())
         self.host = host
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._serve, name=f"control-http-{self.port}", daemon=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
+from test_serve import stop
 from wire_helpers import unique
 
 pytestmark = pytest.mark.timeout(90)
@@ -48,12 +48,7 @@ def served() -> Any:
         assert control.startswith("control=http://127.0.0.1:"), control
         yield bootstrap, control.split("=", 1)[1]
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            assert proc.wait(20) == 0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        stop(proc)
 
 
 def test_each_operation_over_http(served: Any) -> None:

@@ -110,3 +110,19 @@ def test_manual_cluster_expires_delayed_produce_only_on_advance() -> None:
         sender.join(5)
         assert [code for code, _ in result] == [errors.REQUEST_TIMED_OUT]
         assert cluster.control.counts["time_advanced"] == 2
+
+
+def test_manual_cluster_shrinks_the_isr_when_the_lag_time_passes_on_advance() -> None:
+    """Kafka's ``PartitionTest.testMaybeShrinkIsr`` over a cluster: a follower that stopped
+    fetching leaves the ISR once ``replica.lag.time.max.ms`` has passed on the broker's clock,
+    at the ``advance_time`` that passes it, not before."""
+    with EmbeddedCluster(brokers=2, time="manual", config={"listeners": ""}) as cluster:
+        cluster.create_topic("t", partitions=1, replication_factor=2)
+        leader = cluster.leader_of("t", 0)
+        follower = 1 - leader
+        cluster.broker(follower).fetcher_manager.set_paused(True)
+        assert cluster.produce("t", 0, [(b"k", b"v")], acks=1)[0] == errors.NONE
+        cluster.advance_time(29_000)
+        assert set(cluster.partition_state("t", 0).isr) == {leader, follower}
+        cluster.advance_time(16_000)   # past the lag time, and an isr-expiration run is due
+        assert cluster.partition_state("t", 0).isr == (leader,)

@@ -272,16 +272,21 @@ class ClusterControl:
         self._event("interceptor_set", api=API_NAMES[key], removed=fn is None)
 
     def clear_faults(self) -> None:
-        """Remove every injection, latency and interceptor, and heal every isolated broker."""
+        """Remove every injection, latency and interceptor, and heal every isolated broker
+        (logged and counted only when there was something to clear: a test suite may call it
+        before every test)."""
         dropped = self.faults.clear()
         with self._lock:
             isolated = sorted(self._isolated)
+            latencies, interceptors = len(self._latency), len(self._interceptors)
             self._latency.clear()
             self._interceptors.clear()
             self._changed_locked()
         for broker in isolated:
             self.heal(broker)
-        self._event("faults_cleared", injections=dropped, healed=isolated)
+        if dropped or isolated or latencies or interceptors:
+            self._event("faults_cleared", injections=dropped, latencies=latencies,
+                        interceptors=interceptors, healed=isolated)
 
     @contextlib.contextmanager
     def scoped(self, api: str | int, errors: Iterable[str | int], **filters: Any) -> Iterator[ErrorInjection]:
@@ -380,7 +385,8 @@ class ClusterControl:
         """The active faults, as JSON-ready values (``GET /v1/faults``)."""
         with self._lock:
             latency = [{"broker": b, "api": None if k is None else API_NAMES[k], "ms": ms}
-                       for (b, k), ms in sorted(self._latency.items(), key=lambda x: (x[0][0], x[0][1] or -1))]
+                       for (b, k), ms in sorted(self._latency.items(),
+                                                key=lambda item: (item[0][0], -1 if item[0][1] is None else item[0][1]))]
             interceptors = sorted(API_NAMES[k] for k in self._interceptors)
             isolated = sorted(self._isolated)
             counts = dict(self.counts)

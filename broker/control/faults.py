@@ -25,7 +25,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from kafka_emu.broker import errors as kafka_errors
+from kio.schema.errors import ErrorCode
+
 from kafka_emu.broker.protocol.versions import API_NAMES
 
 DISCONNECT = "DISCONNECT"
@@ -46,28 +47,28 @@ def api_key(api: str | int) -> int:
 
 
 def error_code(error: str | int) -> int | str:
-    """A Kafka error code from its name or code, or ``DISCONNECT``."""
-    if isinstance(error, bool):
-        raise ValueError(f"unknown Kafka error {error!r}")
-    if isinstance(error, int):
-        if kafka_errors.name(error).startswith("UNKNOWN(") and error != kafka_errors.UNKNOWN_SERVER_ERROR:
-            raise ValueError(f"unknown Kafka error code {error}")
-        return error
-    if isinstance(error, str):
-        text = error.strip().upper()
-        if text == DISCONNECT:
-            return DISCONNECT
-        if text.lstrip("-").isdigit():
-            return error_code(int(text))
-        code = getattr(kafka_errors, text, None)
-        if isinstance(code, int) and not isinstance(code, bool) and kafka_errors.name(code) == text:
-            return code
+    """A Kafka error code from its name or code (any of Kafka's errors, as kio's ``ErrorCode``
+    lists them), or ``DISCONNECT``."""
+    try:
+        if isinstance(error, bool):
+            raise ValueError
+        if isinstance(error, int):
+            return int(ErrorCode(error))
+        if isinstance(error, str):
+            text = error.strip()
+            if text.upper() == DISCONNECT:
+                return DISCONNECT
+            if text.lstrip("-").isdigit():
+                return int(ErrorCode(int(text)))
+            return int(ErrorCode[text.lower()])
+    except (ValueError, KeyError):
+        pass
     raise ValueError(f"unknown Kafka error {error!r} (a name such as NOT_LEADER_OR_FOLLOWER, "
                      f"a code, or DISCONNECT)")
 
 
 def error_name(code: int | str) -> str:
-    return code if isinstance(code, str) else kafka_errors.name(code)
+    return code if isinstance(code, str) else ErrorCode(code).name.upper()
 
 
 @dataclass

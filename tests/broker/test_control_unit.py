@@ -34,6 +34,7 @@ def test_api_and_error_names() -> None:
     assert error_code("not_leader_or_follower") == errors.NOT_LEADER_OR_FOLLOWER
     assert error_code(15) == errors.COORDINATOR_NOT_AVAILABLE
     assert error_code("disconnect") == DISCONNECT and error_code("NONE") == errors.NONE
+    assert error_code("FENCED_LEADER_EPOCH") == 74       # any of Kafka's errors, not only the emulator's
     for bad in ("Produse", 999, True):
         with pytest.raises(ValueError, match="unknown API"):
             api_key(bad)

@@ -66,7 +66,7 @@ from kafka_emu.broker.control.recorder import DEFAULT_CAPACITY, RequestRecord, R
 from kafka_emu.broker.coordinator_log import OFFSETS_TOPIC
 from kafka_emu.broker.protocol.codec import response_schema
 from kafka_emu.broker.protocol.error_response import build_error_response
-from kafka_emu.broker.protocol.versions import API_NAMES, api_name
+from kafka_emu.broker.protocol.versions import API_NAMES, API_VERSIONS, api_name
 from kafka_emu.coordinator.records import partition_for
 from kafka_emu.timer import SystemTimer, SystemTimerReaper, TimerTask
 
@@ -270,6 +270,29 @@ class ClusterControl:
                 self._interceptors[key] = fn
             self._changed_locked()
         self._event("interceptor_set", api=API_NAMES[key], removed=fn is None)
+
+    def answer_with(self, api: str | int, response: dict[str, Any], count: int = 1) -> None:
+        """Answer the next ``count`` requests of ``api`` with ``response`` (a dict of the response's
+        fields, built for each request's version), then let the broker answer again: an
+        interceptor for clients that cannot pass a callable (``POST /v1/faults/responses``).
+        ValueError now if a field is unknown to the API's newest response version."""
+        key = api_key(api)
+        if count <= 0:
+            raise ValueError("count must be positive")
+        from_plain(response_schema(key, API_VERSIONS[key][1]), response)
+        left = [count]
+        lock = threading.Lock()
+
+        def answer(request: ControlRequest) -> Any:
+            with lock:
+                if left[0] <= 0:
+                    return None
+                left[0] -= 1
+                if left[0] == 0 and self._interceptors.get(key) is answer:
+                    self.intercept(key, None)
+            return response
+
+        self.intercept(key, answer)
 
     def clear_faults(self) -> None:
         """Remove every injection, latency and interceptor, and heal every isolated broker

@@ -8,6 +8,7 @@
 ``GET    /v1/faults``                       active injections, latencies, interceptors, counts
 ``POST   /v1/faults/errors``                ``{"api", "errors", "broker"?, "topic"?, "partition"?, "group"?}``
 ``POST   /v1/faults/latency``               ``{"broker", "ms", "api"?}`` (``ms`` 0 removes it)
+``POST   /v1/faults/responses``             ``{"api", "response", "count"?}``: answer the next requests yourself
 ``DELETE /v1/faults``                       clear every fault (heals isolated brokers)
 ``POST   /v1/brokers/{id}/{action}``        ``stop``, ``start``, ``isolate``, ``heal``
 ``POST   /v1/leaders``                      ``{"topic", "partition", "broker"}``
@@ -21,8 +22,8 @@
 Answers are JSON objects. Bad requests get a 4xx with ``{"error": "<one line>"}``: 400 for
 malformed JSON, a missing, unknown or mistyped field, or an unknown API or error name; 404 for
 an unknown path or broker; 405 for a method a path does not take; 409 for an operation the
-cluster's state refuses (recording off, real time, a broker that cannot lead). Interceptors
-take a Python callable and are not offered here.
+cluster's state refuses (recording off, real time, a broker that cannot lead). A callable
+interceptor needs Python; ``faults/responses`` gives the next ``count`` requests a fixed answer.
 
 Runs ``http.server.ThreadingHTTPServer`` on one named thread (``control-http-<port>``; each
 request on its own short-lived ``control-http-request`` thread, so a slow ``time/advance``
@@ -101,6 +102,8 @@ class ControlHTTPServer:
                 "partition": (int,), "group": (str,)}, ("api", "errors")),
             ("POST", "/v1/faults/latency"): _Route(self._latency, {
                 "broker": (int,), "ms": (int, float), "api": (str, int)}, ("broker", "ms")),
+            ("POST", "/v1/faults/responses"): _Route(self._responses, {
+                "api": (str, int), "response": (dict,), "count": (int,)}, ("api", "response")),
             ("DELETE", "/v1/faults"): _Route(self._clear, {}),
             ("POST", "/v1/leaders"): _Route(self._leader, {
                 "topic": (str,), "partition": (int,), "broker": (int,)}, ("topic", "partition", "broker")),
@@ -194,6 +197,10 @@ class ControlHTTPServer:
     def _latency(self, broker: int, ms: float, api: str | int | None = None) -> tuple[int, dict[str, Any]]:
         self.control.set_latency(broker, int(ms), api)
         return 200, {"broker": broker, "ms": int(ms), "api": api}
+
+    def _responses(self, api: str | int, response: dict[str, Any], count: int = 1) -> tuple[int, dict[str, Any]]:
+        self.control.answer_with(api, response, count)
+        return 201, {"api": api, "count": count}
 
     def _clear(self) -> tuple[int, dict[str, Any]]:
         self.control.clear_faults()

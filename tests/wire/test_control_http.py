@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
 
 from test_serve import stop
 from wire_helpers import unique
@@ -81,6 +82,15 @@ def test_each_operation_over_http(served: Any) -> None:
     status, faults = call(base, "DELETE", "/v1/faults")
     assert status == 200 and faults["latency"] == [] and faults["errors"] == []
 
+    # a fixed answer for the next ListGroups (any language's ControlKey)
+    status, _ = call(base, "POST", "/v1/faults/responses",
+                     {"api": "ListGroups", "response": {"groups": [{"group_id": "made-up", "protocol_type": "consumer"}]}})
+    assert status == 201
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_consumer_groups().result(20)
+    assert "made-up" in [g.group_id for g in listed.valid]
+    assert call(base, "GET", "/v1/faults")[1]["interceptors"] == []   # spent after one answer
+
     # leaders and coordinators
     status, moved = call(base, "POST", "/v1/leaders", {"topic": topic, "partition": 0, "broker": 2})
     assert status in (200, 409)   # 409 if broker 2 holds no replica of the auto-created topic
@@ -123,6 +133,7 @@ def test_each_operation_over_http(served: Any) -> None:
     ("POST", "/v1/faults/errors", {"api": "Produce", "errors": ["NONE"], "broker": 9}, 404, "unknown broker 9"),
     ("POST", "/v1/faults/latency", {"broker": 9, "ms": 10}, 404, "unknown broker 9"),
     ("POST", "/v1/faults/latency", {"broker": 0, "ms": -1}, 400, ">= 0"),
+    ("POST", "/v1/faults/responses", {"api": "ListGroups", "response": {"groupz": []}}, 400, "has no field groupz"),
     ("POST", "/v1/brokers/9/isolate", None, 404, "unknown broker 9"),
     ("POST", "/v1/brokers/0/explode", None, 404, "no such path"),
     ("GET", "/v1/faults/errors", None, 405, "use POST"),

@@ -162,5 +162,5 @@ def test_control_port_taken_is_one_line_and_exit_2() -> None:
                                "--control-port", str(port)], capture_output=True, text=True, cwd=ROOT,
                               timeout=60)
     assert proc.returncode == 2
-    errors = [line for line in proc.stderr.splitlines() if "--control-port" in line]
+    errors = [line for line in proc.stderr.splitlines() if f"control port {port} is already in use" in line]
     assert len(errors) == 1 and "Traceback" not in proc.stderr

@@ -57,7 +57,7 @@ from kafka_emu.broker.log import Log
 from kafka_emu.broker.log_config import validate_topic_configs
 from kafka_emu.broker.metadata import MetadataStore
 from kafka_emu.broker.record_batch import build_batch, iter_records
-from kafka_emu.metrics.logging import ensure_configured as ensure_logging_configured
+from kafka_emu.logsetup import ensure_configured as ensure_logging_configured
 from kafka_emu.timer.time import Time
 
 _log = structlog.get_logger("broker.cluster")

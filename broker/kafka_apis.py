@@ -18,7 +18,7 @@ isolated broker's closed connection); see ``ClusterControl.on_request``.
 When the handler returns (answered, parked in a purgatory, or raised) ``handle`` stamps
 ``request.api_local_complete_time_ns`` unless the handler's answer already did, as Kafka's
 ``KafkaApis.handle`` does, so a request parked in a purgatory counts its wait as RemoteTimeMs,
-not LocalTimeMs. The handler runs inside ``metrics.logging.request_context`` (request type,
+not LocalTimeMs. The handler runs inside ``logsetup.request_context`` (request type,
 version, correlation id and client id on every log event it emits); the handler thread binds
 ``broker_id`` once for its lifetime.
 
@@ -33,7 +33,7 @@ import structlog
 
 from kafka_emu.broker import errors
 from kafka_emu.broker.config import KafkaConfig
-from kafka_emu.metrics.logging import request_context
+from kafka_emu.logsetup import request_context
 
 if TYPE_CHECKING:
     from kafka_emu.broker.request_channel import Request

@@ -16,12 +16,17 @@ broker and elect new leaders. Every thread started here ends before ``shutdown``
 Threads start on the CPUs of ``emulator.cpu.affinity`` (``broker.cpu_affinity``: one CPU by
 default, as the interpreter lock makes a second one cost more in wake-ups than it gives).
 
+Metrics: ``snapshot()`` gathers each component's own snapshot into one ``BrokerSnapshot`` (the
+metrics package reads nothing else of a broker), and ``request_listeners`` (handed to the
+request channel at start-up) lets request metrics attach before the broker starts.
+
 Locking: ``_lock`` guards start/stop transitions and ``_pending_coordinator_elections``.
 """
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
 
 import structlog
 
@@ -32,18 +37,30 @@ from kafka_emu.broker.kafka_apis import KafkaApis
 from kafka_emu.broker.log import Log
 from kafka_emu.broker.metadata import BrokerInfo, MetadataStore
 from kafka_emu.broker.replica_fetcher import ReplicaFetcherManager
-from kafka_emu.broker.replica_manager import ReplicaManager
-from kafka_emu.broker.request_channel import RequestChannel
-from kafka_emu.broker.request_handler import KafkaRequestHandlerPool
+from kafka_emu.broker.network.socket_server import SocketServer, SocketServerSnapshot
+from kafka_emu.broker.replica_manager import ReplicaManager, ReplicaManagerSnapshot
+from kafka_emu.broker.request_channel import Request, RequestChannel, RequestChannelSnapshot
+from kafka_emu.broker.request_handler import HandlerPoolSnapshot, KafkaRequestHandlerPool
 from kafka_emu.broker.scheduler import KafkaScheduler
+from kafka_emu.coordinator.group_coordinator import GroupCoordinator, GroupCoordinatorSnapshot
+from kafka_emu.timer.purgatory import PurgatorySnapshot
 from kafka_emu.timer.time import Time
 
-try:  # the coordinator helper's package; optional until it exists
-    from kafka_emu.coordinator.group_coordinator import GroupCoordinator
-except ImportError:  # pragma: no cover
-    GroupCoordinator = None  # type: ignore[assignment,misc]
 
 _log = structlog.get_logger("broker.kafka_server")
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerSnapshot:
+    """What a running broker shows its metrics: one snapshot per component (None: not running)."""
+
+    broker_id: int
+    request_channel: RequestChannelSnapshot
+    handler_pool: HandlerPoolSnapshot
+    socket_server: SocketServerSnapshot | None      # None without listeners (in-process only)
+    replica_manager: ReplicaManagerSnapshot
+    group_coordinator: GroupCoordinatorSnapshot | None
+    purgatories: tuple[PurgatorySnapshot, ...]      # the replica manager's and coordinator's
 
 
 class KafkaServer:
@@ -70,9 +87,9 @@ class KafkaServer:
         self.apis: KafkaApis | None = None
         self.handler_pool: KafkaRequestHandlerPool | None = None
         self.scheduler: KafkaScheduler | None = None
-        self.group_coordinator: Any = None
+        self.group_coordinator: GroupCoordinator | None = None
         self.coordinator_log: ReplicaManagerCoordinatorLog | None = None
-        self.socket_server: Any = None  # broker.network (wire helper), started in startup()
+        self.socket_server: SocketServer | None = None  # started in startup() when listening
         self.broker_info: BrokerInfo | None = None
         self._pending_coordinator_elections: dict[int, tuple[int, int]] = {}
         self._handler_idents: set[int] = set()
@@ -80,6 +97,7 @@ class KafkaServer:
         self.cpus = cpu_affinity.resolve(self.config[cpu_affinity.CONFIG_KEY])
         self.started = False
         self.stopped = False
+        self.request_listeners: list[Callable[[Request], None]] = []
 
     # ------------------------------------------------------------------ start
     def startup(self) -> "KafkaServer":
@@ -93,13 +111,14 @@ class KafkaServer:
             cfg = self.config
             for log in self.logs.values():  # restart: drop what was never committed locally
                 log.truncate_to(log.high_watermark)
-            self.request_channel = RequestChannel(cfg["queued.max.requests"], self.broker_id)
+            self.request_channel = RequestChannel(cfg["queued.max.requests"], self.broker_id,
+                                                  self.request_listeners)
             self.request_channel.control = self.control
             rm = self.replica_manager = ReplicaManager(cfg, self.metadata, self.time, self.logs)
             rm.action_queue.on_add = self._wake_handler_if_needed
             self.fetcher_manager = ReplicaFetcherManager(self.broker_id, rm, self.metadata, cfg)
             rm.fetcher_manager = self.fetcher_manager
-            if self.enable_coordinator and GroupCoordinator is not None:
+            if self.enable_coordinator:
                 self.coordinator_log = ReplicaManagerCoordinatorLog(rm)
                 self.group_coordinator = GroupCoordinator.create(self.broker_id, cfg.as_dict(),
                                                                  self.coordinator_log, self.time)
@@ -140,8 +159,6 @@ class KafkaServer:
         listeners = self.config["listeners"]
         if not listeners and not self.port:
             return None
-        from kafka_emu.broker.network import SocketServer
-
         cfg = self.config
         if not listeners:
             cfg = cfg.with_overrides(listeners=f"PLAINTEXT://{self.host}:{self.port}")
@@ -211,12 +228,21 @@ class KafkaServer:
             del self._pending_coordinator_elections[tp[1]]
         self.group_coordinator.on_elected(tp[1], epoch)
 
-    # ------------------------------------------------------------------ metrics helpers
-    def request_queue_size(self) -> int:
-        return self.request_channel.size() if self.request_channel is not None else 0
-
-    def handler_idle_ratio(self) -> float:
-        return self.handler_pool.idle_ratio() if self.handler_pool is not None else 1.0
+    # ------------------------------------------------------------------ metrics
+    def snapshot(self) -> BrokerSnapshot | None:
+        """The components' snapshots; None unless the broker is running."""
+        with self._lock:
+            if not self.started or self.stopped:
+                return None
+            channel, pool, rm = self.request_channel, self.handler_pool, self.replica_manager
+            server, coordinator = self.socket_server, self.group_coordinator
+        assert channel is not None and pool is not None and rm is not None  # set by startup
+        rm_snapshot = rm.snapshot()
+        gc_snapshot = coordinator.snapshot() if coordinator is not None else None
+        purgatories = rm_snapshot.purgatories + (gc_snapshot.purgatories if gc_snapshot else ())
+        return BrokerSnapshot(self.broker_id, channel.snapshot(), pool.snapshot(),
+                              server.snapshot() if server is not None else None,
+                              rm_snapshot, gc_snapshot, purgatories)
 
     # ------------------------------------------------------------------ stop
     def shutdown(self, fence: bool = True) -> None:

@@ -74,6 +74,17 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
     return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == 0x7FFFFFFF)
 
 
+class LogSnapshot(NamedTuple):
+    """Kafka's per-partition ``kafka.log:type=Log`` gauges, plus the HW (for consumer lag)."""
+
+    topic: str
+    partition: int
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    size_bytes: int
+
+
 class Log:
     def __init__(self, topic: str, partition: int, log_start_offset: int = 0) -> None:
         self.topic = topic
@@ -327,6 +338,11 @@ class Log:
 
     def num_batches(self) -> int:
         return len(self._bases)
+
+    def snapshot(self) -> LogSnapshot:
+        """Read without the partition lock: each field is an int read once."""
+        return LogSnapshot(self.topic, self.partition, self.log_start_offset, self.log_end_offset,
+                           self.high_watermark, self.size_bytes)
 
     def __repr__(self) -> str:
         return (f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, "

@@ -55,11 +55,6 @@ class ReplicaFetchRequestData:
     params: FetchParams
     fetch_infos: list[tuple[TP, PartitionFetchInfo]]
 
-    @property
-    def replica_id(self) -> int:
-        """Where metrics look to tell a follower fetch from a consumer's (as in a FetchRequest)."""
-        return self.params.replica_id
-
 
 @dataclass
 class PartitionFetchState:

@@ -17,7 +17,8 @@ LeaderAndIsr requests or KRaft metadata deltas.
 
 Locking: ``_lock`` guards the partition map (lookups are plain dict reads); each ``Partition``
 has its own lock; purgatories are triggered only with no partition lock held. Counters are in
-``stats`` (``BrokerTopicStats``).
+``stats`` (``BrokerTopicStats``); ``snapshot()`` reads partitions without their locks (each
+field once), as Kafka's gauges do.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from kafka_emu.broker.action_queue import ActionQueue
 from kafka_emu.broker.delayed_fetch import DelayedFetch
 from kafka_emu.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafka_emu.broker.errors import KafkaError
-from kafka_emu.broker.log import Log
+from kafka_emu.broker.log import Log, LogSnapshot
 from kafka_emu.broker.partition import (
     ISOLATION_HIGH_WATERMARK,
     ISOLATION_LOG_END,
@@ -40,8 +41,9 @@ from kafka_emu.broker.partition import (
     LogReadResult,
     Partition,
 )
-from kafka_emu.broker.stats import BrokerTopicStats
+from kafka_emu.broker.stats import BrokerTopicStats, BrokerTopicStatsSnapshot
 from kafka_emu.timer import DelayedOperationPurgatory, TopicPartitionOperationKey
+from kafka_emu.timer.purgatory import PurgatorySnapshot
 from kafka_emu.timer.time import Time
 
 if TYPE_CHECKING:
@@ -75,6 +77,20 @@ class PartitionFetchInfo:
     log_start_offset: int = -1
     current_leader_epoch: int = -1
     last_fetched_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaManagerSnapshot:
+    """Kafka's ReplicaManager gauges and meters, BrokerTopicMetrics, and the hosted logs."""
+
+    partition_count: int
+    leader_count: int
+    under_replicated_partitions: int
+    under_min_isr_partitions: int
+    stats: BrokerTopicStatsSnapshot
+    logs: tuple[LogSnapshot, ...]                 # every hosted replica (leader or follower)
+    leaders: frozenset[tuple[str, int]]           # the partitions among them this broker leads
+    purgatories: tuple[PurgatorySnapshot, ...]    # Produce and Fetch
 
 
 def isolation_for(replica_id: int, isolation_level: int) -> int:
@@ -156,6 +172,21 @@ class ReplicaManager:
     def partition_count(self) -> int:
         return len(self.partitions)
 
+    def snapshot(self) -> ReplicaManagerSnapshot:
+        """One pass over the partitions (a copy of the map; no partition lock taken)."""
+        under_replicated = under_min_isr = 0
+        logs: list[LogSnapshot] = []
+        leaders: set[TP] = set()
+        for p in list(self.partitions.values()):
+            logs.append(p.log.snapshot())
+            if p.is_leader:
+                leaders.add(p.tp)
+                under_replicated += p.is_under_replicated()
+                under_min_isr += p.is_under_min_isr()
+        return ReplicaManagerSnapshot(len(logs), len(leaders), under_replicated, under_min_isr,
+                                      self.stats.snapshot(), tuple(logs), frozenset(leaders),
+                                      (self.produce_purgatory.snapshot(), self.fetch_purgatory.snapshot()))
+
     # ------------------------------------------------------------------ triggers
     def try_complete_delayed_requests(self, tp: TP) -> None:
         """HW moved: Fetch then Produce (each guarded, KAFKA-17240)."""
@@ -188,9 +219,11 @@ class ReplicaManager:
         successes = 0
         actions: list[tuple[TP, bool]] = []
         for tp, data in entries.items():
+            if tp[0] in INTERNAL_TOPICS and not internal_topics_allowed:
+                statuses[tp] = ProducePartitionStatus(-1, errors.INVALID_REQUEST, -1, -1, -1,
+                                                      f"cannot append to internal topic {tp[0]}")
+                continue
             try:
-                if tp[0] in INTERNAL_TOPICS and not internal_topics_allowed:
-                    raise KafkaError(errors.INVALID_REQUEST, f"cannot append to internal topic {tp[0]}")
                 partition = self.partitions.get(tp)
                 if partition is None:
                     raise KafkaError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {tp}")
@@ -203,11 +236,11 @@ class ReplicaManager:
                     self.stats.record_bytes_in(tp[0], info.num_records, info.size_bytes)
                     actions.append((tp, hw_moved))
             except KafkaError as e:
-                self.stats.record_failed_produce()
+                self.stats.record_failed_produce(tp[0], e.code)
                 statuses[tp] = ProducePartitionStatus(-1, e.code, -1, -1, -1, e.message)
             except Exception as e:  # never let a bad request kill a handler
                 _log.exception("append_failed", broker_id=self.broker_id, topic=tp[0], partition=tp[1])
-                self.stats.record_failed_produce()
+                self.stats.record_failed_produce(tp[0], errors.UNKNOWN_SERVER_ERROR)
                 statuses[tp] = ProducePartitionStatus(-1, errors.UNKNOWN_SERVER_ERROR, -1, -1, -1, str(e))
         if actions:
             def action(actions: list[tuple[TP, bool]] = actions) -> None:
@@ -268,7 +301,7 @@ class ReplicaManager:
                 if follower < 0:
                     self.stats.record_bytes_out(tp[0], len(result.records))
             elif result.error != errors.NONE:
-                self.stats.record_failed_fetch()
+                self.stats.record_failed_fetch(tp[0], result.error)
             out.append((tp, result))
             if update_fetch_state and result.error == errors.NONE and result.diverging_epoch is None:
                 if partition.update_follower_fetch_state(follower, info.fetch_offset, info.log_start_offset,

@@ -8,7 +8,8 @@ The completed request then goes to every ``request_listeners`` callable (metrics
 in-process request (``processor_id`` -1: replica fetchers, benchmarks) right there, as nothing
 is sent; for a network request (``processor_id`` >= 0) only once its network processor has
 written the response (``end_time_ns``), as Kafka's ``updateRequestMetrics`` runs on send
-completion, so ResponseQueueTimeMs and ResponseSendTimeMs are real.
+completion, so ResponseQueueTimeMs and ResponseSendTimeMs are real. ``send_response`` keeps the response
+body on the request (``response_body``) for those listeners (error counts by code).
 
 Test control (``broker.control``): when ``control`` is set, every answer passes through
 ``ClusterControl.on_response`` first (recording, latency, isolation), which may deliver it later
@@ -25,6 +26,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import structlog
+
+from kafka_emu.broker.protocol.versions import api_name
+
+FETCH_API_KEY = 1
 
 _log = structlog.get_logger("broker.request_channel")
 
@@ -47,6 +52,20 @@ class Request:
     response_complete_time_ns: int = 0
     response_dequeue_time_ns: int = 0
     end_time_ns: int = 0           # the response was written (network) / handed back (in-process)
+    response_body: Any = None      # set by send_response: what the request was answered with
+
+    @property
+    def api_name(self) -> str:
+        """Kafka's name of the API (``Produce``, ``JoinGroup``...), for logs and metric labels."""
+        return api_name(self.api_key)
+
+    @property
+    def is_from_follower(self) -> bool:
+        """A Fetch sent by a follower replica (Kafka's ``FetchRequest.isFromFollower``)."""
+        if self.api_key != FETCH_API_KEY:
+            return False
+        from kafka_emu.broker.apis.fetch import replica_id_of  # the fetch API imports this module
+        return replica_id_of(self.body, self.api_version) >= 0
 
 
 @dataclass(eq=False)
@@ -65,8 +84,16 @@ class _Wakeup:
 WAKEUP = _Wakeup()
 
 
+@dataclass(frozen=True, slots=True)
+class RequestChannelSnapshot:
+    """Kafka's ``RequestChannel`` gauges: requests waiting for a handler (RequestQueueSize)."""
+
+    request_queue_size: int
+
+
 class RequestChannel:
-    def __init__(self, queue_size: int = 500, broker_id: int = 0) -> None:
+    def __init__(self, queue_size: int = 500, broker_id: int = 0,
+                 request_listeners: list[Callable[[Request], None]] | None = None) -> None:
         self.broker_id = broker_id
         self.queue_size = queue_size
         # A C ``SimpleQueue`` (fast hand-off to a waiting handler) bounded by ``queue_size``: a
@@ -74,7 +101,10 @@ class RequestChannel:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._not_full = threading.Condition()
         self._full_waiters = 0
-        self.request_listeners: list[Callable[[Request], None]] = []
+        # The broker's list (``KafkaServer.request_listeners``), so that metrics attached to a
+        # broker before its start-up see its channel's requests.
+        self.request_listeners: list[Callable[[Request], None]] = (
+            request_listeners if request_listeners is not None else [])
         self.closed = False
         self._wakeup_pending = False
         self.control: Any = None   # broker.control.ClusterControl, set by KafkaServer
@@ -143,6 +173,7 @@ class RequestChannel:
         now = _time.monotonic_ns()
         if not request.api_local_complete_time_ns:
             request.api_local_complete_time_ns = now
+        request.response_body = body
         response = Response(request, body, close_connection)
         try:
             request.respond(response)
@@ -162,6 +193,9 @@ class RequestChannel:
     def size(self) -> int:
         """Requests waiting (Kafka's RequestQueueSize)."""
         return self._queue.qsize()
+
+    def snapshot(self) -> RequestChannelSnapshot:
+        return RequestChannelSnapshot(self._queue.qsize())
 
     def close(self) -> None:
         """Stop accepting; in-process senders of queued requests get a disconnect (body None,

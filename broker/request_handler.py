@@ -13,15 +13,18 @@ fetcher thread, the follower's next fetch back through the leader's channel), wh
 than the produce itself. At low load the channel is empty after every request, so nothing
 changes; under load an action waits at most ``ACTION_BATCH_REQUESTS`` requests. Responses to
 the produce requests themselves are not delayed (acks=1 answers before, acks=-1 is parked in
-its purgatory either way). Idle time (waiting on the channel) is accumulated per thread for Kafka's
-``RequestHandlerAvgIdlePercent``. Each thread binds ``broker_id`` to its log context once
+its purgatory either way). Idle time (waiting on the channel) and busy time are accumulated per
+thread for Kafka's ``RequestHandlerAvgIdlePercent``; ``snapshot()`` adds the wait in progress, so
+a pool that has not finished its first wait yet reads as idle, not as unknown. Each thread binds ``broker_id`` to its log context once
 (``ShutdownableThread(log_context=...)``); ``KafkaApis.handle`` adds the request's fields.
 
-Locking: none shared; counters are written by their own thread only and read by scrapes.
+Locking: none shared; counters are written by their own thread only and read by scrapes
+(``wait_started_ns`` is cleared before ``idle_ns`` grows, so a scrape never counts a wait twice).
 """
 from __future__ import annotations
 
 import time as _time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import structlog
@@ -52,6 +55,7 @@ class KafkaRequestHandler(ShutdownableThread):
         self.action_queue = action_queue
         self.idle_ns = 0
         self.busy_ns = 0
+        self.wait_started_ns = 0    # monotonic start of the wait in progress, 0 while busy
         self.requests_handled = 0
         self._since_actions = 0     # requests handled since this thread last drained the actions
 
@@ -59,9 +63,10 @@ class KafkaRequestHandler(ShutdownableThread):
         self.channel.put_shutdown_markers(1)
 
     def do_work(self) -> None:
-        t0 = _time.monotonic_ns()
+        t0 = self.wait_started_ns = _time.monotonic_ns()
         item = self.channel.receive_request(POLL_S)
         t1 = _time.monotonic_ns()
+        self.wait_started_ns = 0
         self.idle_ns += t1 - t0
         if item is None:
             self.action_queue.try_complete_actions()
@@ -80,6 +85,18 @@ class KafkaRequestHandler(ShutdownableThread):
         self.busy_ns += _time.monotonic_ns() - t1
 
 
+@dataclass(frozen=True, slots=True)
+class HandlerPoolSnapshot:
+    """Cumulative time of the pool's threads since they started, summed over threads.
+
+    Kafka's RequestHandlerAvgIdlePercent over a window is Δidle_ns / (Δidle_ns + Δbusy_ns).
+    """
+
+    threads: int
+    idle_ns: int    # waiting for a request, the waits in progress included
+    busy_ns: int    # handling requests and draining the action queue
+
+
 class KafkaRequestHandlerPool:
     def __init__(self, broker_id: int, channel: "RequestChannel", apis: "KafkaApis",
                  action_queue: "ActionQueue", num_threads: int) -> None:
@@ -87,8 +104,6 @@ class KafkaRequestHandlerPool:
         self.channel = channel
         self.handlers = [KafkaRequestHandler(i, broker_id, channel, apis, action_queue)
                          for i in range(num_threads)]
-        self._last_idle = 0
-        self._last_total = 0
 
     def start(self) -> None:
         for h in self.handlers:
@@ -97,20 +112,16 @@ class KafkaRequestHandlerPool:
     def thread_names(self) -> set[str]:
         return {h.name for h in self.handlers}
 
-    def idle_ratio(self) -> float:
-        """Average idle fraction of the handler threads since the previous call (or start)."""
-        idle = sum(h.idle_ns for h in self.handlers)
-        total = idle + sum(h.busy_ns for h in self.handlers)
-        d_idle, d_total = idle - self._last_idle, total - self._last_total
-        self._last_idle, self._last_total = idle, total
-        if d_total <= 0:
-            return 1.0
-        return max(0.0, min(1.0, d_idle / d_total))
-
-    def cumulative_idle_ratio(self) -> float:
-        idle = sum(h.idle_ns for h in self.handlers)
-        total = idle + sum(h.busy_ns for h in self.handlers)
-        return 1.0 if total <= 0 else idle / total
+    def snapshot(self) -> HandlerPoolSnapshot:
+        now = _time.monotonic_ns()
+        idle = busy = 0
+        for h in self.handlers:
+            idle += h.idle_ns            # read before wait_started_ns: see "Locking"
+            started = h.wait_started_ns
+            if started:
+                idle += max(0, now - started)
+            busy += h.busy_ns
+        return HandlerPoolSnapshot(len(self.handlers), idle, busy)
 
     def shutdown(self) -> None:
         for h in self.handlers:

@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     from kafka_emu.broker.cluster import EmbeddedCluster
     from kafka_emu.broker.config import KafkaConfig
     from kafka_emu.broker.network import BindError
-    from kafka_emu.metrics.logging import configure_from
+    from kafka_emu.logsetup import configure_from
 
     if args.port and args.port + args.brokers - 1 > 65535:
         print(f"kafka-emu: --port {args.port} with --brokers {args.brokers} needs ports up to "

@@ -1,66 +1,118 @@
-"""Counters the metrics helper reads at scrape time (plain ints, written under a tiny lock)."""
+"""BrokerTopicStats: Kafka's BrokerTopicMetrics meters (per topic) and ReplicaManager meters.
+
+Failed produce and fetch counts follow Kafka's ``ReplicaManager``: they are meant to show
+unexpected failures of the broker, so the errors a healthy broker answers routinely (unknown
+partition, not the leader, record too large, fenced epoch, offset out of range...) are not
+counted (``appendToLocalLog`` and ``readFromLog`` leave the meters alone for those exceptions);
+every other error on a partition counts once for its topic. Appends refused before the partition
+is looked up (an internal topic without permission) are not counted either, as in Kafka.
+"""
 from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from kafka_emu.broker import errors
+
+# ``ReplicaManager.appendToLocalLog``'s known exceptions: answered without FailedProduceRequestsPerSec.
+EXPECTED_PRODUCE_ERRORS = frozenset({
+    errors.UNKNOWN_TOPIC_OR_PARTITION, errors.NOT_LEADER_OR_FOLLOWER, errors.MESSAGE_TOO_LARGE,
+    errors.RECORD_LIST_TOO_LARGE, errors.CORRUPT_MESSAGE, errors.KAFKA_STORAGE_ERROR,
+    errors.DUPLICATE_SEQUENCE_NUMBER, errors.UNKNOWN_TOPIC_ID,
+})
+# ``ReplicaManager.readFromLog``'s known exceptions: answered without FailedFetchRequestsPerSec.
+EXPECTED_FETCH_ERRORS = frozenset({
+    errors.UNKNOWN_TOPIC_OR_PARTITION, errors.NOT_LEADER_OR_FOLLOWER, errors.UNKNOWN_LEADER_EPOCH,
+    errors.FENCED_LEADER_EPOCH, errors.REPLICA_NOT_AVAILABLE, errors.KAFKA_STORAGE_ERROR,
+    errors.INCONSISTENT_TOPIC_ID, errors.OFFSET_OUT_OF_RANGE, errors.UNKNOWN_TOPIC_ID,
+})
+
+
+@dataclass
+class TopicStats:
+    """One topic's BrokerTopicMetrics counts (a frozen copy of it is what a snapshot holds)."""
+
+    messages_in: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    failed_produce_requests: int = 0
+    failed_fetch_requests: int = 0
+
+    def copy(self) -> "TopicStats":
+        return TopicStats(self.messages_in, self.bytes_in, self.bytes_out,
+                          self.failed_produce_requests, self.failed_fetch_requests)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerTopicStatsSnapshot:
+    topics: Mapping[str, TopicStats] = field(default_factory=dict)   # copies, one per topic seen
+    isr_shrinks: int = 0
+    isr_expands: int = 0
+    produce_expirations: int = 0
+    fetch_expirations_follower: int = 0
+    fetch_expirations_consumer: int = 0
 
 
 class BrokerTopicStats:
     """Kafka's BrokerTopicStats and ReplicaManager meters for one broker.
 
-    ``_lock`` guards every write (increments from many handler threads); scrapes read the
-    ints and copies of the dicts without it.
+    Locking: ``_lock`` guards every write (increments from many handler threads) and the copy a
+    snapshot takes, so a snapshot is consistent across topics.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.isr_shrinks = 0
-        self.isr_expands = 0
-        self.messages_in: dict[str, int] = defaultdict(int)
-        self.bytes_in: dict[str, int] = defaultdict(int)
-        self.bytes_out: dict[str, int] = defaultdict(int)
-        self.failed_produce_requests = 0
-        self.failed_fetch_requests = 0
-        self.produce_expirations = 0
-        self.produce_expirations_by_partition: dict[tuple[str, int], int] = defaultdict(int)
-        self.fetch_expirations = {"follower": 0, "consumer": 0}
+        self._topics: dict[str, TopicStats] = defaultdict(TopicStats)
+        self._isr_shrinks = 0
+        self._isr_expands = 0
+        self._produce_expirations = 0
+        self._fetch_expirations = {True: 0, False: 0}   # is follower -> count
 
     def record_isr_shrink(self) -> None:
         with self._lock:
-            self.isr_shrinks += 1
+            self._isr_shrinks += 1
 
     def record_isr_expand(self) -> None:
         with self._lock:
-            self.isr_expands += 1
+            self._isr_expands += 1
 
     def record_bytes_in(self, topic: str, messages: int, nbytes: int) -> None:
         with self._lock:
-            self.messages_in[topic] += messages
-            self.bytes_in[topic] += nbytes
+            stats = self._topics[topic]
+            stats.messages_in += messages
+            stats.bytes_in += nbytes
 
     def record_bytes_out(self, topic: str, nbytes: int) -> None:
         with self._lock:
-            self.bytes_out[topic] += nbytes
+            self._topics[topic].bytes_out += nbytes
 
-    def record_failed_produce(self) -> None:
+    def record_failed_produce(self, topic: str, error: int) -> None:
+        """A partition of a produce request failed with ``error`` (see the module docstring)."""
+        if error in EXPECTED_PRODUCE_ERRORS:
+            return
         with self._lock:
-            self.failed_produce_requests += 1
+            self._topics[topic].failed_produce_requests += 1
 
-    def record_failed_fetch(self) -> None:
+    def record_failed_fetch(self, topic: str, error: int) -> None:
+        """A partition of a fetch request failed with ``error`` (see the module docstring)."""
+        if error in EXPECTED_FETCH_ERRORS:
+            return
         with self._lock:
-            self.failed_fetch_requests += 1
+            self._topics[topic].failed_fetch_requests += 1
 
     def record_produce_expiration(self, tp: tuple[str, int]) -> None:
         with self._lock:
-            self.produce_expirations += 1
-            self.produce_expirations_by_partition[tp] += 1
+            self._produce_expirations += 1
 
     def record_fetch_expiration(self, follower: bool) -> None:
         with self._lock:
-            self.fetch_expirations["follower" if follower else "consumer"] += 1
+            self._fetch_expirations[follower] += 1
 
-    def total_messages_in(self) -> int:
-        return sum(list(self.messages_in.values()))
-
-    def total_bytes_in(self) -> int:
-        return sum(list(self.bytes_in.values()))
+    def snapshot(self) -> BrokerTopicStatsSnapshot:
+        with self._lock:
+            return BrokerTopicStatsSnapshot(
+                {topic: stats.copy() for topic, stats in self._topics.items()},
+                self._isr_shrinks, self._isr_expands, self._produce_expirations,
+                self._fetch_expirations[True], self._fetch_expirations[False])

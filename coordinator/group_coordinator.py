@@ -11,8 +11,8 @@ Heartbeat, LeaveGroup and validation-error answers are given outside any lock, a
 
 Locks: group lock → (purgatory shard/timer locks, CoordinatorLog's locks). ``_metrics_lock``
 only guards the metric counters (``rebalances_started``, ``rebalance_count``,
-``rebalance_time_ms_total``, ``rebalance_time_ms_max``, ``state_transitions``...) and is never
-held while calling out. State transitions log inside ``metrics.logging.group_context``
+``rebalance_time_ms_total``, ``rebalance_time_ms_max``, ``heartbeat_expirations``) and is never
+held while calling out. State transitions log inside ``logsetup.group_context``
 (``group_id``, ``generation``), see ``GroupMetadata.transition_to``.
 
 Deliberate differences from Kafka:
@@ -54,6 +54,7 @@ Handler summary (all arguments positional-or-keyword; error fields are Kafka cod
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 import structlog
@@ -74,10 +75,27 @@ from kafka_emu.coordinator.results import (
     SyncGroupResult,
 )
 from kafka_emu.timer import (
-    DelayedOperationPurgatory, GroupJoinKey, GroupSyncKey, MemberKey, SystemTimer, Time,
+    DelayedOperationPurgatory, GroupJoinKey, GroupSyncKey, MemberKey, PurgatorySnapshot, SystemTimer,
+    Time,
 )
 
 _log = structlog.get_logger("coordinator.group_coordinator")
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCoordinatorSnapshot:
+    """Kafka's GroupMetadataManager gauges and group-coordinator-metrics, plus committed offsets
+    (group, topic, partition → offset) for consumer-group lag."""
+
+    groups_by_state: Mapping[str, int]        # Kafka's state names, every state present
+    members: int
+    committed_offsets: Mapping[tuple[str, str, int], int]
+    rebalances_started: int
+    rebalances_completed: int                 # CompletingRebalance -> Stable
+    rebalance_time_ms_total: int              # PreparingRebalance entered -> Stable, summed
+    rebalance_time_ms_max: int
+    heartbeat_expirations: int
+    purgatories: tuple[PurgatorySnapshot, ...]   # Heartbeat and Rebalance
 
 UNKNOWN_MEMBER_ID = ""
 JoinCallback = Callable[[JoinGroupResult], Any]
@@ -106,15 +124,13 @@ class GroupCoordinator:
         self._epoch_lock = threading.Lock()
         self._cleanup_stop = threading.Event()
         self._cleanup_thread: threading.Thread | None = None
-        # metrics, read at scrape time (guarded by _metrics_lock for writes)
+        # metrics, read by snapshot() (guarded by _metrics_lock for writes)
         self._metrics_lock = threading.Lock()
         self.rebalances_started = 0
         self.rebalance_count = 0            # completed rebalances (CompletingRebalance -> Stable)
         self.rebalance_time_ms_total = 0    # PreparingRebalance entered -> Stable, summed
         self.rebalance_time_ms_max = 0      # the longest such rebalance seen
         self.heartbeat_expirations = 0      # members removed because their session expired
-        self.sync_expirations = 0
-        self.state_transitions = 0
 
     # ================================================================== construction / lifecycle
     @classmethod
@@ -203,7 +219,6 @@ class GroupCoordinator:
     def _on_transition(self, group: GroupMetadata, previous: GroupState, new: GroupState, reason: str) -> None:
         now = self.time.milliseconds()
         with self._metrics_lock:
-            self.state_transitions += 1
             if new is PreparingRebalance:
                 self.rebalances_started += 1
                 group.rebalance_start_ms = now
@@ -216,40 +231,25 @@ class GroupCoordinator:
                         self.rebalance_time_ms_max = took
                 group.rebalance_start_ms = None
 
-    def groups_by_state(self) -> dict[str, int]:
-        out = {s.value: 0 for s in GroupState}
-        for g in self.group_manager.current_groups():
-            out[g.state.value] += 1
-        return out
-
-    def num_groups(self) -> int:
-        return len(self.group_manager.current_groups())
-
-    def num_members(self) -> int:
-        return sum(len(g.members) for g in self.group_manager.current_groups())
-
-    def num_offsets(self) -> int:
-        return sum(len(g.offsets) for g in self.group_manager.current_groups())
-
-    def metrics_snapshot(self) -> dict[str, Any]:
-        """Everything a collector scrapes, in one dict (no lock is held across groups)."""
-        return {
-            "groups_by_state": self.groups_by_state(),
-            "groups": self.num_groups(),
-            "members": self.num_members(),
-            "offsets": self.num_offsets(),
-            "rebalances_started": self.rebalances_started,
-            "rebalances_completed": self.rebalance_count,
-            "rebalance_time_ms_total": self.rebalance_time_ms_total,
-            "rebalance_time_ms_max": self.rebalance_time_ms_max,
-            "heartbeat_expirations": self.heartbeat_expirations,
-            "sync_expirations": self.sync_expirations,
-            "state_transitions": self.state_transitions,
-            "heartbeat_purgatory_size": self.heartbeat_purgatory.num_delayed(),
-            "rebalance_purgatory_size": self.rebalance_purgatory.num_delayed(),
-            "owned_partitions": len(self.group_manager.owned_partitions()),
-            "loading": self.group_manager.is_loading(),
-        }
+    def snapshot(self) -> GroupCoordinatorSnapshot:
+        """One pass over the loaded groups, without their locks: a group in mid-transition is
+        counted in either state, and ``offsets`` is copied at once (``dict(...)`` of a dict is one
+        call under the interpreter lock)."""
+        by_state = {state.value: 0 for state in GroupState}
+        members = 0
+        committed: dict[tuple[str, str, int], int] = {}
+        for group in self.group_manager.current_groups():
+            by_state[group.state.value] += 1
+            members += len(group.members)
+            for (topic, partition), offset in dict(group.offsets).items():
+                committed[(group.group_id, topic, partition)] = offset.offset
+        return GroupCoordinatorSnapshot(
+            groups_by_state=by_state, members=members, committed_offsets=committed,
+            rebalances_started=self.rebalances_started, rebalances_completed=self.rebalance_count,
+            rebalance_time_ms_total=self.rebalance_time_ms_total,
+            rebalance_time_ms_max=self.rebalance_time_ms_max,
+            heartbeat_expirations=self.heartbeat_expirations,
+            purgatories=(self.heartbeat_purgatory.snapshot(), self.rebalance_purgatory.snapshot()))
 
     # ================================================================== validation
     def _validate_group_status(self, group_id: str | None, api: str) -> int | None:
@@ -626,8 +626,6 @@ class GroupCoordinator:
                 pending = list(group.pending_sync_members)
                 _log.info("removing_members_without_sync", group_id=group.group_id,
                           generation=generation_id, members=pending)
-                with self._metrics_lock:
-                    self.sync_expirations += len(pending)
                 for mid in pending:
                     m = group.members.get(mid)
                     if m is not None:

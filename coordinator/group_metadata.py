@@ -7,7 +7,7 @@ the caller holds it (as Kafka's ``@nonthreadsafe`` class does) except ``in_lock`
 callbacks are handed to ``lock.defer`` so they run after the lock is released (see
 ``group_lock``); a callback that raises is retried once with UNKNOWN_SERVER_ERROR, as in Kafka.
 
-``transition_to`` logs and calls ``on_transition`` inside ``metrics.logging.group_context``
+``transition_to`` logs and calls ``on_transition`` inside ``logsetup.group_context``
 (``group_id``, ``generation``), so events the coordinator emits from the hook carry them too.
 
 Read without the lock (metrics scrape): ``state`` and ``len(members)`` — single attribute reads.
@@ -31,7 +31,7 @@ from kafka_emu.coordinator import errors
 from kafka_emu.coordinator.group_lock import GroupLock
 from kafka_emu.coordinator.member_metadata import MemberMetadata
 from kafka_emu.coordinator.records import parse_consumer_subscription_topics
-from kafka_emu.metrics.logging import group_context
+from kafka_emu.logsetup import group_context
 from kafka_emu.coordinator.results import (
     GroupOverview, GroupSummary, JoinGroupResult, JoinGroupResultMember, MemberSummary,
     OffsetAndMetadata, SyncGroupResult,

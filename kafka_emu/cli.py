@@ -175,7 +175,7 @@ class _Commands(argparse._SubParsersAction):
 def _global_options(inherited: bool) -> argparse.ArgumentParser:
     """The options every command accepts; ``inherited``: the copy on a subcommand, whose
     defaults are SUPPRESS so it keeps what was given before the subcommand."""
-    from kafka_emu.metrics.logging import add_logging_arguments
+    from kafka_emu.logsetup import add_logging_arguments
 
     parent = argparse.ArgumentParser(add_help=False)
     add_logging_arguments(parent)
@@ -216,7 +216,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from kafka_emu.metrics.logging import configure_from
+    from kafka_emu.logsetup import configure_from
 
     try:
         with _extras_named():   # a command module is imported while parsing, and may import more in run()

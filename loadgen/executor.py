@@ -100,7 +100,7 @@ def partition_runner(bootstrap: str) -> Callable[[Iterator[pa.RecordBatch]], Ite
     """The ``mapInArrow`` function for a run against ``bootstrap``."""
 
     def run_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from kafka_emu.metrics.logging import ensure_configured
+        from kafka_emu.logsetup import ensure_configured
 
         ensure_configured("warning")
         tasks: list[dict[str, Any]] = []

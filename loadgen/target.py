@@ -113,23 +113,14 @@ def open_target(bootstrap: str | None, brokers: int = 3, config: dict[str, Any] 
         cluster.close()
 
 
-def scrape_metrics(url: str | None, names: tuple[str, ...] = ()) -> dict[str, float]:
-    """Sum of each metric family (over labels) in one /metrics scrape; empty when unavailable."""
+def scrape_metrics(url: str | None, names: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One /metrics scrape reduced by metric type (``metrics.summary``); empty when unavailable."""
     if not url:
         return {}
     try:
         text = urllib.request.urlopen(url, timeout=5).read().decode()
     except Exception:
         return {}
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        name = line.split("{", 1)[0].split(" ", 1)[0]
-        if names and not any(name.startswith(n) for n in names):
-            continue
-        try:
-            out[name] = out.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
-        except ValueError:
-            continue
-    return out
+    from kafka_emu.metrics.summary import summarize_exposition
+
+    return summarize_exposition(text, names or ("kafka_",))

@@ -7,13 +7,16 @@ family per broker would repeat ``# TYPE`` lines, which Prometheus rejects.
 
 Usage::
 
-    metrics = ClusterMetrics(cluster)          # finds cluster.brokers, attaches listeners
+    metrics = ClusterMetrics(cluster)          # follows cluster.servers, attaches listeners
     server = metrics.start_http_server(9404)   # GET http://127.0.0.1:9404/metrics
     ...
     metrics.close()                            # stops the server, detaches listeners
 
-or, for a component on its own, ``metrics.register_broker(broker_like, broker_id=0)`` /
-``metrics.broker(0).add_purgatory(p)``.
+or, for one broker on its own, ``ClusterMetrics().register_broker(server)``.
+
+A scrape takes one snapshot per broker first, then emits: consumer-group lag joins the committed
+offsets of each coordinator with the high watermarks of the partitions' leaders, which may be
+other brokers.
 
 Locking: ``_lock`` guards ``_brokers``, ``_servers``, ``_closed`` and each BrokerMetrics'
 ``retired`` flag. A scrape copies the broker list under it and reads the brokers without it, so
@@ -22,7 +25,7 @@ registering a broker never waits for a scrape; nothing is called out to while it
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator
+from typing import Iterator
 
 import structlog
 from prometheus_client import CollectorRegistry
@@ -32,48 +35,16 @@ from prometheus_client.openmetrics.exposition import generate_latest as _generat
 from prometheus_client import generate_latest
 
 from kafka_emu.metrics import names
-from kafka_emu.metrics.broker_metrics import BrokerMetrics, _Samples
+from kafka_emu.metrics.broker_metrics import BrokerMetrics, Samples, leader_high_watermarks
 from kafka_emu.metrics.endpoint import MetricsHTTPServer
 from kafka_emu.metrics.request_metrics import RequestMetrics
+from kafka_emu.metrics.sources import BrokerSnapshotView, BrokerSource, ClusterSource
 
 _log = structlog.get_logger("metrics.cluster")
 
 _FAMILY_TYPES = {"gauge": GaugeMetricFamily, "counter": CounterMetricFamily}
 _SCRAPED_SPECS = tuple(spec for spec in names.ALL if spec.kind != "histogram"
-                       and spec is not names.REQUESTS)
-
-
-def broker_id_of(broker: Any, default: int) -> int:
-    """A broker's id from ``broker_id``, ``config.broker_id``/``config['broker.id']`` or ``id``."""
-    for value in (getattr(broker, "broker_id", None), getattr(broker, "id", None),
-                  getattr(getattr(broker, "config", None), "broker_id", None)):
-        if isinstance(value, int):
-            return value
-    config = getattr(broker, "config", None)
-    if hasattr(config, "get"):
-        try:
-            value = config.get("broker.id")
-            if value is not None:
-                return int(value)
-        except Exception:
-            pass
-    return default
-
-
-def _cluster_brokers(cluster: Any) -> list[tuple[int, Any]]:
-    """(broker id, broker) pairs from ``cluster.servers`` or ``cluster.brokers`` (dict, list or
-    method; EmbeddedCluster keeps ``servers``: broker id → KafkaServer)."""
-    brokers = getattr(cluster, "servers", None)
-    if brokers is None or isinstance(brokers, (int, str)):
-        brokers = getattr(cluster, "brokers", None)
-    if callable(brokers):
-        brokers = brokers()
-    if brokers is None:
-        return []
-    if isinstance(brokers, dict):
-        return [(broker_id_of(b, int(k)) if not isinstance(k, int) else k, b)
-                for k, b in list(brokers.items()) if b is not None]
-    return [(broker_id_of(b, i), b) for i, b in enumerate(list(brokers)) if b is not None]
+                       and spec not in (names.REQUESTS, names.ERRORS))
 
 
 class _ClusterCollector:
@@ -93,9 +64,19 @@ class _ClusterCollector:
         return _FAMILY_TYPES[spec.kind](spec.name, spec.help, labels=spec.all_labels)
 
     def collect(self) -> Iterator[Metric]:
-        samples = _Samples()
+        samples = Samples()
+        taken: list[tuple[BrokerMetrics, BrokerSnapshotView]] = []
         for broker in self._owner.brokers_for_scrape():
-            broker.collect_into(samples)
+            try:
+                snapshot = broker.broker.snapshot()
+            except Exception:   # a broker stopping under the scrape: the others still count
+                _log.warning("metrics_snapshot_failed", broker_id=broker.broker_id, exc_info=True)
+                continue
+            if snapshot is not None:   # None: not started yet
+                taken.append((broker, snapshot))
+        high_watermarks = leader_high_watermarks([snapshot for _, snapshot in taken])
+        for broker, snapshot in taken:
+            broker.collect_into(samples, snapshot, high_watermarks)
         for spec in _SCRAPED_SPECS:
             rows = samples.values.get(spec.name)
             if not rows:
@@ -113,7 +94,7 @@ class _ClusterCollector:
 class ClusterMetrics:
     """The metrics of one cluster: registry, request histograms, per-broker sources, endpoint."""
 
-    def __init__(self, cluster: Any = None, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, cluster: ClusterSource | None = None, registry: CollectorRegistry | None = None) -> None:
         self.cluster = cluster
         self.registry = registry if registry is not None else CollectorRegistry()
         self._lock = threading.Lock()
@@ -129,17 +110,17 @@ class ClusterMetrics:
         self.sync_brokers()
 
     # ------------------------------------------------------------------ brokers
-    def register_broker(self, broker: Any, broker_id: int | None = None) -> BrokerMetrics:
-        """Start exporting ``broker``; a previous object with that id is detached and its request
+    def register_broker(self, broker: BrokerSource) -> BrokerMetrics:
+        """Start exporting ``broker``; a previous object with its id is detached and its request
         series dropped first (a restarted broker counts from zero, as Kafka's does)."""
-        bid = broker_id if broker_id is not None else broker_id_of(broker, len(self._brokers))
+        bid = broker.broker_id
         with self._lock:
             old = self._brokers.get(bid)
             if old is not None and old.broker is broker:
                 return old
         if old is not None:
             self._retire(old)
-        metrics = BrokerMetrics(broker, bid, self.request_metrics)
+        metrics = BrokerMetrics(broker, self.request_metrics)
         with self._lock:
             replaced = self._brokers.get(bid)
             self._brokers[bid] = metrics
@@ -171,11 +152,11 @@ class ClusterMetrics:
         """Pick up brokers added to (or replaced in) the cluster since the last call."""
         if self.cluster is None or self._closed:
             return
-        for bid, broker in _cluster_brokers(self.cluster):
+        for bid, broker in list(self.cluster.servers.items()):
             with self._lock:
                 current = self._brokers.get(bid)
             if current is None or current.broker is not broker:
-                self.register_broker(broker, bid)
+                self.register_broker(broker)
 
     def brokers_for_scrape(self) -> list[BrokerMetrics]:
         try:
@@ -187,7 +168,7 @@ class ClusterMetrics:
         # A stopped broker's series disappear (as its JMX beans do); Prometheus marks them stale.
         live = []
         for broker in brokers:
-            if getattr(broker.broker, "stopped", False):
+            if broker.broker.stopped:
                 self._retire(broker)
             else:
                 live.append(broker)
@@ -231,7 +212,7 @@ class ClusterMetrics:
         self.close()
 
 
-def serve_cluster_metrics(cluster: Any, port: int = 0, host: str = "127.0.0.1") -> ClusterMetrics:
+def serve_cluster_metrics(cluster: ClusterSource, port: int = 0, host: str = "127.0.0.1") -> ClusterMetrics:
     """The one call ``kafka-emu serve --metrics-port`` and ``EmbeddedCluster(metrics_port=...)``
     make: a registry for ``cluster`` with its endpoint started (``.server.url``); ``close()``
     stops both. Call it after the brokers are created (brokers added later are picked up too)."""

@@ -12,7 +12,8 @@ exported as Prometheus counters: the family keeps the MBean's name and prometheu
 ``_total`` to the sample (``kafka_server_replicamanager_isrshrinkspersec_total``); the JMX
 ``OneMinuteRate`` attribute is ``rate(..._total[1m])`` in PromQL. Kafka's *histograms* of
 request times become Prometheus histograms (``_bucket``/``_sum``/``_count``) in milliseconds.
-Series with no Kafka counterpart use the ``kafka_emu_`` prefix.
+Series with no Kafka counterpart use the ``kafka_emu_`` prefix; consumer-group offsets and lag
+use kafka-exporter's names, as dashboards for Kafka expect them there.
 
 Every series also carries ``broker_id``.
 """
@@ -127,6 +128,12 @@ RESPONSE_SEND_TIME = MetricSpec(
     "kafka_network_requestmetrics_responsesendtimems", "histogram", ("request",),
     "Milliseconds spent writing the response to the socket.",
     _TIME_DOC.format("ResponseSendTimeMs"), "ms")
+ERRORS = MetricSpec(
+    "kafka_network_requestmetrics_errorspersec", "counter", ("request", "error"),
+    "Error codes in responses, by API name and Kafka error name (NONE included, as in Kafka), "
+    "counted as Kafka's AbstractResponse.errorCounts: every error_code field of the response "
+    "(top level and per topic or partition).",
+    "kafka.network:type=RequestMetrics,name=ErrorsPerSec,request=<api>,error=<error>")
 REQUEST_TIME_HISTOGRAMS = (TOTAL_TIME, REQUEST_QUEUE_TIME, LOCAL_TIME, REMOTE_TIME,
                            RESPONSE_QUEUE_TIME, RESPONSE_SEND_TIME)
 
@@ -186,18 +193,43 @@ ISR_EXPANDS = MetricSpec(
     "kafka_server_replicamanager_isrexpandspersec", "counter", (),
     "ISR expansions on partitions this broker leads (a follower caught up to the HW).",
     "kafka.server:type=ReplicaManager,name=IsrExpandsPerSec")
+_BTM = "kafka.server:type=BrokerTopicMetrics,name={},topic=<topic>"
 MESSAGES_IN = MetricSpec(
-    "kafka_server_brokertopicmetrics_messagesinpersec", "counter", (),
-    "Records appended by produce requests to partitions this broker leads (all topics).",
-    "kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec")
+    "kafka_server_brokertopicmetrics_messagesinpersec", "counter", ("topic",),
+    "Records appended by produce requests to partitions this broker leads. Kafka's all-topics "
+    "MBean (no topic key) is the sum over topic.", _BTM.format("MessagesInPerSec"))
 BYTES_IN = MetricSpec(
-    "kafka_server_brokertopicmetrics_bytesinpersec", "counter", (),
-    "Bytes of record batches appended by produce requests (all topics; replication excluded).",
-    "kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec")
+    "kafka_server_brokertopicmetrics_bytesinpersec", "counter", ("topic",),
+    "Bytes of record batches appended by produce requests (replication excluded).",
+    _BTM.format("BytesInPerSec"))
 BYTES_OUT = MetricSpec(
-    "kafka_server_brokertopicmetrics_bytesoutpersec", "counter", (),
+    "kafka_server_brokertopicmetrics_bytesoutpersec", "counter", ("topic",),
     "Bytes of record batches returned by fetch requests to consumers (replication excluded).",
-    "kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec")
+    _BTM.format("BytesOutPerSec"))
+FAILED_PRODUCE = MetricSpec(
+    "kafka_server_brokertopicmetrics_failedproducerequestspersec", "counter", ("topic",),
+    "Partitions of produce requests that failed unexpectedly: as in Kafka's ReplicaManager, not "
+    "the routine answers (unknown partition, not leader, record too large, corrupt record, "
+    "duplicate sequence); e.g. NOT_ENOUGH_REPLICAS, INVALID_RECORD, OUT_OF_ORDER_SEQUENCE_NUMBER.",
+    _BTM.format("FailedProduceRequestsPerSec"))
+FAILED_FETCH = MetricSpec(
+    "kafka_server_brokertopicmetrics_failedfetchrequestspersec", "counter", ("topic",),
+    "Partitions of fetch requests that failed unexpectedly (not unknown partition, not leader, "
+    "fenced or unknown epoch, offset out of range), as in Kafka's ReplicaManager.",
+    _BTM.format("FailedFetchRequestsPerSec"))
+
+# ---------------------------------------------------------------- log layer
+_LOG = "kafka.log:type=Log,name={},topic=<topic>,partition=<partition>"
+LOG_END_OFFSET = MetricSpec(
+    "kafka_log_log_logendoffset", "gauge", ("topic", "partition"),
+    "Log end offset of each replica this broker hosts (leader or follower).",
+    _LOG.format("LogEndOffset"))
+LOG_START_OFFSET = MetricSpec(
+    "kafka_log_log_logstartoffset", "gauge", ("topic", "partition"),
+    "Log start offset of each replica this broker hosts.", _LOG.format("LogStartOffset"))
+LOG_SIZE = MetricSpec(
+    "kafka_log_log_size", "gauge", ("topic", "partition"),
+    "Bytes of record batches in each replica's log.", _LOG.format("Size"), "bytes")
 
 # ---------------------------------------------------------------- group coordinator
 _GMM = "kafka.coordinator.group:type=GroupMetadataManager,name={}"
@@ -237,16 +269,30 @@ HEARTBEAT_EXPIRATIONS = MetricSpec(
     "kafka_emu_coordinator_heartbeat_expirations", "counter", (),
     "Members removed because their session timed out without a heartbeat.", None)
 
+# ---------------------------------------------------------------- consumer groups (kafka-exporter)
+_GROUP_LABELS = ("consumergroup", "topic", "partition")
+CONSUMER_GROUP_CURRENT_OFFSET = MetricSpec(
+    "kafka_consumergroup_current_offset", "gauge", _GROUP_LABELS,
+    "Committed offset of a consumer group on a partition, from the group's coordinator "
+    "(broker_id is the coordinator); named and labelled as kafka-exporter does.",
+    "kafka-exporter kafka_consumergroup_current_offset")
+CONSUMER_GROUP_LAG = MetricSpec(
+    "kafka_consumergroup_lag", "gauge", _GROUP_LABELS,
+    "High watermark of the partition (on its leader) minus the group's committed offset, "
+    "computed at scrape time; absent while the partition has no leader.",
+    "kafka-exporter kafka_consumergroup_lag")
+
 ALL: tuple[MetricSpec, ...] = (
     PURGATORY_SIZE, NUM_DELAYED, DELAYED_PRODUCE_EXPIRES, DELAYED_FETCH_EXPIRES,
     PURGATORY_EXPIRATIONS, PURGATORY_PURGES, TIMER_PENDING, TIMER_EXPIRED,
-    REQUESTS, *REQUEST_TIME_HISTOGRAMS, REQUEST_QUEUE_SIZE, RESPONSE_QUEUE_SIZE,
+    REQUESTS, ERRORS, *REQUEST_TIME_HISTOGRAMS, REQUEST_QUEUE_SIZE, RESPONSE_QUEUE_SIZE,
     HANDLER_IDLE, HANDLER_IDLE_SECONDS, HANDLER_THREADS, NETWORK_IDLE,
     UNDER_REPLICATED, PARTITION_COUNT, LEADER_COUNT, UNDER_MIN_ISR, ISR_SHRINKS, ISR_EXPANDS,
-    MESSAGES_IN, BYTES_IN, BYTES_OUT,
+    MESSAGES_IN, BYTES_IN, BYTES_OUT, FAILED_PRODUCE, FAILED_FETCH,
+    LOG_END_OFFSET, LOG_START_OFFSET, LOG_SIZE,
     NUM_GROUPS, *GROUP_STATE_METRICS.values(), NUM_OFFSETS, GROUP_MEMBERS,
     COMPLETED_REBALANCES, REBALANCES_STARTED, REBALANCE_TIME, REBALANCE_TIME_MAX,
-    HEARTBEAT_EXPIRATIONS,
+    HEARTBEAT_EXPIRATIONS, CONSUMER_GROUP_CURRENT_OFFSET, CONSUMER_GROUP_LAG,
 )
 
 BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in ALL}

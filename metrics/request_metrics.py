@@ -1,4 +1,4 @@
-"""Request timing histograms, fed by ``RequestChannel.request_listeners``.
+"""Request timing histograms and error counts, fed by the broker's ``request_listeners``.
 
 Kafka's ``RequestChannel.Request.updateRequestMetrics`` splits a request's life into the same
 five phases from the timestamps the request carries; the emulator's ``Request`` has the same
@@ -11,51 +11,51 @@ waits for a scrape: the registry's collect() only reads those children.
 Timestamps a request never reached are 0: an in-process request has no response queue or
 send; a request answered from its handler has no remote phase. Missing stamps collapse onto the
 previous phase, as Kafka does for ``apiLocalCompleteTimeNanos < 0``.
+
+ErrorsPerSec counts the error codes of the response the request was answered with
+(``metrics.error_counts``), by API name only, as Kafka's ``updateErrorMetrics`` does. Difference
+from Kafka: an in-process follower fetch (answered with the replica manager's results, not a
+response entity) adds nothing to it.
 """
 from __future__ import annotations
 
 import threading
-import time
-from typing import Any, Callable
+from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kafka_emu.metrics import names
-from kafka_emu.metrics.api_names import FETCH_API_KEY, api_name, is_from_follower
+from kafka_emu.metrics.error_counts import error_counts, error_name
+from kafka_emu.metrics.sources import RequestListener, RequestView
 
 _log = structlog.get_logger("metrics.request_metrics")
 
 _NS_PER_MS = 1_000_000.0
 
 
-def request_metric_names(request: Any) -> tuple[str, ...]:
+def request_metric_names(request: RequestView) -> tuple[str, ...]:
     """The ``request`` label values a request is recorded under (Fetch: two, as in Kafka)."""
-    key = int(getattr(request, "api_key", -1))
-    name = api_name(key)
-    if key == FETCH_API_KEY:
-        specific = "FetchFollower" if is_from_follower(getattr(request, "body", None)) else "FetchConsumer"
-        return (specific, name)
-    return (name,)
+    if request.api_name == "Fetch":
+        return ("FetchFollower" if request.is_from_follower else "FetchConsumer", "Fetch")
+    return (request.api_name,)
 
 
-def phase_times_ms(request: Any, now_ns: int | None = None) -> tuple[float, float, float, float, float, float] | None:
+def phase_times_ms(request: RequestView) -> tuple[float, float, float, float, float, float] | None:
     """(total, request queue, local, remote, response queue, send) in ms; None if never stamped.
 
     ``end_time_ns`` (send finished) is used when the request carries it; otherwise the end is
     the latest stamp present, so an in-process request's send time is 0 rather than a guess.
     """
-    start = getattr(request, "start_time_ns", 0) or 0
+    start = request.start_time_ns
     if start <= 0:
         return None
-    dequeue = getattr(request, "dequeue_time_ns", 0) or start
-    response_complete = getattr(request, "response_complete_time_ns", 0) or 0
-    local = getattr(request, "api_local_complete_time_ns", 0) or response_complete or dequeue
+    dequeue = request.dequeue_time_ns or start
+    response_complete = request.response_complete_time_ns
+    local = request.api_local_complete_time_ns or response_complete or dequeue
     response_complete = response_complete or local
-    response_dequeue = getattr(request, "response_dequeue_time_ns", 0) or response_complete
-    end = getattr(request, "end_time_ns", 0) or 0
-    if end <= 0:
-        end = response_dequeue if now_ns is None else max(response_dequeue, now_ns)
+    response_dequeue = request.response_dequeue_time_ns or response_complete
+    end = request.end_time_ns or response_dequeue
 
     def ms(later: int, earlier: int) -> float:
         return max(0, later - earlier) / _NS_PER_MS
@@ -80,6 +80,10 @@ class RequestMetrics:
         ]
         self._requests = Counter(names.REQUESTS.name, names.REQUESTS.help,
                                  labelnames=names.REQUESTS.all_labels, registry=registry)
+        self._errors = Counter(names.ERRORS.name, names.ERRORS.help,
+                               labelnames=names.ERRORS.all_labels, registry=registry)
+        # (broker_id, request name, error code) -> counter child; same discipline as _children
+        self._error_children: dict[tuple[str, str, int], Any] = {}
         # (broker_id, request name, version) -> (six histogram children, counter child);
         # written under _children_lock, read without it (dict reads are atomic under the GIL).
         self._children: dict[tuple[str, str, int], tuple[tuple[Any, ...], Any]] = {}
@@ -98,6 +102,17 @@ class RequestMetrics:
                     self._children[key] = found
         return found
 
+    def _error_child(self, broker: str, request_name: str, code: int) -> Any:
+        key = (broker, request_name, code)
+        found = self._error_children.get(key)
+        if found is None:
+            with self._children_lock:
+                found = self._error_children.get(key)
+                if found is None:
+                    found = self._errors.labels(broker, request_name, error_name(code))
+                    self._error_children[key] = found
+        return found
+
     def forget_broker(self, broker_id: int) -> None:
         """Drop a broker's request series (it stopped, or was replaced by a restarted one).
 
@@ -111,6 +126,9 @@ class RequestMetrics:
             keys = [k for k in self._children if k[0] == broker]
             for key in keys:
                 del self._children[key]
+            error_keys = [k for k in self._error_children if k[0] == broker]
+            for error_key in error_keys:
+                del self._error_children[error_key]
         for _, request_name, version in keys:
             for histogram in self._histograms:
                 try:
@@ -121,23 +139,29 @@ class RequestMetrics:
                 self._requests.remove(broker, request_name, str(version))
             except KeyError:
                 pass
+        for _, request_name, code in error_keys:
+            try:
+                self._errors.remove(broker, request_name, error_name(code))
+            except KeyError:
+                pass  # two unknown codes share UNKNOWN_SERVER_ERROR
 
-    def observe(self, broker_id: int, request: Any) -> None:
+    def observe(self, broker_id: int, request: RequestView) -> None:
         """Record one completed request for ``broker_id``."""
         times = phase_times_ms(request)
         broker = str(broker_id)
-        version = int(getattr(request, "api_version", 0) or 0)
         for request_name in request_metric_names(request):
-            histograms, counter = self._children_for(broker, request_name, version)
+            histograms, counter = self._children_for(broker, request_name, request.api_version)
             counter.inc()
             if times is not None:
                 for histogram, value in zip(histograms, times):
                     histogram.observe(value)
+        for code, count in error_counts(request.response_body).items():
+            self._error_child(broker, request.api_name, code).inc(count)
 
-    def listener_for(self, broker_id: int) -> Callable[[Any], None]:
+    def listener_for(self, broker_id: int) -> RequestListener:
         """A ``request_listeners`` entry for one broker; it never raises into the caller."""
 
-        def on_request_complete(request: Any) -> None:
+        def on_request_complete(request: RequestView) -> None:
             try:
                 self.observe(broker_id, request)
             except Exception:
@@ -147,7 +171,3 @@ class RequestMetrics:
         on_request_complete.__qualname__ = f"RequestMetrics.listener[broker {broker_id}]"
         return on_request_complete
 
-
-def now_ns() -> int:
-    """The clock request timestamps use (monotonic, nanoseconds)."""
-    return time.monotonic_ns()

@@ -1,4 +1,4 @@
 """Test-wide set-up: quiet structured logging (warnings and errors still show)."""
-from kafka_emu.metrics.logging import configure_logging
+from kafka_emu.logsetup import configure_logging
 
 configure_logging(level="warning")

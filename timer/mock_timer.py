@@ -16,7 +16,7 @@ import heapq
 import itertools
 import threading
 
-from kafka_emu.timer.system_timer import Timer
+from kafka_emu.timer.system_timer import Timer, TimerSnapshot
 from kafka_emu.timer.time import MockTime
 from kafka_emu.timer.timer_task import FIRED, TimerTask
 
@@ -34,8 +34,10 @@ class _MockEntry:
 
 
 class MockTimer(Timer):
-    def __init__(self, time: MockTime | None = None) -> None:
+    def __init__(self, time: MockTime | None = None, name: str = "MockTimer") -> None:
         self.time = time or MockTime()
+        self.name = name
+        self.expired_task_count = 0   # tasks run by advance_clock (written under _lock)
         self._lock = threading.Lock()
         self._heap: list[tuple[int, int, _MockEntry, TimerTask]] = []
         self._seq = itertools.count()
@@ -66,12 +68,16 @@ class MockTimer(Timer):
                 if task._bucket is not entry:
                     continue  # cancelled or re-added
                 task._bucket = FIRED
+                self.expired_task_count += 1
             task.run()
             executed = True
 
     def size(self) -> int:
         with self._lock:
             return sum(1 for _, _, entry, task in self._heap if task._bucket is entry)
+
+    def snapshot(self) -> TimerSnapshot:
+        return TimerSnapshot(self.name, self.size(), self.expired_task_count)
 
     def close(self) -> None:
         pass

@@ -26,13 +26,14 @@ request handling.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Generic, Hashable, Iterable, TypeVar
 
 import structlog
 
 from kafka_emu.timer.delayed_operation import DelayedOperation
 from kafka_emu.timer.shutdownable_thread import ShutdownableThread
-from kafka_emu.timer.system_timer import SystemTimer, Timer
+from kafka_emu.timer.system_timer import SystemTimer, Timer, TimerSnapshot
 from kafka_emu.timer.time import Time
 
 T = TypeVar("T", bound=DelayedOperation)
@@ -100,6 +101,18 @@ class WatcherList:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.watchers_for_key: dict[Hashable, Watchers] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class PurgatorySnapshot:
+    """Kafka's purgatory gauges (PurgatorySize, NumDelayedOperations), its counters and timer."""
+
+    name: str
+    watched: int        # PurgatorySize: once per watch key, completed-but-unpurged included
+    num_delayed: int    # NumDelayedOperations: waiting in the timer
+    expirations: int
+    purges: int
+    timer: TimerSnapshot
 
 
 class DelayedOperationPurgatory(Generic[T]):
@@ -206,6 +219,11 @@ class DelayedOperationPurgatory(Generic[T]):
     def num_delayed(self) -> int:
         """Operations waiting in the timer (completion removes them at once)."""
         return self.timeout_timer.size()
+
+    def snapshot(self) -> PurgatorySnapshot:
+        timer = self.timeout_timer.snapshot()
+        return PurgatorySnapshot(self.purgatory_name, self.watched(), timer.pending_tasks,
+                                 self.expiration_count, self.purge_count, timer)
 
     def watched_keys(self) -> int:
         return sum(len(shard.watchers_for_key) for shard in self._shards)

@@ -6,7 +6,7 @@ which has its own reaper.
 from __future__ import annotations
 
 from kafka_emu.timer.shutdownable_thread import ShutdownableThread
-from kafka_emu.timer.system_timer import Timer
+from kafka_emu.timer.system_timer import Timer, TimerSnapshot
 from kafka_emu.timer.timer_task import TimerTask
 
 
@@ -33,6 +33,9 @@ class SystemTimerReaper(Timer):
 
     def size(self) -> int:
         return self.timer.size()
+
+    def snapshot(self) -> TimerSnapshot:
+        return self.timer.snapshot()
 
     def close(self) -> None:
         self._reaper.initiate_shutdown()

@@ -7,7 +7,7 @@ silently stall every timeout in the emulator, so here the exception is logged an
 on (after a short pause, so a persistent fault cannot spin a core).
 
 ``log_context`` (for example ``{"broker_id": 0}``) is bound once at the top of ``run()`` with
-``metrics.logging.bind_thread_context``, so every event the thread emits carries it at no cost
+``logsetup.bind_thread_context``, so every event the thread emits carries it at no cost
 per event (structlog contextvars are per thread). Only ``metrics`` is imported, as the
 dependency rule for ``timer`` requires.
 """
@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import structlog
 
-from kafka_emu.metrics.logging import bind_thread_context
+from kafka_emu.logsetup import bind_thread_context
 
 _log = structlog.get_logger("timer.shutdownable_thread")
 

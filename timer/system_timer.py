@@ -38,6 +38,7 @@ Where the emulator departs from Kafka's code, on purpose, for speed under CPytho
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
 from bisect import bisect_right as _bisect_right
 from time import monotonic_ns as _monotonic_ns
@@ -59,6 +60,15 @@ CASCADE_CHUNK = 2048
 _log = structlog.get_logger("timer.system_timer")
 
 
+@dataclass(frozen=True, slots=True)
+class TimerSnapshot:
+    """A timer's counters for metrics: tasks linked in it and tasks it expired so far."""
+
+    name: str            # the executor name (a purgatory's timer is named after the purgatory)
+    pending_tasks: int
+    expired_tasks: int
+
+
 class Timer:
     """The interface of Kafka's ``Timer``: what purgatories and coordinators depend on."""
 
@@ -69,6 +79,9 @@ class Timer:
         raise NotImplementedError
 
     def size(self) -> int:
+        raise NotImplementedError
+
+    def snapshot(self) -> TimerSnapshot:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -465,6 +478,9 @@ class SystemTimer(Timer):
     # ------------------------------------------------------------------ state
     def size(self) -> int:
         return self._counter.value
+
+    def snapshot(self) -> TimerSnapshot:
+        return TimerSnapshot(self.executor_name, self.size(), self.expired_task_count)
 
     def current_time_ms(self) -> int:
         return self._wheel.current_time_ms

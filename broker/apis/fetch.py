@@ -29,14 +29,17 @@ def register(apis: Any) -> None:
 
 
 
+def replica_id_of(body: Any, version: int) -> int:
+    """The fetching replica's id, -1 for a consumer (Kafka's ``FetchRequest.replicaId``)."""
+    if isinstance(body, ReplicaFetchRequestData):
+        return body.params.replica_id
+    return int(body.replica_state.replica_id) if version >= 15 else int(body.replica_id)
+
+
 def parse_fetch_request(body: Any, version: int, metadata: Any) -> tuple[FetchParams, list, list, dict]:
     """(params, fetch infos, response order, pre-set errors) of a kio FetchRequest."""
-    if version >= 15:
-        replica_id = int(body.replica_state.replica_id)
-        replica_epoch = int(body.replica_state.replica_epoch)
-    else:
-        replica_id = int(body.replica_id)
-        replica_epoch = -1
+    replica_id = replica_id_of(body, version)
+    replica_epoch = int(body.replica_state.replica_epoch) if version >= 15 else -1
     params = FetchParams(replica_id=replica_id, max_wait_ms=duration_ms(body.max_wait), min_bytes=int(body.min_bytes),
                          max_bytes=int(body.max_bytes),
                          isolation=isolation_for(replica_id, int(body.isolation_level)),

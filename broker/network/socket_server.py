@@ -255,6 +255,7 @@ class Processor(ShutdownableThread):
         self.bytes_in = 0
         self.bytes_out = 0
         self.idle_ns = 0
+        self.poll_started_ns = 0   # perf_counter_ns() at the start of the poll in progress, else 0
         self.wakeups = 0
         self.direct_responses = 0
 
@@ -341,12 +342,14 @@ class Processor(ShutdownableThread):
             timeout = 0.0
         else:
             timeout = _IN_FLIGHT_POLL_S if self._in_flight and self.direct_writes else 0.3
-        t0 = time.perf_counter_ns()
+        t0 = self.poll_started_ns = time.perf_counter_ns()
         try:
             events = self._epoll.poll(timeout)
         finally:
             self._polling = False
-        self.idle_ns += time.perf_counter_ns() - t0
+        t1 = time.perf_counter_ns()
+        self.poll_started_ns = 0   # before idle_ns grows: a snapshot never counts a poll twice
+        self.idle_ns += t1 - t0
         if self._responses:
             self._process_new_responses()  # e.g. direct writes: unmute before reading
         fd_channels = self._fd_channels
@@ -804,6 +807,20 @@ class Acceptor(ShutdownableThread):
                 pass
 
 
+@dataclass(frozen=True, slots=True)
+class SocketServerSnapshot:
+    """Kafka's SocketServer and RequestChannel network gauges, summed over the processors.
+
+    NetworkProcessorAvgIdlePercent over a window is Δidle_ns / Δcapacity_ns; ``idle_ns``
+    includes the polls in progress.
+    """
+
+    processors: int
+    response_queue_size: int   # responses waiting for their processor (ResponseQueueSize)
+    idle_ns: int               # time spent waiting in epoll
+    capacity_ns: int           # time since the processors started, times their number
+
+
 class SocketServer:
     """The broker's network layer: listeners, acceptors and processors.
 
@@ -838,6 +855,7 @@ class SocketServer:
         self._lock = threading.Lock()  # guards startup/shutdown transitions
         self._started = False
         self._stopped = False
+        self._started_ns = 0   # perf_counter_ns() when the processors started (their idle clock)
 
     def startup(self) -> None:
         """Bind every listener, then start the threads. A failed bind (port taken) raises
@@ -871,6 +889,7 @@ class SocketServer:
                 self.endpoints.append(ep)
                 self.processors.extend(processors)
                 self.acceptors.append(Acceptor(self, ep, sock, processors))
+            self._started_ns = time.perf_counter_ns()
             for p in self.processors:
                 p.start()
             for a in self.acceptors:
@@ -944,3 +963,17 @@ class SocketServer:
         out = {k: sum(getattr(p, k) for p in self.processors) for k in keys}
         out["connections_accepted"] = sum(a.accepted for a in self.acceptors)
         return out
+
+    def snapshot(self) -> SocketServerSnapshot:
+        processors = list(self.processors)
+        now = time.perf_counter_ns()
+        idle = 0
+        for p in processors:
+            idle += p.idle_ns                # read before poll_started_ns (see Processor.do_work)
+            started = p.poll_started_ns
+            if started:
+                idle += max(0, now - started)
+        elapsed = now - self._started_ns if self._started_ns else 0
+        return SocketServerSnapshot(len(processors), sum(p.response_queue_size() for p in processors),
+                                    idle, elapsed * len(processors))
+

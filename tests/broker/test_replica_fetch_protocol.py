@@ -11,7 +11,6 @@ from kafka_emu.broker.partition import LogReadResult
 from kafka_emu.broker.replica_fetcher import ReplicaFetchRequestData
 from kafka_emu.broker.request_channel import Request
 from cluster_support import wait_until
-from kafka_emu.metrics.api_names import is_from_follower
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -37,7 +36,7 @@ def test_follower_fetch_goes_through_the_leader_channel_as_plain_values(make_clu
     assert c.produce("t", 0, [(b"k", b"v")]) == (errors.NONE, 0)
     wait_until(lambda: len(seen) >= 2, msg="follower fetches seen by the leader")
     req = seen[0]
-    assert is_from_follower(req.body) and req.body.replica_id != leader
+    assert req.is_from_follower and req.body.params.replica_id != leader
     assert {tp for tp, _ in req.body.fetch_infos} == {("t", 0)}
     # answered by the leader's handler and purgatory (parked fetches count remote time)
     assert req.dequeue_time_ns >= req.start_time_ns and req.api_local_complete_time_ns > 0

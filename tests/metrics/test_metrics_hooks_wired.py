@@ -23,7 +23,7 @@ from typing import Any, Iterator
 import pytest
 
 from kafka_emu.metrics import ClusterMetrics
-from kafka_emu.metrics.logging import clear_thread_context, configure_logging
+from kafka_emu.logsetup import clear_thread_context, configure_logging
 from kafka_emu.metrics.request_metrics import phase_times_ms
 
 from metrics_support import eventually

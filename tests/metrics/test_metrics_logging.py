@@ -19,7 +19,7 @@ from typing import Any, Iterator
 import pytest
 import structlog
 
-from kafka_emu.metrics.logging import (add_logging_arguments, bind_thread_context, clear_thread_context,
+from kafka_emu.logsetup import (add_logging_arguments, bind_thread_context, clear_thread_context,
                              configure_logging, get_logger, group_context, request_context,
                              resolve_settings)
 from kafka_emu.timer import DelayedOperationPurgatory

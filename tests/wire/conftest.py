@@ -13,7 +13,7 @@ import os
 
 if os.environ.get("KAFKA_EMU_WIRE_LOG"):
     # Debugging aid: send the emulator's info-level events to a file for post-mortems.
-    from kafka_emu.metrics.logging import configure_logging
+    from kafka_emu.logsetup import configure_logging
 
     configure_logging(level="info", stream=open(os.environ["KAFKA_EMU_WIRE_LOG"], "a"))  # noqa: SIM115
     import logging

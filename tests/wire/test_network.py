@@ -285,7 +285,7 @@ def test_sequential_round_trips_never_wait_for_the_poll_timeout(server: SocketSe
 def test_malformed_frame_logs_peer_and_reason(server: SocketServer) -> None:
     from structlog.testing import capture_logs
 
-    from kafka_emu.metrics.logging import configure_logging
+    from kafka_emu.logsetup import configure_logging
 
     configure_logging(level="info")   # the close is logged at info; the suite runs at warning
     try:

@@ -1,5 +1,8 @@
 """structlog set-up, done once per process, and helpers to bind Kafka context to log events.
 
+A leaf module (it imports nothing of the project), so that every package, ``timer`` included,
+can log through it without depending on ``metrics`` or ``broker``.
+
 Every event carries the emitting thread's name (``ExpirationReaper-0-Produce``,
 ``executor-Heartbeat``, ``data-plane-kafka-request-handler-3``...), the logger name (the dotted
 module path given to ``structlog.get_logger``), a UTC timestamp and a level. Components add
@@ -44,11 +47,9 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, TextIO
+from typing import Any, Iterator, Mapping, Protocol, TextIO
 
 import structlog
-
-from kafka_emu.metrics.api_names import api_name
 
 _lock = threading.Lock()
 _configured = False
@@ -72,9 +73,22 @@ GENERATION = "generation"
 MEMBER_ID = "member_id"
 
 
+class LoggedRequest(Protocol):
+    """What ``request_context`` reads of a request (``broker.request_channel.Request`` has it)."""
+
+    @property
+    def api_name(self) -> str: ...
+    @property
+    def api_version(self) -> int: ...
+    @property
+    def correlation_id(self) -> int: ...
+    @property
+    def client_id(self) -> str | None: ...
+
+
 # The request being handled on this thread (and the broker id given with it), or None; read by
 # ``_merge_request_context`` only when an event is emitted (see ``request_context``).
-_current_request: contextvars.ContextVar[tuple[Any, int | None] | None] = contextvars.ContextVar(
+_current_request: contextvars.ContextVar[tuple[LoggedRequest, int | None] | None] = contextvars.ContextVar(
     "kafka_emu_request", default=None)
 
 
@@ -318,17 +332,12 @@ def clear_thread_context() -> None:
     structlog.contextvars.clear_contextvars()
 
 
-def request_fields(request: Any) -> dict[str, Any]:
+def request_fields(request: LoggedRequest) -> dict[str, Any]:
     """Log fields of a broker ``Request``: API name, version, correlation id, client id."""
-    fields: dict[str, Any] = {}
-    api_key = getattr(request, "api_key", None)
-    if api_key is not None:
-        fields[REQUEST] = api_name(int(api_key))
-    for key, attr in ((API_VERSION, "api_version"), (CORRELATION_ID, "correlation_id"),
-                      (CLIENT_ID, "client_id")):
-        value = getattr(request, attr, None)
-        if value is not None:
-            fields[key] = value
+    fields: dict[str, Any] = {REQUEST: request.api_name, API_VERSION: request.api_version,
+                              CORRELATION_ID: request.correlation_id}
+    if request.client_id is not None:
+        fields[CLIENT_ID] = request.client_id
     return fields
 
 
@@ -341,7 +350,7 @@ class request_context:  # noqa: N801 - used like a function: ``with request_cont
 
     __slots__ = ("_value", "_token")
 
-    def __init__(self, request: Any, broker_id: int | None = None) -> None:
+    def __init__(self, request: LoggedRequest, broker_id: int | None = None) -> None:
         self._value = (request, broker_id)
         self._token: Any = None
 

@@ -4,7 +4,7 @@ Hand-edited dashboard JSON drifts from the metric names; building it here lets a
 that every PromQL expression references only series from ``metrics.names`` and that the
 committed file is what this module produces. Regenerate with::
 
-    python -m metrics.dashboard > dashboards/kafka-emu.json
+    python -m kafka_emu.metrics.dashboard > dashboards/kafka-emu.json
 
 Variables: ``datasource`` (any Prometheus), ``job`` and ``broker`` (multi-select over
 ``broker_id``), ``request`` (the request type for the latency breakdown panel).
@@ -118,6 +118,10 @@ def build() -> dict[str, Any]:
               "handler idle % broker {{broker_id}}"),
              (f'kafka_network_socketserver_networkprocessoravgidlepercent{{{SEL}}} * 100',
               "network idle % broker {{broker_id}}")], w=12)
+    L.panel("Errors per second by request and error",
+            "Error codes in responses (ErrorsPerSec), NONE left out: what clients are being told.",
+            [(f'sum by (request, error) (rate(kafka_network_requestmetrics_errorspersec_total{{{SEL},error!="NONE"}}[{RI}]))',
+              "{{request}} {{error}}")], unit="ops", w=24)
 
     L.row("Purgatories and timers")
     L.panel("Delayed operations waiting (NumDelayedOperations)",
@@ -158,13 +162,20 @@ def build() -> dict[str, Any]:
               "shrinks broker {{broker_id}}"),
              (f'sum by (broker_id) (rate(kafka_server_replicamanager_isrexpandspersec_total{{{SEL}}}[{RI}]))',
               "expands broker {{broker_id}}")], unit="ops", w=8)
-    L.panel("Messages in per second", "MessagesInPerSec by broker.",
-            [(f'sum by (broker_id) (rate(kafka_server_brokertopicmetrics_messagesinpersec_total{{{SEL}}}[{RI}]))',
-              "broker {{broker_id}}")], unit="ops", w=12)
+    L.panel("Messages in per second by topic", "MessagesInPerSec per topic, over the selected leaders.",
+            [(f'sum by (topic) (rate(kafka_server_brokertopicmetrics_messagesinpersec_total{{{SEL}}}[{RI}]))',
+              "{{topic}}")], unit="ops", w=8)
     L.panel("Bytes in / out per second", "BytesInPerSec (produce) and BytesOutPerSec (consumer fetch).",
             [(f'sum(rate(kafka_server_brokertopicmetrics_bytesinpersec_total{{{SEL}}}[{RI}]))', "in"),
              (f'sum(rate(kafka_server_brokertopicmetrics_bytesoutpersec_total{{{SEL}}}[{RI}]))', "out")],
-            unit="Bps", w=12)
+            unit="Bps", w=8)
+    L.panel("Failed produce / fetch per second by topic",
+            "FailedProduceRequestsPerSec and FailedFetchRequestsPerSec: unexpected partition failures "
+            "(not the routine not-leader or unknown-partition answers).",
+            [(f'sum by (topic) (rate(kafka_server_brokertopicmetrics_failedproducerequestspersec_total{{{SEL}}}[{RI}]))',
+              "produce {{topic}}"),
+             (f'sum by (topic) (rate(kafka_server_brokertopicmetrics_failedfetchrequestspersec_total{{{SEL}}}[{RI}]))',
+              "fetch {{topic}}")], unit="ops", w=8)
 
     L.row("Group coordinator")
     states = ["preparingrebalance", "completingrebalance", "stable", "empty", "dead"]
@@ -185,6 +196,10 @@ def build() -> dict[str, Any]:
     L.panel("Heartbeat expirations per second", "Members removed because their session timed out.",
             [(f'sum(rate(kafka_emu_coordinator_heartbeat_expirations_total{{{SEL}}}[{RI}]))', "expired sessions")],
             unit="ops", w=12)
+    L.panel("Consumer group lag", "High watermark minus committed offset, summed per group and topic "
+            "(kafka-exporter's kafka_consumergroup_lag).",
+            [(f'sum by (consumergroup, topic) (kafka_consumergroup_lag{{{SEL}}})', "{{consumergroup}} {{topic}}")],
+            w=24)
 
     return {
         "uid": UID,

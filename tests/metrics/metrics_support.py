@@ -1,19 +1,28 @@
-"""Shared pieces for the metrics tests: a controllable delayed operation and scrape helpers.
+"""Shared pieces for the metrics tests: a controllable delayed operation, a broker whose
+snapshot a test sets, and scrape helpers.
 
-The broker-like objects in these tests are real timer components (purgatories, timers) wired
-into plain namespaces, because the metrics side only ever reads attributes; the broker's own
-classes are exercised in test_cluster_integration.py once they exist.
+``FakeBroker`` is a broker as ``ClusterMetrics`` sees it (``metrics.sources.BrokerSource``): its
+snapshot is built from the real snapshot classes and the real snapshots of real purgatories and
+``BrokerTopicStats``, with the other values set by the test. Real brokers are measured in
+test_metrics_cluster.py.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any, Callable
 
 from prometheus_client.parser import text_string_to_metric_families
 
 import time as _time
 
+from kafka_emu.broker.kafka_server import BrokerSnapshot
+from kafka_emu.broker.log import LogSnapshot
+from kafka_emu.broker.network.socket_server import SocketServerSnapshot
+from kafka_emu.broker.replica_manager import ReplicaManagerSnapshot
+from kafka_emu.broker.request_channel import RequestChannelSnapshot
+from kafka_emu.broker.request_handler import HandlerPoolSnapshot
+from kafka_emu.broker.stats import BrokerTopicStats
+from kafka_emu.coordinator.group_coordinator import GroupCoordinatorSnapshot
 from kafka_emu.timer import DelayedOperation, DelayedOperationPurgatory, MockTime, SystemTimer
 
 
@@ -67,13 +76,14 @@ def expire(purgatory: DelayedOperationPurgatory, time: MockTime, ms: int, expect
 
 @dataclass
 class FakeRequest:
-    """The fields of broker.request_channel.Request that metrics read."""
+    """The fields of broker.request_channel.Request that metrics and logs read."""
 
-    api_key: int
+    api_name: str
     api_version: int = 0
+    is_from_follower: bool = False
     correlation_id: int = 1
     client_id: str | None = "client"
-    body: Any = None
+    response_body: Any = None
     start_time_ns: int = 0
     dequeue_time_ns: int = 0
     api_local_complete_time_ns: int = 0
@@ -82,23 +92,54 @@ class FakeRequest:
     end_time_ns: int = 0
 
 
+def coordinator_snapshot(**values: Any) -> GroupCoordinatorSnapshot:
+    """A coordinator snapshot with no groups unless ``values`` say otherwise."""
+    fields: dict[str, Any] = dict(
+        groups_by_state={s: 0 for s in ("Empty", "PreparingRebalance", "CompletingRebalance",
+                                        "Stable", "Dead")},
+        members=0, committed_offsets={}, rebalances_started=0, rebalances_completed=0,
+        rebalance_time_ms_total=0, rebalance_time_ms_max=0, heartbeat_expirations=0,
+        purgatories=())
+    fields.update(values)
+    return GroupCoordinatorSnapshot(**fields)
+
+
 @dataclass
-class FakeChannel:
-    """A request channel exposing only the metrics hooks."""
+class FakeBroker:
+    """A running broker whose component values the test sets (see the module docstring)."""
 
+    broker_id: int
+    stopped: bool = False
+    started: bool = True
     request_listeners: list[Callable[[Any], None]] = field(default_factory=list)
-    queued: int = 0
+    request_queue_size: int = 0
+    handler_pool: HandlerPoolSnapshot = HandlerPoolSnapshot(1, 0, 0)
+    socket_server: SocketServerSnapshot | None = None
+    stats: BrokerTopicStats = field(default_factory=BrokerTopicStats)
+    partition_counts: tuple[int, int, int, int] = (0, 0, 0, 0)  # partitions, leaders, URP, under min ISR
+    logs: tuple[LogSnapshot, ...] = ()
+    leaders: frozenset[tuple[str, int]] = frozenset()
+    purgatories: list[DelayedOperationPurgatory] = field(default_factory=list)
+    coordinator: GroupCoordinatorSnapshot | None = None
 
-    def request_queue_size(self) -> int:
-        return self.queued
+    def snapshot(self) -> BrokerSnapshot | None:
+        if not self.started or self.stopped:
+            return None
+        purgatories = tuple(p.snapshot() for p in self.purgatories)
+        rm = ReplicaManagerSnapshot(*self.partition_counts, self.stats.snapshot(), self.logs,
+                                    self.leaders, purgatories)
+        return BrokerSnapshot(self.broker_id, RequestChannelSnapshot(self.request_queue_size),
+                              self.handler_pool, self.socket_server, rm, self.coordinator, purgatories)
 
     def complete(self, request: Any) -> None:
+        """A request finished: what the request channel or a processor does."""
         for listener in list(self.request_listeners):
             listener(request)
 
 
-def broker_namespace(broker_id: int, **components: Any) -> SimpleNamespace:
-    return SimpleNamespace(broker_id=broker_id, **components)
+@dataclass
+class FakeCluster:
+    servers: dict[int, FakeBroker] = field(default_factory=dict)
 
 
 def parse(text: str) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 These are the situations the series exist for: an acks=all produce parked while a follower
 stalls, an ISR shrink and expansion, a broker stopping and restarting, a consumer group
-rebalancing. Values are read from the registry (the same code a scrape runs); the Prometheus
-end-to-end test covers the scrape itself.
+rebalancing and lagging, produces failing, the first scrape after start. Values are read from
+the registry (the same code a scrape runs); the Prometheus end-to-end test covers the scrape
+itself.
 """
 from __future__ import annotations
 
@@ -94,7 +95,9 @@ def test_acks_all_produce_parks_in_produce_purgatory_while_followers_stall(clust
     # The parked produce's total time covers its wait (>= 50 ms), and is at most the wall time.
     total_ms = metrics.sample("kafka_network_requestmetrics_totaltimems_sum", produce)
     assert 50 <= total_ms <= parked_ms + 1000
-    assert value(metrics, "kafka_server_brokertopicmetrics_messagesinpersec_total", broker_id=leader) == 4
+    assert value(metrics, "kafka_server_brokertopicmetrics_messagesinpersec_total", broker_id=leader,
+                 topic="orders") == 4
+    assert total(metrics, "kafka_server_brokertopicmetrics_messagesinpersec_total") == 4  # leader only
     assert value(metrics, "kafka_server_delayedproducemetrics_expirespersec_total", broker_id=leader) == 0
 
 
@@ -181,3 +184,73 @@ def test_consumer_group_join_and_rebalance_are_counted(cluster: Any, metrics: Cl
     finally:
         for c in consumers:
             c.close()
+
+
+def test_messages_in_per_topic_and_failed_produces_with_their_error(cluster: Any, metrics: ClusterMetrics) -> None:
+    """BrokerTopicMetrics per topic, and RequestMetrics ErrorsPerSec by request and error: N records
+    to one topic; acks=all produces to a partition below min.insync.replicas (its follower
+    stopped) fail with NOT_ENOUGH_REPLICAS, which Kafka's ReplicaManager counts as failed."""
+    cluster.create_topic("clicks", partitions=1, replication_factor=3)
+    cluster.create_topic("strict", partitions=1, replication_factor=2, configs={"min.insync.replicas": 2})
+    eventually(lambda: cluster.leader_of("clicks") >= 0 and cluster.leader_of("strict") >= 0, what="leaders")
+    leader, (follower,) = followers(cluster, "strict")
+    cluster.stop_broker(follower)
+    eventually(lambda: list(cluster.partition_state("strict").isr) == [leader], what="ISR without the follower")
+    eventually(lambda: cluster.leader_of("clicks") not in (-1, follower), what="a live leader of clicks")
+    for _ in range(5):
+        assert cluster.produce("clicks", 0, [(b"k", b"v")] * 3)[0] == 0
+    for _ in range(2):
+        assert cluster.produce("strict", 0, [(b"k", b"v")])[0] == 19   # NOT_ENOUGH_REPLICAS
+
+    messages_in = "kafka_server_brokertopicmetrics_messagesinpersec_total"
+    assert total(metrics, messages_in, topic="clicks") == 15
+    assert value(metrics, messages_in, broker_id=cluster.leader_of("clicks"), topic="clicks") == 15
+    assert total(metrics, messages_in, topic="strict") == 0
+    failed = "kafka_server_brokertopicmetrics_failedproducerequestspersec_total"
+    assert value(metrics, failed, broker_id=cluster.leader_of("strict"), topic="strict") == 2
+    assert total(metrics, failed, topic="clicks") == 0
+    errors_total = "kafka_network_requestmetrics_errorspersec_total"
+    assert total(metrics, errors_total, request="Produce", error="NOT_ENOUGH_REPLICAS") == 2
+    assert total(metrics, errors_total, request="Produce", error="NONE") == 5
+
+
+def test_gauges_are_present_from_the_first_scrape() -> None:
+    """A dashboard or alert sees no gap after start: the idle gauges are in the first scrape."""
+    c = cluster_module.EmbeddedCluster(brokers=2, config={"listeners": "PLAINTEXT://127.0.0.1:0"})
+    try:
+        with ClusterMetrics(c) as metrics:
+            for name in ("kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent",
+                         "kafka_network_socketserver_networkprocessoravgidlepercent"):
+                for broker_id in ("0", "1"):
+                    v = metrics.sample(name, {"broker_id": broker_id})
+                    assert v is not None and 0.5 <= v <= 1.0, (name, broker_id, v)   # an idle cluster
+    finally:
+        c.close()
+
+
+def test_consumer_group_lag_is_high_watermark_minus_committed_offset(cluster: Any, metrics: ClusterMetrics) -> None:
+    """kafka-exporter's consumer-group series: a group commits offset 4 on a partition holding 10
+    records (HW 10) with confluent-kafka over TCP; its coordinator reports lag 6."""
+    ck = pytest.importorskip("confluent_kafka")
+    cluster.create_topic("payments", partitions=2, replication_factor=3)
+    eventually(lambda: all(cluster.leader_of("payments", p) >= 0 for p in range(2)), what="leaders")
+    assert cluster.produce("payments", 0, [(b"k", b"v")] * 10) == (0, 0)
+    consumer = ck.Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "ledger",
+                            "enable.auto.commit": False, "log_level": 3})
+    try:
+        consumer.commit(offsets=[ck.TopicPartition("payments", 0, 4), ck.TopicPartition("payments", 1, 0)],
+                        asynchronous=False)
+    finally:
+        consumer.close()
+    labels = {"consumergroup": "ledger", "topic": "payments"}
+    eventually(lambda: total(metrics, "kafka_consumergroup_current_offset", **labels, partition="0") == 4,
+               what="the committed offset")
+    assert total(metrics, "kafka_consumergroup_lag", **labels, partition="0") == 6
+    assert total(metrics, "kafka_consumergroup_lag", **labels, partition="1") == 0
+    # Exactly one broker (the group's coordinator) reports the group.
+    reporters = {s.labels["broker_id"] for f in metrics.registry.collect() for s in f.samples
+                 if s.name == "kafka_consumergroup_lag"}
+    assert len(reporters) == 1
+    assert cluster.produce("payments", 0, [(b"k", b"v")] * 5)[0] == 0
+    eventually(lambda: total(metrics, "kafka_consumergroup_lag", **labels, partition="0") == 11,
+               what="lag growing with the high watermark")

@@ -1,47 +1,33 @@
-"""Group coordinator series: groups by state, members, offsets, rebalances, heartbeat expiry.
+"""Group coordinator series: groups by state, members, offsets, rebalances, heartbeat expiry, and
+consumer-group offsets and lag joined across brokers.
 
-Two sources are checked: the coordinator's own counters (preferred, cheap) and, when it has
-none, a lock-free walk of its group map using the coordinator package's real GroupMetadata, so
-the dashboard's "groups by state" panel works with either.
+The snapshot itself is checked against a real coordinator in
+tests/coordinator/test_coordinator_snapshot.py; here a coordinator snapshot is set by the test
+so every series can be compared with exact values.
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-import importlib
 import pytest
 
+from kafka_emu.broker.log import LogSnapshot
 from kafka_emu.metrics import ClusterMetrics
-from kafka_emu.metrics.broker_metrics import normalize_group_state
 
-from metrics_support import broker_namespace
+from metrics_support import FakeBroker, FakeCluster, coordinator_snapshot
 
 pytestmark = pytest.mark.timeout(30)
 
 GMM = "kafka_coordinator_group_groupmetadatamanager_"
 
 
-def test_state_names_normalize_to_kafkas() -> None:
-    assert normalize_group_state("AWAITING_SYNC") == "CompletingRebalance"
-    assert normalize_group_state("PreparingRebalance") == "PreparingRebalance"
-    assert normalize_group_state(SimpleNamespace(name="STABLE", value=3)) == "Stable"
-
-
-def test_groups_by_state_members_and_offsets_from_the_group_map() -> None:
-    gm = importlib.import_module("kafka_emu.coordinator.group_metadata")
-    groups = {}
-    for gid, state, members, offsets in (("a", gm.GroupState.STABLE, 3, 2), ("b", gm.GroupState.STABLE, 1, 0),
-                                         ("c", gm.GroupState.PREPARING_REBALANCE, 2, 1),
-                                         ("d", gm.GroupState.EMPTY, 0, 4)):
-        group = gm.GroupMetadata(gid, state)
-        group.members = {f"m{i}": object() for i in range(members)}
-        group.offsets = {("t", p): object() for p in range(offsets)}
-        groups[gid] = group
-    manager = SimpleNamespace(current_groups=lambda: list(groups.values()))
-    coordinator = SimpleNamespace(group_manager=manager)
+def test_groups_members_offsets_and_rebalances() -> None:
+    snapshot = coordinator_snapshot(
+        groups_by_state={"Stable": 2, "PreparingRebalance": 1, "Empty": 1, "CompletingRebalance": 0, "Dead": 0},
+        members=6, committed_offsets={("a", "t", p): 1 for p in range(7)},
+        rebalances_started=5, rebalances_completed=4, rebalance_time_ms_total=1200,
+        rebalance_time_ms_max=700, heartbeat_expirations=2)
     with ClusterMetrics() as metrics:
-        metrics.register_broker(broker_namespace(0, group_coordinator=coordinator))
-        b = {"broker_id": "0"}
+        metrics.register_broker(FakeBroker(2, coordinator=snapshot))
+        b = {"broker_id": "2"}
         assert metrics.sample(GMM + "numgroups", b) == 4
         assert metrics.sample(GMM + "numgroupsstable", b) == 2
         assert metrics.sample(GMM + "numgroupspreparingrebalance", b) == 1
@@ -50,25 +36,33 @@ def test_groups_by_state_members_and_offsets_from_the_group_map() -> None:
         assert metrics.sample(GMM + "numgroupsdead", b) == 0
         assert metrics.sample(GMM + "numoffsets", b) == 7
         assert metrics.sample("kafka_emu_coordinator_members", b) == 6
-
-
-def test_rebalance_counters_and_time_from_coordinator_hooks() -> None:
-    coordinator = SimpleNamespace(
-        # the names coordinator.group_coordinator.GroupCoordinator uses
-        groups_by_state=lambda: {"Stable": 1, "CompletingRebalance": 2, "Empty": 0},
-        num_members=lambda: 9, num_offsets=lambda: 3,
-        rebalance_count=4, rebalances_started=5,
-        rebalance_time_ms_total=1200, rebalance_time_ms_max=700.0,
-        heartbeat_expirations=2)
-    with ClusterMetrics() as metrics:
-        metrics.register_broker(broker_namespace(2, group_coordinator=coordinator))
-        b = {"broker_id": "2"}
-        assert metrics.sample(GMM + "numgroups", b) == 3
-        assert metrics.sample(GMM + "numgroupscompletingrebalance", b) == 2
-        assert metrics.sample("kafka_emu_coordinator_members", b) == 9
         assert metrics.sample("kafka_server_group_coordinator_metrics_group_completed_rebalance_total", b) == 4
         assert metrics.sample("kafka_emu_coordinator_rebalances_started_total", b) == 5
         assert metrics.sample("kafka_emu_coordinator_rebalance_time_ms_count", b) == 4
         assert metrics.sample("kafka_emu_coordinator_rebalance_time_ms_sum", b) == 1200
         assert metrics.sample("kafka_emu_coordinator_rebalance_time_ms_max", b) == 700
         assert metrics.sample("kafka_emu_coordinator_heartbeat_expirations_total", b) == 2
+
+
+def test_lag_joins_the_coordinators_offsets_with_the_leaders_high_watermark() -> None:
+    """Group "g" on coordinator 0 committed 4 on orders-0 (HW 10 on leader 1) and 7 on orders-1
+    (HW 7 on leader 0); orders-2 has no leader, so only its committed offset is known."""
+    committed = {("g", "orders", 0): 4, ("g", "orders", 1): 7, ("g", "orders", 2): 1}
+    coordinator = FakeBroker(0, coordinator=coordinator_snapshot(committed_offsets=committed),
+                             logs=(LogSnapshot("orders", 1, 0, 9, 7, 0), LogSnapshot("orders", 0, 0, 10, 9, 0)),
+                             leaders=frozenset({("orders", 1)}))   # a follower of orders-0 (HW 9)
+    leader = FakeBroker(1, logs=(LogSnapshot("orders", 0, 0, 12, 10, 0),), leaders=frozenset({("orders", 0)}))
+    with ClusterMetrics(FakeCluster({0: coordinator, 1: leader})) as metrics:
+        def sample(name: str, partition: int) -> float | None:
+            return metrics.sample(name, {"broker_id": "0", "consumergroup": "g", "topic": "orders",
+                                         "partition": str(partition)})
+
+        assert [sample("kafka_consumergroup_current_offset", p) for p in range(3)] == [4, 7, 1]
+        assert [sample("kafka_consumergroup_lag", p) for p in range(3)] == [6, 0, None]
+        assert 'broker_id="1",consumergroup' not in metrics.exposition()  # only the coordinator reports
+
+
+def test_a_broker_without_coordinator_has_no_group_series() -> None:
+    with ClusterMetrics() as metrics:
+        metrics.register_broker(FakeBroker(0))
+        assert metrics.sample(GMM + "numgroups", {"broker_id": "0"}) is None

@@ -46,7 +46,7 @@ def test_catalogue_is_consistent() -> None:
 
 def test_committed_dashboard_is_the_generated_one() -> None:
     committed = (ROOT / "dashboards" / "kafka-emu.json").read_text()
-    assert committed == dashboard.render(), "regenerate: python -m metrics.dashboard > dashboards/kafka-emu.json"
+    assert committed == dashboard.render(), "regenerate: python -m kafka_emu.metrics.dashboard > dashboards/kafka-emu.json"
 
 
 def test_dashboard_only_uses_known_series_and_covers_the_key_ones() -> None:

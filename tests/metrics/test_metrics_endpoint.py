@@ -8,7 +8,6 @@ from __future__ import annotations
 import threading
 import urllib.error
 import urllib.request
-from types import SimpleNamespace
 
 import pytest
 
@@ -16,7 +15,7 @@ from kafka_emu.metrics import ClusterMetrics, serve_cluster_metrics, start_http_
 from kafka_emu.timer import MockTime
 from kafka_emu.timer import TopicPartitionOperationKey as TP
 
-from metrics_support import Op, broker_namespace, mock_purgatory, parse
+from metrics_support import FakeBroker, FakeCluster, Op, mock_purgatory, parse
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -34,7 +33,7 @@ def test_serves_metrics_and_stops_without_leaving_a_thread() -> None:
     produce = mock_purgatory("Produce", time)
     try:
         metrics = ClusterMetrics()
-        metrics.register_broker(broker_namespace(0, replica_manager=SimpleNamespace(p=produce)))
+        metrics.register_broker(FakeBroker(0, purgatories=[produce]))
         produce.try_complete_else_watch(Op(5000), [TP("t", 0)])
         server = metrics.start_http_server(0)
         assert server.port > 0 and server.thread.name == f"metrics-http-{server.port}"
@@ -85,7 +84,7 @@ def test_clusters_have_separate_registries() -> None:
     p = mock_purgatory("Produce", time)
     try:
         one, two = ClusterMetrics(), ClusterMetrics()
-        one.register_broker(broker_namespace(0, replica_manager=SimpleNamespace(p=p)))
+        one.register_broker(FakeBroker(0, purgatories=[p]))
         assert "delayedOperation=\"Produce\"" in one.exposition()
         assert "delayedOperation" not in two.exposition()
     finally:
@@ -93,19 +92,19 @@ def test_clusters_have_separate_registries() -> None:
 
 
 def test_cluster_brokers_are_discovered_and_replaced_on_restart() -> None:
-    cluster = SimpleNamespace(brokers={0: broker_namespace(0), 1: broker_namespace(1)})
+    cluster = FakeCluster({0: FakeBroker(0), 1: FakeBroker(1)})
     with ClusterMetrics(cluster) as metrics:
         assert [b.broker_id for b in metrics.brokers_for_scrape()] == [0, 1]
-        cluster.brokers[2] = broker_namespace(2)
-        restarted = broker_namespace(0)
-        cluster.brokers[0] = restarted
+        cluster.servers[2] = FakeBroker(2)
+        restarted = FakeBroker(0)
+        cluster.servers[0] = restarted
         brokers = metrics.brokers_for_scrape()
         assert [b.broker_id for b in brokers] == [0, 1, 2]
         assert brokers[0].broker is restarted
 
 
 def test_serve_cluster_metrics_is_one_call_with_one_shutdown() -> None:
-    cluster = SimpleNamespace(servers={0: broker_namespace(0), 1: broker_namespace(1, stopped=True)})
+    cluster = FakeCluster({0: FakeBroker(0), 1: FakeBroker(1, stopped=True)})
     metrics = serve_cluster_metrics(cluster, port=0)
     server = metrics.server
     assert server is not None and server.thread.is_alive()

@@ -20,8 +20,8 @@ import pytest
 import structlog
 
 from kafka_emu.logsetup import (add_logging_arguments, bind_thread_context, clear_thread_context,
-                             configure_logging, get_logger, group_context, request_context,
-                             resolve_settings)
+                              configure_logging, get_logger, group_context, request_context,
+                              resolve_settings)
 from kafka_emu.timer import DelayedOperationPurgatory
 
 from metrics_support import FakeRequest
@@ -65,7 +65,7 @@ def test_request_and_group_context_on_a_handler_thread(stream: io.StringIO) -> N
 
     def handler() -> None:
         bind_thread_context(broker_id=2)
-        request = FakeRequest(api_key=11, api_version=9, correlation_id=77, client_id="consumer-1")
+        request = FakeRequest(api_name="JoinGroup", api_version=9, correlation_id=77, client_id="consumer-1")
         with request_context(request):
             with group_context("orders", generation=5, member_id="m-1"):
                 log.info("join_group_parked")

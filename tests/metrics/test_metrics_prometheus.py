@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -48,6 +49,29 @@ class ParkedProduce(DelayedOperation):
         self.channel.send_response(self.request, "produced")
 
 
+@dataclass
+class RequestPathBroker:
+    """A broker made of a real request channel, handler pool and Produce purgatory (no replica
+    manager), as ClusterMetrics sees a broker (``metrics.sources.BrokerSource``)."""
+
+    channel: Any
+    pool: Any
+    purgatory: DelayedOperationPurgatory
+    broker_id: int = 0
+    stopped: bool = False
+    request_listeners: list[Callable[[Any], None]] = field(default_factory=list)
+
+    def snapshot(self) -> Any:
+        from kafka_emu.broker.kafka_server import BrokerSnapshot
+        from kafka_emu.broker.replica_manager import ReplicaManagerSnapshot
+        from kafka_emu.broker.stats import BrokerTopicStats
+
+        purgatories = (self.purgatory.snapshot(),)
+        rm = ReplicaManagerSnapshot(0, 0, 0, 0, BrokerTopicStats().snapshot(), (), frozenset(), purgatories)
+        return BrokerSnapshot(self.broker_id, self.channel.snapshot(), self.pool.snapshot(), None, rm,
+                              None, purgatories)
+
+
 @pytest.fixture
 def request_path() -> Iterator[SimpleNamespace]:
     """One broker's real request path (no network): channel, 4 handler threads, a purgatory."""
@@ -56,7 +80,8 @@ def request_path() -> Iterator[SimpleNamespace]:
     from kafka_emu.broker.request_channel import RequestChannel
     from kafka_emu.broker.request_handler import KafkaRequestHandlerPool
 
-    channel = RequestChannel(queue_size=500, broker_id=0)
+    listeners: list[Callable[[Any], None]] = []
+    channel = RequestChannel(queue_size=500, broker_id=0, request_listeners=listeners)
     produce_purgatory = DelayedOperationPurgatory("Produce", broker_id=0)
     acked = threading.Event()
     apis = KafkaApis(config={"broker.id": 0}, request_channel=channel, register_all=False)
@@ -76,8 +101,7 @@ def request_path() -> Iterator[SimpleNamespace]:
     apis.register(PRODUCE, handle_produce)
     pool = KafkaRequestHandlerPool(0, channel, apis, ActionQueue(), num_threads=4)
     pool.start()
-    broker = SimpleNamespace(broker_id=0, request_channel=channel, request_handler_pool=pool,
-                             replica_manager=SimpleNamespace(produce_purgatory=produce_purgatory))
+    broker = RequestPathBroker(channel, pool, produce_purgatory, request_listeners=listeners)
     try:
         yield SimpleNamespace(broker=broker, channel=channel, purgatory=produce_purgatory, acked=acked)
     finally:

@@ -1,23 +1,21 @@
 """Purgatory, delayed-operation expiry and timer series against known activity.
 
-Each test drives real purgatories on a MockTimer (deterministic: nothing expires unless the test
-advances the clock) and checks the exact values a scrape reports, because these are the series
-an operator reads to tell "requests are parked" from "requests are timing out".
+Each test drives real purgatories on a mock clock (deterministic: nothing expires unless the test
+advances it) and checks the exact values a scrape reports, because these are the series an
+operator reads to tell "requests are parked" from "requests are timing out". The values travel
+through the purgatories' own ``snapshot()``.
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Callable, Iterator
 
 import pytest
 
 from kafka_emu.metrics import ClusterMetrics
-from kafka_emu.metrics.broker_metrics import fetcher_type
-from kafka_emu.timer import DelayedOperationPurgatory, MockTime, SystemTimer, TimerTask
+from kafka_emu.timer import DelayedOperationPurgatory, MockTime, MockTimer, TimerTask
 from kafka_emu.timer import TopicPartitionOperationKey as TP
-from kafka_emu.timer.operation_keys import MemberKey
 
-from metrics_support import Op, broker_namespace, expire, mock_purgatory, parse
+from metrics_support import FakeBroker, Op, expire, mock_purgatory, parse
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -45,10 +43,10 @@ def purgatory(time: MockTime) -> Iterator[Callable[..., DelayedOperationPurgator
 
 
 def test_purgatory_size_and_delayed_count_follow_watch_complete_expire(time: MockTime, purgatory) -> None:
+    """Kafka's DelayedOperationTest.testRequestSatisfaction / testRequestExpiry, read as metrics."""
     produce = purgatory("Produce")
-    broker = broker_namespace(0, replica_manager=SimpleNamespace(produce_purgatory=produce))
     with ClusterMetrics() as metrics:
-        metrics.register_broker(broker)
+        metrics.register_broker(FakeBroker(0, purgatories=[produce]))
         labels = {"broker_id": "0", "delayedOperation": "Produce"}
 
         ops = [Op(1000) for _ in range(3)]
@@ -67,16 +65,16 @@ def test_purgatory_size_and_delayed_count_follow_watch_complete_expire(time: Moc
         expire(produce, time, 1001, expected_total=2)
         assert metrics.sample(DELAYED, labels) == 0
         assert metrics.sample("kafka_emu_purgatory_expirations_total", labels) == 2
-        # Without broker stats the produce expiry meter falls back to the Produce purgatory's count.
-        assert metrics.sample("kafka_server_delayedproducemetrics_expirespersec_total", {"broker_id": "0"}) == 2
-        assert metrics.sample("kafka_emu_timer_pendingtasks", {"broker_id": "0", "timer": "Produce"}) == 0
+        timer = {"broker_id": "0", "timer": "Produce"}
+        assert metrics.sample("kafka_emu_timer_pendingtasks", timer) == 0
+        assert metrics.sample("kafka_emu_timer_expiredtasks_total", timer) == 2
 
 
 def test_purge_counter_counts_reaper_purges(purgatory) -> None:
+    """Kafka's DelayedOperationTest.testRequestPurge."""
     fetch = purgatory("Fetch", purge_interval=1)
-    broker = broker_namespace(2, replica_manager=SimpleNamespace(fetch_purgatory=fetch))
     with ClusterMetrics() as metrics:
-        metrics.register_broker(broker)
+        metrics.register_broker(FakeBroker(2, purgatories=[fetch]))
         labels = {"broker_id": "2", "delayedOperation": "Fetch"}
         ops = [Op(10_000) for _ in range(3)]
         for i, op in enumerate(ops):
@@ -91,76 +89,53 @@ def test_purge_counter_counts_reaper_purges(purgatory) -> None:
         assert metrics.sample(SIZE, labels) == 0
 
 
-def test_fetch_expiry_split_by_fetcher_type(time: MockTime, purgatory) -> None:
-    """DelayedFetchMetrics.ExpiresPerSec{fetcherType}: from broker stats when present, otherwise
-    counted by an expiration listener that classifies the expired operation."""
-    fetch = purgatory("Fetch")
-    rm = SimpleNamespace(fetch_purgatory=fetch)
+def test_delayed_produce_and_fetch_expiry_meters_come_from_broker_stats() -> None:
+    """DelayedProduceMetrics / DelayedFetchMetrics{fetcherType}: what the delayed operations
+    recorded (the replica-manager tests check that they record it)."""
+    broker = FakeBroker(0)
+    broker.stats.record_produce_expiration(("t", 0))
+    for follower in (True, True, False):
+        broker.stats.record_fetch_expiration(follower)
     with ClusterMetrics() as metrics:
-        metrics.register_broker(broker_namespace(0, replica_manager=rm))
-        metrics.exposition()  # first scrape installs the fallback listener
-        follower = [Op(100, params=SimpleNamespace(is_from_follower=True)) for _ in range(2)]
-        consumer = [Op(100, params=SimpleNamespace(replica_id=-1))]
-        for i, op in enumerate(follower + consumer):
-            fetch.try_complete_else_watch(op, [TP("t", i)])
-        expire(fetch, time, 101, expected_total=3)
+        metrics.register_broker(broker)
         name = "kafka_server_delayedfetchmetrics_expirespersec_total"
         assert metrics.sample(name, {"broker_id": "0", "fetcherType": "follower"}) == 2
         assert metrics.sample(name, {"broker_id": "0", "fetcherType": "consumer"}) == 1
-
-        # Broker-kept counters (broker.stats.BrokerTopicStats) take precedence.
-        rm.stats = SimpleNamespace(fetch_expirations={"follower": 7, "consumer": 5}, produce_expirations=4)
-        assert metrics.sample(name, {"broker_id": "0", "fetcherType": "follower"}) == 7
-        assert metrics.sample("kafka_server_delayedproducemetrics_expirespersec_total", {"broker_id": "0"}) == 4
+        assert metrics.sample("kafka_server_delayedproducemetrics_expirespersec_total", {"broker_id": "0"}) == 1
 
 
-def test_fetcher_type_classification() -> None:
-    assert fetcher_type(SimpleNamespace(is_from_follower=lambda: True)) == "follower"
-    assert fetcher_type(SimpleNamespace(fetch_params=SimpleNamespace(replica_id=2))) == "follower"
-    assert fetcher_type(SimpleNamespace(params=SimpleNamespace(is_follower=True))) == "follower"
-    assert fetcher_type(SimpleNamespace()) == "consumer"
-
-
-def test_heartbeat_expirations_fall_back_to_heartbeat_purgatory(time: MockTime, purgatory) -> None:
-    heartbeat = purgatory("Heartbeat")
-    coordinator = SimpleNamespace(heartbeat_purgatory=heartbeat, groups={})
-    with ClusterMetrics() as metrics:
-        metrics.register_broker(broker_namespace(1, group_coordinator=coordinator))
-        heartbeat.try_complete_else_watch(Op(10_000), [MemberKey("g", "m1")])
-        assert metrics.sample(DELAYED, {"broker_id": "1", "delayedOperation": "Heartbeat"}) == 1
-        expire(heartbeat, time, 10_001, expected_total=1)
-        assert metrics.sample("kafka_emu_coordinator_heartbeat_expirations_total", {"broker_id": "1"}) == 1
-
-
-def test_standalone_system_timer_pending_tasks() -> None:
-    """A coordinator's own timer (not a purgatory's) is found and its pending tasks exported."""
+def test_purgatories_sharing_one_timer_export_it_once(time: MockTime) -> None:
+    """The coordinator's test set-up shares one MockTimer between Heartbeat and Rebalance."""
 
     class Noop(TimerTask):
         def run(self) -> None:
             pass
 
-    timer = SystemTimer("group-coordinator-timer")
-    try:
-        coordinator = SimpleNamespace(timer=timer, groups={})
-        with ClusterMetrics() as metrics:
-            metrics.register_broker(broker_namespace(0, group_coordinator=coordinator))
-            tasks = [Noop(60_000) for _ in range(4)]
-            for task in tasks:
-                timer.add(task)
-            tasks[0].cancel()
-            labels = {"broker_id": "0", "timer": "group-coordinator-timer"}
-            assert metrics.sample("kafka_emu_timer_pendingtasks", labels) == 3
-            assert metrics.sample("kafka_emu_timer_expiredtasks_total", labels) == 0
-    finally:
-        timer.close()
+    timer = MockTimer(time, name="coordinator")
+    heartbeat = DelayedOperationPurgatory("Heartbeat", timer=timer, reaper_enabled=False)
+    rebalance = DelayedOperationPurgatory("Rebalance", timer=timer, reaper_enabled=False)
+    with ClusterMetrics() as metrics:
+        metrics.register_broker(FakeBroker(0, purgatories=[heartbeat, rebalance]))
+        tasks = [Noop(60_000) for _ in range(4)]
+        for task in tasks:
+            timer.add(task)
+        tasks[0].cancel()
+        timer.advance_clock(1)
+        families = parse(metrics.exposition())
+        assert [s.labels["timer"] for s in families["kafka_emu_timer_pendingtasks"].samples] == ["coordinator"]
+        labels = {"broker_id": "0", "timer": "coordinator"}
+        assert metrics.sample("kafka_emu_timer_pendingtasks", labels) == 3
+        time.sleep(60_000)
+        timer.advance_clock(0)
+        assert metrics.sample("kafka_emu_timer_expiredtasks_total", labels) == 3
 
 
 def test_two_brokers_share_one_family_per_metric(purgatory) -> None:
     """Each family appears once with one sample per broker: Prometheus rejects a repeated TYPE."""
     p0, p1 = purgatory("Produce", 0), purgatory("Produce", 1)
     with ClusterMetrics() as metrics:
-        metrics.register_broker(broker_namespace(0, replica_manager=SimpleNamespace(p=p0)))
-        metrics.register_broker(broker_namespace(1, replica_manager=SimpleNamespace(p=p1)))
+        metrics.register_broker(FakeBroker(0, purgatories=[p0]))
+        metrics.register_broker(FakeBroker(1, purgatories=[p1]))
         p1.try_complete_else_watch(Op(1000), [TP("t", 0)])
         families = parse(metrics.exposition())
         samples = {s.labels["broker_id"]: s.value for s in families[DELAYED].samples}

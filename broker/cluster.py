@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import structlog
 
@@ -59,6 +59,9 @@ from kafka_emu.broker.metadata import MetadataStore
 from kafka_emu.broker.record_batch import build_batch, iter_records
 from kafka_emu.logsetup import ensure_configured as ensure_logging_configured
 from kafka_emu.timer.time import Time
+
+if TYPE_CHECKING:
+    from kafka_emu.metrics.cluster import ClusterMetrics
 
 _log = structlog.get_logger("broker.cluster")
 
@@ -147,7 +150,7 @@ class EmbeddedCluster:
         self._started = False
         self.metrics_port = metrics_port
         self.metrics_host = metrics_host
-        self.metrics: Any = None    # metrics.ClusterMetrics while the endpoint runs
+        self.metrics: ClusterMetrics | None = None    # while the endpoint runs
         if start:
             self.start()
 
@@ -188,8 +191,8 @@ class EmbeddedCluster:
     @property
     def metrics_url(self) -> str | None:
         """``http://host:port/metrics`` of the cluster's Prometheus endpoint, None when off."""
-        server = getattr(self.metrics, "server", None)
-        return getattr(server, "url", None) if server is not None else None
+        server = self.metrics.server if self.metrics is not None else None
+        return server.url if server is not None else None
 
     def ensure_offsets_topic(self) -> None:
         if self.metadata.topic(OFFSETS_TOPIC) is not None:

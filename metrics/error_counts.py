@@ -5,14 +5,15 @@ response has one) plus the error code of every topic, partition, group or member
 response entity is a tree of frozen dataclasses whose error fields are typed ``ErrorCode``, so
 one generic walk gives the same counts for every API. The walk plan (which fields hold error
 codes, which hold entities that may) is computed once per entity class; subtrees without any
-error field (records, assignments, members' metadata) are never visited.
+error field (records, assignments, members' metadata) are never visited. A response the broker
+encoded by hand (``codec.EncodedResponse``, fast Produce) states its counts itself.
 """
 from __future__ import annotations
 
 import dataclasses
 import typing
 from operator import attrgetter
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 from kio.schema.errors import ErrorCode
 
@@ -59,9 +60,20 @@ def _plan(cls: type) -> _Plan:
     return plan
 
 
+@runtime_checkable
+class CountedErrors(Protocol):
+    """A pre-encoded response carrying Kafka's errorCounts (``broker.protocol.codec.EncodedResponse``)."""
+
+    @property
+    def error_counts(self) -> Mapping[int, int]: ...
+
+
 def error_counts(body: Any) -> dict[int, int]:
-    """Error code → occurrences in a kio response entity; {} for anything else (an in-process
-    follower fetch is answered with the replica manager's results, not a response entity)."""
+    """Error code → occurrences in a response: a kio entity's error fields, or the counts a
+    pre-encoded response carries; {} for anything else (an in-process follower fetch is
+    answered with the replica manager's results, not a response)."""
+    if isinstance(body, CountedErrors):
+        return dict(body.error_counts)
     counts: dict[int, int] = {}
     if dataclasses.is_dataclass(body) and not isinstance(body, type):
         _count(body, counts)

@@ -8,6 +8,7 @@ ignored and batches are appended like idempotent ones.
 """
 from __future__ import annotations
 
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
@@ -59,9 +60,11 @@ def handle_produce(apis: Any, request: Any) -> None:
             channel.send_response(request, None, close_connection=failed)
             return
         if isinstance(body, ProduceRequestData):   # decoded by the fast codec: answer in kind
-            data = encode_produce_body(version, partition_results(order, statuses, pre))
+            results = partition_results(order, statuses, pre)
+            data = encode_produce_body(version, results)
             if data is not None:
-                channel.send_response(request, EncodedResponse(data, version >= 9))
+                counts = Counter(code for _, parts in results for _, code, _, _, _ in parts)
+                channel.send_response(request, EncodedResponse(data, version >= 9, counts))
                 return
         channel.send_response(request, build_response(version, order, statuses, pre))
 

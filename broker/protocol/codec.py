@@ -20,7 +20,7 @@ import io
 import struct
 from dataclasses import dataclass, fields
 from functools import lru_cache
-from typing import Any
+from typing import Any, Mapping
 
 from kio.index import UnknownEntity, load_request_schema, load_response_schema
 from kio.schema.index import api_key_map, schema_name_map
@@ -67,10 +67,13 @@ class RequestHeaderData:
 @dataclass(frozen=True, slots=True)
 class EncodedResponse:
     """A response body written by a hand-written encoder (``broker.protocol.fast_produce``):
-    the bytes after the response header, and whether that header is v1 (flexible)."""
+    the bytes after the response header, whether that header is v1 (flexible), and the
+    response's error counts (Kafka's ``AbstractResponse.errorCounts``: code -> occurrences),
+    which metrics can no longer read from an entity."""
 
     data: bytes
     flexible_header: bool
+    error_counts: Mapping[int, int]
 
 
 @dataclass(frozen=True, slots=True)

@@ -254,3 +254,25 @@ def test_consumer_group_lag_is_high_watermark_minus_committed_offset(cluster: An
     assert cluster.produce("payments", 0, [(b"k", b"v")] * 5)[0] == 0
     eventually(lambda: total(metrics, "kafka_consumergroup_lag", **labels, partition="0") == 11,
                what="lag growing with the high watermark")
+
+
+def test_records_produced_over_tcp_count_per_topic_and_as_errors_none(cluster: Any, metrics: ClusterMetrics) -> None:
+    """N records from a real producer (librdkafka, acks=all, over TCP: the broker's fast Produce
+    codec answers with pre-encoded responses) -> MessagesInPerSec{topic} = N, and every
+    partition answer counted in ErrorsPerSec{request="Produce", error="NONE"}."""
+    ck = pytest.importorskip("confluent_kafka")
+    cluster.create_topic("views", partitions=2, replication_factor=3)
+    eventually(lambda: all(cluster.leader_of("views", p) >= 0 for p in range(2)), what="leaders")
+    producer = ck.Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
+                            "linger.ms": 5, "log_level": 3})
+    delivered: list[Any] = []
+    for i in range(40):
+        producer.produce("views", value=b"v%d" % i, partition=i % 2,
+                         on_delivery=lambda err, msg: delivered.append(err))
+    assert producer.flush(30) == 0
+    assert delivered == [None] * 40
+    assert total(metrics, "kafka_server_brokertopicmetrics_messagesinpersec_total", topic="views") == 40
+    produce_requests = total(metrics, "kafka_network_requestmetrics_requestspersec_total", request="Produce")
+    errors_none = total(metrics, "kafka_network_requestmetrics_errorspersec_total", request="Produce", error="NONE")
+    assert produce_requests >= 1 and produce_requests <= errors_none <= 2 * produce_requests
+    assert total(metrics, "kafka_server_brokertopicmetrics_failedproducerequestspersec_total") == 0

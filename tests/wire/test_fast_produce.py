@@ -203,4 +203,4 @@ def test_fast_decoded_produce_gets_the_same_response_bytes() -> None:
         order = [("t", "t", [0, 1, 2])]
         data = encode_produce_body(version, partition_results(order, statuses, pre))
         entity = build_response(version, order, statuses, pre)
-        assert encode_response(9, EncodedResponse(data, version >= 9)) == encode_response(9, entity)
+        assert encode_response(9, EncodedResponse(data, version >= 9, {})) == encode_response(9, entity)

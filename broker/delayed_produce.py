@@ -72,9 +72,9 @@ class DelayedProduce(DelayedOperation):
         return False
 
     def on_expiration(self) -> None:
-        for tp, status in self.statuses.items():
+        for status in self.statuses.values():
             if status.acks_pending:
-                self.replica_manager.stats.record_produce_expiration(tp)
+                self.replica_manager.stats.record_produce_expiration()
 
     def on_complete(self) -> None:
         self.response_callback(self.statuses)

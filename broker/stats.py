@@ -102,7 +102,8 @@ class BrokerTopicStats:
         with self._lock:
             self._topics[topic].failed_fetch_requests += 1
 
-    def record_produce_expiration(self, tp: tuple[str, int]) -> None:
+    def record_produce_expiration(self) -> None:
+        """One partition of an acks=all produce was still waiting when the request expired."""
         with self._lock:
             self._produce_expirations += 1
 

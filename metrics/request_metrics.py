@@ -20,7 +20,7 @@ response entity) adds nothing to it.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -32,6 +32,8 @@ from kafka_emu.metrics.sources import RequestListener, RequestView
 _log = structlog.get_logger("metrics.request_metrics")
 
 _NS_PER_MS = 1_000_000.0
+_Key = tuple[str, str, int]
+_T = TypeVar("_T")
 
 
 def request_metric_names(request: RequestView) -> tuple[str, ...]:
@@ -65,7 +67,7 @@ def phase_times_ms(request: RequestView) -> tuple[float, float, float, float, fl
 
 
 class RequestMetrics:
-    """The request histograms and RequestsPerSec counter of one cluster registry.
+    """The request histograms, RequestsPerSec and ErrorsPerSec counters of one cluster registry.
 
     One instance per registry; each broker gets a listener bound to its ``broker_id`` label.
     prometheus_client caches label children in a dict guarded by the parent's lock, so the
@@ -82,36 +84,32 @@ class RequestMetrics:
                                  labelnames=names.REQUESTS.all_labels, registry=registry)
         self._errors = Counter(names.ERRORS.name, names.ERRORS.help,
                                labelnames=names.ERRORS.all_labels, registry=registry)
-        # (broker_id, request name, error code) -> counter child; same discipline as _children
-        self._error_children: dict[tuple[str, str, int], Any] = {}
-        # (broker_id, request name, version) -> (six histogram children, counter child);
-        # written under _children_lock, read without it (dict reads are atomic under the GIL).
-        self._children: dict[tuple[str, str, int], tuple[tuple[Any, ...], Any]] = {}
+        # (broker_id, request name, version) -> (six histogram children, counter child), and
+        # (broker_id, request name, error code) -> counter child; written under _children_lock,
+        # read without it (dict reads are atomic under the GIL).
+        self._children: dict[_Key, tuple[tuple[Any, ...], Any]] = {}
+        self._error_children: dict[_Key, Any] = {}
         self._children_lock = threading.Lock()
         self.listener_errors = 0
 
-    def _children_for(self, broker: str, request_name: str, version: int) -> tuple[tuple[Any, ...], Any]:
-        key = (broker, request_name, version)
-        found = self._children.get(key)
+    def _cached(self, cache: dict[_Key, _T], key: _Key, make: Callable[[], _T]) -> _T:
+        """``cache[key]``, made under ``_children_lock`` the first time (read without it)."""
+        found = cache.get(key)
         if found is None:
             with self._children_lock:
-                found = self._children.get(key)
+                found = cache.get(key)
                 if found is None:
-                    found = (tuple(h.labels(broker, request_name) for h in self._histograms),
-                             self._requests.labels(broker, request_name, str(version)))
-                    self._children[key] = found
+                    found = cache[key] = make()
         return found
 
+    def _children_for(self, broker: str, request_name: str, version: int) -> tuple[tuple[Any, ...], Any]:
+        return self._cached(self._children, (broker, request_name, version), lambda: (
+            tuple(h.labels(broker, request_name) for h in self._histograms),
+            self._requests.labels(broker, request_name, str(version))))
+
     def _error_child(self, broker: str, request_name: str, code: int) -> Any:
-        key = (broker, request_name, code)
-        found = self._error_children.get(key)
-        if found is None:
-            with self._children_lock:
-                found = self._error_children.get(key)
-                if found is None:
-                    found = self._errors.labels(broker, request_name, error_name(code))
-                    self._error_children[key] = found
-        return found
+        return self._cached(self._error_children, (broker, request_name, code),
+                            lambda: self._errors.labels(broker, request_name, error_name(code)))
 
     def forget_broker(self, broker_id: int) -> None:
         """Drop a broker's request series (it stopped, or was replaced by a restarted one).

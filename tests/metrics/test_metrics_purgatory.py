@@ -93,7 +93,7 @@ def test_delayed_produce_and_fetch_expiry_meters_come_from_broker_stats() -> Non
     """DelayedProduceMetrics / DelayedFetchMetrics{fetcherType}: what the delayed operations
     recorded (the replica-manager tests check that they record it)."""
     broker = FakeBroker(0)
-    broker.stats.record_produce_expiration(("t", 0))
+    broker.stats.record_produce_expiration()
     for follower in (True, True, False):
         broker.stats.record_fetch_expiration(follower)
     with ClusterMetrics() as metrics:

@@ -3,7 +3,8 @@
 Each family is reduced by its type, never by adding up unrelated samples:
 
 * counters: the total over every label set (all brokers, topics, requests), ``_created``
-  timestamps dropped;
+  timestamps dropped; a Fetch, which Kafka also records as FetchConsumer or FetchFollower,
+  counts once;
 * gauges: ``sum``, ``min`` and ``max`` over the label sets (a sum is right for partition counts,
   min/max for idle fractions; the reader picks);
 * histograms: per ``request`` label (buckets of all brokers added per bound), ``count``,
@@ -19,6 +20,8 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 QUANTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99, "p999": 0.999}
+# Request labels that repeat a Fetch already counted as ``Fetch`` (see request_metric_names).
+_FETCH_SPLIT = frozenset({"FetchConsumer", "FetchFollower"})
 
 
 def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
@@ -51,7 +54,8 @@ def summarize_exposition(text: str, prefixes: tuple[str, ...] = ("kafka_",)) -> 
         if not family.name.startswith(prefixes):
             continue
         if family.type == "counter":
-            counters[family.name] = sum(s.value for s in family.samples if s.name.endswith("_total"))
+            counters[family.name] = sum(s.value for s in family.samples if s.name.endswith("_total")
+                                        and s.labels.get("request") not in _FETCH_SPLIT)
         elif family.type == "gauge":
             values = [s.value for s in family.samples]
             if values:

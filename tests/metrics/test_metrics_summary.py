@@ -38,11 +38,12 @@ def test_counters_histograms_and_gauges_are_reduced_by_type() -> None:
         for ms in (2, 4, 8, 16, 32):       # broker 1: 5 produces, 1 metadata
             brokers[1].complete(request("Produce", ms))
         brokers[1].complete(request("Metadata", 0))
+        brokers[1].complete(request("Fetch", 3))   # recorded as FetchConsumer and as Fetch
         summary = summarize_exposition(metrics.exposition())
 
     assert set(summary) == {"counters", "gauges", "histograms", "summaries"}
     counters = summary["counters"]
-    assert counters["kafka_network_requestmetrics_requestspersec"] == 11
+    assert counters["kafka_network_requestmetrics_requestspersec"] == 12   # the Fetch once
     assert counters["kafka_server_brokertopicmetrics_messagesinpersec"] == 14
     assert not any(name.endswith("_created") for name in counters)
     assert summary["gauges"]["kafka_server_replicamanager_partitioncount"] == {"sum": 8, "min": 3, "max": 5}

@@ -68,14 +68,25 @@ class CountedErrors(Protocol):
     def error_counts(self) -> Mapping[int, int]: ...
 
 
+# What a response type is, decided once per type (isinstance on a runtime Protocol is slow):
+# carries its counts, is an entity to walk, or neither.
+_COUNTED, _ENTITY, _OTHER = 0, 1, 2
+_KINDS: dict[type, int] = {}
+
+
 def error_counts(body: Any) -> dict[int, int]:
     """Error code → occurrences in a response: a kio entity's error fields, or the counts a
     pre-encoded response carries; {} for anything else (an in-process follower fetch is
     answered with the replica manager's results, not a response)."""
-    if isinstance(body, CountedErrors):
+    kind = _KINDS.get(type(body))
+    if kind is None:
+        kind = _KINDS[type(body)] = (
+            _COUNTED if isinstance(body, CountedErrors)
+            else _ENTITY if dataclasses.is_dataclass(body) and not isinstance(body, type) else _OTHER)
+    if kind == _COUNTED:
         return dict(body.error_counts)
     counts: dict[int, int] = {}
-    if dataclasses.is_dataclass(body) and not isinstance(body, type):
+    if kind == _ENTITY:
         _count(body, counts)
     return counts
 

@@ -50,7 +50,7 @@ from kafka_emu.broker.config_def import (
     ValidString,
 )
 from kafka_emu.coordinator.config import DEFAULTS as GROUP_DEFAULTS
-from kafka_emu.metrics.logging import FORMATS as LOG_FORMATS, LEVELS as LOG_LEVELS
+from kafka_emu.logsetup import FORMATS as LOG_FORMATS, LEVELS as LOG_LEVELS
 
 __all__ = ["ConfigException", "KafkaConfig", "KAFKA_CONFIG_DEF", "STRICT_CONFIG", "load_properties",
            "parse_properties"]

@@ -29,6 +29,7 @@ import uuid
 from typing import Any, Callable
 
 from kafka_emu.coordinator import GroupCoordinator, errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.records import consumer_subscription, partition_for
 from kafka_emu.coordinator.results import JoinGroupResult, JoinGroupResultMember, SyncGroupResult
 from kafka_emu.metrics.progress import progress, progress_enabled
@@ -52,7 +53,7 @@ class InstantLog:
             log = self.records.setdefault(partition, [])
             for k, v in records:
                 log.append((len(log), k, v))
-        callback(errors.NONE)
+        callback(Errors.NONE)
 
     def read_records(self, partition: int):
         with self._lock:
@@ -82,10 +83,10 @@ class NaiveCoordinator:
                 member_id = f"{client_id}-{uuid.uuid4()}"
                 if require_known_member_id:
                     self.pending.add(member_id)
-                    answers.append((callback, JoinGroupResult.error_result(member_id, errors.MEMBER_ID_REQUIRED)))
+                    answers.append((callback, JoinGroupResult.error_result(member_id, Errors.MEMBER_ID_REQUIRED)))
                     member_id = ""
             elif member_id not in self.members and member_id not in self.pending:
-                answers.append((callback, JoinGroupResult.error_result(member_id, errors.UNKNOWN_MEMBER_ID)))
+                answers.append((callback, JoinGroupResult.error_result(member_id, Errors.UNKNOWN_MEMBER_ID)))
                 member_id = ""
             if member_id:
                 self.pending.discard(member_id)
@@ -98,7 +99,7 @@ class NaiveCoordinator:
                     self.rebalances += 1
                     for other in self.members.values():  # cancel parked syncs
                         if callable(other["sync"]):
-                            answers.append((other["sync"], SyncGroupResult(error=errors.REBALANCE_IN_PROGRESS)))
+                            answers.append((other["sync"], SyncGroupResult(error=Errors.REBALANCE_IN_PROGRESS)))
                         other["sync"] = None
                 # The naive completion check: scan every member on every join.
                 if not self.pending and all(m2.get("join") is not None for m2 in self.members.values()):
@@ -111,7 +112,7 @@ class NaiveCoordinator:
                     for mid, m2 in self.members.items():
                         answers.append((m2["join"], JoinGroupResult(
                             listing if mid == self.leader else [], mid, self.generation, "consumer", "range",
-                            self.leader, False, errors.NONE)))
+                            self.leader, False, Errors.NONE)))
                         m2["join"] = None
         for cb, result in answers:
             cb(result)
@@ -122,11 +123,11 @@ class NaiveCoordinator:
         with self.lock:
             m = self.members.get(member_id)
             if m is None:
-                answers.append((callback, SyncGroupResult(error=errors.UNKNOWN_MEMBER_ID)))
+                answers.append((callback, SyncGroupResult(error=Errors.UNKNOWN_MEMBER_ID)))
             elif generation != self.generation:
-                answers.append((callback, SyncGroupResult(error=errors.ILLEGAL_GENERATION)))
+                answers.append((callback, SyncGroupResult(error=Errors.ILLEGAL_GENERATION)))
             elif self.state == "PreparingRebalance":
-                answers.append((callback, SyncGroupResult(error=errors.REBALANCE_IN_PROGRESS)))
+                answers.append((callback, SyncGroupResult(error=Errors.REBALANCE_IN_PROGRESS)))
             else:
                 m["sync"] = callback
                 if member_id == self.leader:
@@ -136,7 +137,7 @@ class NaiveCoordinator:
                     for mid, m2 in self.members.items():
                         if callable(m2["sync"]):
                             m2["assignment"] = self.assignment.get(mid, b"")
-                            answers.append((m2["sync"], SyncGroupResult("consumer", "range", m2["assignment"], errors.NONE)))
+                            answers.append((m2["sync"], SyncGroupResult("consumer", "range", m2["assignment"], Errors.NONE)))
                             m2["sync"] = "done"
                     if all(m2["sync"] == "done" for m2 in self.members.values()):
                         self.state = "Stable"
@@ -149,12 +150,12 @@ class NaiveCoordinator:
         with self.lock:
             m = self.members.get(member_id)
             if m is None:
-                err = errors.UNKNOWN_MEMBER_ID
+                err = Errors.UNKNOWN_MEMBER_ID
             elif generation_id != self.generation:
-                err = errors.ILLEGAL_GENERATION
+                err = Errors.ILLEGAL_GENERATION
             else:
                 m["deadline"] = time.monotonic() + SESSION_MS / 1000
-                err = errors.REBALANCE_IN_PROGRESS if self.state == "PreparingRebalance" else errors.NONE
+                err = Errors.REBALANCE_IN_PROGRESS if self.state == "PreparingRebalance" else Errors.NONE
         callback(err)
 
 
@@ -191,31 +192,31 @@ def run_join_sync(coordinator: Any, n: int, show: bool) -> dict[str, Any]:
         kind, i, payload = events.get(timeout=60)
         if kind == "join":
             r: JoinGroupResult = payload
-            if r.error == errors.MEMBER_ID_REQUIRED:
+            if r.error == Errors.MEMBER_ID_REQUIRED:
                 member_ids[i] = r.member_id
                 join(i)
-            elif r.error == errors.UNKNOWN_MEMBER_ID:
+            elif r.error == Errors.UNKNOWN_MEMBER_ID:
                 member_ids[i] = ""
                 join(i)
-            elif r.error == errors.NONE:
+            elif r.error == Errors.NONE:
                 member_ids[i] = r.member_id
                 sync(i, r)
             else:
                 raise RuntimeError(f"JoinGroup failed: {errors.name(r.error)}")
         else:
             gen, s = payload
-            if s.error == errors.NONE:
+            if s.error == Errors.NONE:
                 if synced_gen[i] < 0:
                     done += 1
                     bar.update(1)
                 synced_gen[i] = gen
                 final_gen = max(final_gen, gen)
-            elif s.error in (errors.REBALANCE_IN_PROGRESS, errors.ILLEGAL_GENERATION):
+            elif s.error in (Errors.REBALANCE_IN_PROGRESS, Errors.ILLEGAL_GENERATION):
                 if synced_gen[i] >= 0:
                     synced_gen[i] = -1
                     done -= 1
                 join(i)
-            elif s.error == errors.UNKNOWN_MEMBER_ID:
+            elif s.error == Errors.UNKNOWN_MEMBER_ID:
                 member_ids[i] = ""
                 join(i)
             else:
@@ -249,7 +250,7 @@ def run_heartbeats(coordinator: Any, member_ids: list[str], generation: int, sec
             break
     wall = time.perf_counter() - wall0
     cpu = time.process_time() - cpu0
-    bad = sum(1 for e in got if e != errors.NONE)
+    bad = sum(1 for e in got if e != Errors.NONE)
     return {"heartbeats": count, "per_s": round(count / wall), "cpu_us_per_heartbeat": round(cpu / count * 1e6, 2),
             "errors": bad}
 

@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any
 
-from kafka_emu.broker import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.broker.cluster import EmbeddedCluster
 from kafka_emu.broker.inprocess_client import produce_request, send_async
 from kafka_emu.broker.record_batch import build_batch
@@ -86,7 +86,7 @@ class _Driver:
         def done(resp: Any) -> None:
             t1 = time.perf_counter()
             ok = resp.body is not None and \
-                resp.body.responses[0].partition_responses[0].error_code == errors.NONE
+                resp.body.responses[0].partition_responses[0].error_code == Errors.NONE
             with self.lock:
                 self.outstanding -= 1
                 if measuring and self.measuring:

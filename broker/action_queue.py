@@ -2,7 +2,9 @@
 
 Appends push "check the purgatories for this partition" actions here instead of triggering
 them under the partition lock (or the group lock of a coordinator append); request handler
-threads drain the queue after every request. ``on_add`` lets the broker wake a handler when an
+threads drain the queue when the request channel is empty and at least every
+``ACTION_BATCH_REQUESTS`` requests (``broker.request_handler`` says why not after every request,
+as Kafka does). ``on_add`` lets the broker wake a handler when an
 action is added by a thread that will not drain it (a timer thread, for instance).
 
 The deque is thread safe for append/popleft under the GIL; no lock is needed.

@@ -46,11 +46,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import structlog
 
-from kafka_emu.broker import cpu_affinity, errors
+from kafka_emu.broker import cpu_affinity
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.broker.config import LISTENER_PORT_REUSED, STRICT_CONFIG, KafkaConfig
 from kafka_emu.broker.control import ClusterControl, ControlCollector, ErrorInjection, RequestRecord
 from kafka_emu.broker.control.time_control import make_time
-from kafka_emu.broker.coordinator_log import OFFSETS_TOPIC
 from kafka_emu.broker.inprocess_client import fetch_request, produce_request, send
 from kafka_emu.broker.kafka_server import KafkaServer
 from kafka_emu.broker.log import Log
@@ -72,7 +72,7 @@ EMBEDDED_DEFAULTS: dict[str, Any] = {
 }
 
 
-# ---- socket server (wire helper) ----
+# ---- socket server ----
 DEFAULT_LISTENERS = "PLAINTEXT://127.0.0.1:0"
 # Kafka's num.network.threads is 3; in one CPython process extra processors only add GIL
 # contention (16 connections on one broker: ~8.5k req/s with 3, ~11k with 1), so the embedded
@@ -158,7 +158,7 @@ class EmbeddedCluster:
     def broker_config(self, broker_id: int) -> KafkaConfig:
         props = dict(self.base_config)
         props["broker.id"] = broker_id
-        # ---- socket server (wire helper): one listener per broker ----
+        # ---- socket server: one listener per broker ----
         props.setdefault("num.network.threads", EMBEDDED_NETWORK_THREADS)
         previous = self.servers.get(broker_id)
         previous_ss = getattr(previous, "socket_server", None)
@@ -177,7 +177,7 @@ class EmbeddedCluster:
                 return self
             for i in range(self.num_brokers):
                 self.servers[i] = self._new_server(i).startup()
-            # ---- socket server (wire helper): per-broker listeners are started by KafkaServer ----
+            # ---- socket server: per-broker listeners are started by KafkaServer ----
             self._started = True
         if self.offsets_topic:
             self.ensure_offsets_topic()
@@ -195,17 +195,11 @@ class EmbeddedCluster:
         return server.url if server is not None else None
 
     def ensure_offsets_topic(self) -> None:
-        if self.metadata.topic(OFFSETS_TOPIC) is not None:
-            return
         cfg = self.broker_config(0)
-        rf = min(cfg["offsets.topic.replication.factor"], len(self.metadata.live_broker_ids()))
-        try:
-            self.metadata.create_topic(OFFSETS_TOPIC, cfg["offsets.topic.num.partitions"], rf,
-                                       configs={"cleanup.policy": "compact"}, internal=True)
-        except ValueError:
-            pass
+        self.metadata.ensure_offsets_topic(cfg["offsets.topic.num.partitions"],
+                                           cfg["offsets.topic.replication.factor"])
 
-    # ---- socket server (wire helper) ----
+    # ---- socket server ----
     @property
     def bootstrap_servers(self) -> str:
         """``host:port,...`` of every live broker's listener, for any Kafka client."""
@@ -327,11 +321,11 @@ class EmbeddedCluster:
         leader = self.leader_of(topic, partition)
         server = self.servers.get(leader)
         if server is None or server.stopped:
-            return errors.NOT_LEADER_OR_FOLLOWER, -1
+            return Errors.NOT_LEADER_OR_FOLLOWER, -1
         body = produce_request(topic, partition, build_batch(records, **batch_kw), acks, timeout_ms, version)
         resp = send(server.request_channel, 0, version, body, timeout_s=timeout_ms / 1000 + 10)
         if resp.body is None:
-            return (errors.NONE if acks == 0 and not resp.close_connection else errors.NOT_LEADER_OR_FOLLOWER), -1
+            return (Errors.NONE if acks == 0 and not resp.close_connection else Errors.NOT_LEADER_OR_FOLLOWER), -1
         p = resp.body.responses[0].partition_responses[0]
         return int(p.error_code), int(p.base_offset)
 

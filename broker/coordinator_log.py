@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from kafka_emu.broker import errors
+from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.metadata import OFFSETS_TOPIC
 from kafka_emu.broker.record_batch import build_batch, iter_records
 
 if TYPE_CHECKING:
     from kafka_emu.broker.replica_manager import ReplicaManager
 
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 class ReplicaManagerCoordinatorLog:
@@ -33,13 +33,13 @@ class ReplicaManagerCoordinatorLog:
                        timeout_ms: int, lock: Any, callback: Callable[[int], None]) -> None:
         tp = (self.topic, partition)
         if not records:
-            callback(errors.NONE)
+            callback(Errors.NONE)
             return
         batch = build_batch(records, timestamp_ms=self.replica_manager.time.milliseconds())
 
         def on_done(statuses: dict) -> None:
             st = statuses.get(tp)
-            callback(st.error if st is not None else errors.UNKNOWN_TOPIC_OR_PARTITION)
+            callback(st.error if st is not None else Errors.UNKNOWN_TOPIC_OR_PARTITION)
 
         self.replica_manager.append_records(timeout_ms if timeout_ms > 0 else self.default_timeout_ms,
                                             -1, {tp: batch}, on_done, delayed_produce_lock=lock,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from kafka_emu.broker import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.timer import DelayedOperation
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from kafka_emu.broker import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.timer import DelayedOperation
 
 if TYPE_CHECKING:
@@ -44,9 +44,9 @@ class DelayedProduce(DelayedOperation):
         self.replica_manager = replica_manager
         self.response_callback = response_callback
         for status in statuses.values():
-            if status.error == errors.NONE:
+            if status.error == Errors.NONE:
                 status.acks_pending = True
-                status.error = errors.REQUEST_TIMED_OUT
+                status.error = Errors.REQUEST_TIMED_OUT
             else:
                 status.acks_pending = False
 
@@ -59,10 +59,10 @@ class DelayedProduce(DelayedOperation):
             partition = rm.get_partition(tp)
             if partition is None:
                 status.acks_pending = False
-                status.error = errors.UNKNOWN_TOPIC_OR_PARTITION
+                status.error = Errors.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             done, error = partition.check_enough_replicas_reach_offset(status.required_offset)
-            if error != errors.NONE or done:
+            if error != Errors.NONE or done:
                 status.acks_pending = False
                 status.error = error
             else:

@@ -1,10 +1,11 @@
 """KafkaApis: dispatch of requests to API handlers by ``api_key``.
 
-Handler modules in ``broker/apis/`` register ``handler(apis, request)`` functions through
-``register(apis)`` (listed in ``broker/apis/__init__.py``); a handler answers through
+The handlers are those the modules of ``broker/apis/`` declare (``broker.apis.APIS``); a
+handler is ``handler(apis, request)`` and answers through
 ``apis.request_channel.send_response(request, body)`` now or later. Everything a handler needs
-is an attribute here: ``config``, ``metadata``, ``replica_manager``, ``request_channel``,
-``group_coordinator`` (None until the coordinator exists), ``time``, ``broker_id``, ``server``.
+is a typed attribute here, given to the constructor: ``config``, ``metadata``,
+``replica_manager``, ``request_channel``, ``group_coordinator`` (None when the broker runs
+without one), ``time`` and ``broker_id``.
 
 An unknown api key is answered by closing the connection (as Kafka's network layer does for a
 key it cannot parse); a handler that raises gets a generic error response
@@ -27,50 +28,51 @@ Locking: the table is filled at start-up and only read afterwards.
 from __future__ import annotations
 
 import time as _time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Mapping
 
 import structlog
 
-from kafka_emu.broker import errors
-from kafka_emu.broker.config import KafkaConfig
+from kafka_emu.broker.apis import APIS, ApiSpec
+from kafka_emu.broker.apis.api_spec import Handler
+from kafka_emu.broker.protocol.error_response import build_error_response
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.logsetup import request_context
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.config import KafkaConfig
+    from kafka_emu.broker.control import ClusterControl
+    from kafka_emu.broker.metadata import MetadataStore
+    from kafka_emu.broker.replica_manager import ReplicaManager
+    from kafka_emu.broker.request_channel import Request, RequestChannel
+    from kafka_emu.coordinator.group_coordinator import GroupCoordinator
+    from kafka_emu.timer.time import Time
 
 _log = structlog.get_logger("broker.kafka_apis")
 
-Handler = Callable[[Any, "Request"], None]
-
 
 class KafkaApis:
-    def __init__(self, server: Any = None, *, config: Any = None, metadata: Any = None,
-                 replica_manager: Any = None, request_channel: Any = None,
-                 group_coordinator: Any = None, time: Any = None, register_all: bool = True) -> None:
-        self.server = server
-        config = config if config is not None else getattr(server, "config", None)
-        self.config = config if isinstance(config, KafkaConfig) else KafkaConfig(config)
-        self.metadata = metadata if metadata is not None else getattr(server, "metadata", None)
-        self.replica_manager = replica_manager if replica_manager is not None else \
-            getattr(server, "replica_manager", None)
-        self.request_channel = request_channel if request_channel is not None else \
-            getattr(server, "request_channel", None)
-        self.group_coordinator = group_coordinator if group_coordinator is not None else \
-            getattr(server, "group_coordinator", None)
-        self.time = time if time is not None else getattr(server, "time", None)
-        self.broker_id = self.config.broker_id
-        self.control = getattr(server, "control", None)   # broker.control.ClusterControl or None
-        self.handlers: dict[int, Handler] = {}
+    def __init__(self, config: KafkaConfig, request_channel: RequestChannel, metadata: MetadataStore,
+                 replica_manager: ReplicaManager, time: Time,
+                 group_coordinator: GroupCoordinator | None = None,
+                 control: ClusterControl | None = None,
+                 apis: Mapping[int, ApiSpec] = APIS) -> None:
+        self.config = config
+        self.request_channel = request_channel
+        self.metadata = metadata
+        self.replica_manager = replica_manager
+        self.time = time
+        self.group_coordinator = group_coordinator
+        self.control = control   # the cluster's test control, None outside an EmbeddedCluster
+        self.broker_id = config.broker_id
+        self.handlers: dict[int, Handler] = {key: spec.handler for key, spec in apis.items()}
         self.unknown_api_requests = 0
         self.handler_errors = 0
-        if register_all:
-            from kafka_emu.broker.apis import register_all as _register_all
-            _register_all(self)
 
     def register(self, api_key: int, handler: Handler) -> None:
+        """Serve ``api_key`` with ``handler`` (tests that dispatch their own request types)."""
         self.handlers[api_key] = handler
 
-    def handle(self, request: "Request") -> None:
+    def handle(self, request: Request) -> None:
         handler = self.handlers.get(request.api_key)
         if handler is None:
             self.unknown_api_requests += 1
@@ -87,15 +89,13 @@ class KafkaApis:
             self.handler_errors += 1
             _log.exception("api_handler_failed", broker_id=self.broker_id, api_key=request.api_key,
                            api_version=request.api_version, correlation_id=request.correlation_id)
-            self._answer_error(request, errors.UNKNOWN_SERVER_ERROR)
+            self._answer_error(request, Errors.UNKNOWN_SERVER_ERROR)
         finally:
             if not request.api_local_complete_time_ns:
                 request.api_local_complete_time_ns = _time.monotonic_ns()
 
-    def _answer_error(self, request: "Request", code: int) -> None:
-        body = None
+    def _answer_error(self, request: Request, code: int) -> None:
         try:
-            from kafka_emu.broker.protocol.error_response import build_error_response
             body = build_error_response(request.api_key, request.api_version, request.body, code)
         except Exception:
             body = None

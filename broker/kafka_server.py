@@ -26,18 +26,18 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import structlog
 
 from kafka_emu.broker import cpu_affinity
 from kafka_emu.broker.config import LISTENER_PORT_REUSED, KafkaConfig
-from kafka_emu.broker.coordinator_log import OFFSETS_TOPIC, ReplicaManagerCoordinatorLog
+from kafka_emu.broker.coordinator_log import ReplicaManagerCoordinatorLog
 from kafka_emu.broker.kafka_apis import KafkaApis
 from kafka_emu.broker.log import Log
-from kafka_emu.broker.metadata import BrokerInfo, MetadataStore
-from kafka_emu.broker.replica_fetcher import ReplicaFetcherManager
+from kafka_emu.broker.metadata import OFFSETS_TOPIC, BrokerInfo, MetadataStore
 from kafka_emu.broker.network.socket_server import SocketServer, SocketServerSnapshot
+from kafka_emu.broker.replica_fetcher import ReplicaFetcherManager
 from kafka_emu.broker.replica_manager import ReplicaManager, ReplicaManagerSnapshot
 from kafka_emu.broker.request_channel import Request, RequestChannel, RequestChannelSnapshot
 from kafka_emu.broker.request_handler import HandlerPoolSnapshot, KafkaRequestHandlerPool
@@ -45,6 +45,9 @@ from kafka_emu.broker.scheduler import KafkaScheduler
 from kafka_emu.coordinator.group_coordinator import GroupCoordinator, GroupCoordinatorSnapshot
 from kafka_emu.timer.purgatory import PurgatorySnapshot
 from kafka_emu.timer.time import Time
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.control import ClusterControl
 
 
 _log = structlog.get_logger("broker.kafka_server")
@@ -67,7 +70,7 @@ class KafkaServer:
     def __init__(self, config: KafkaConfig | Mapping[str, Any], metadata: MetadataStore | None = None,
                  time: Time | None = None, logs: dict[tuple[str, int], Log] | None = None,
                  host: str = "127.0.0.1", port: int = 0, enable_coordinator: bool = True,
-                 control: Any = None) -> None:
+                 control: ClusterControl | None = None) -> None:
         if not isinstance(config, KafkaConfig):
             config = KafkaConfig(config)
             config.log_ignored()
@@ -125,7 +128,8 @@ class KafkaServer:
                 self.group_coordinator.startup()
                 rm.leadership_listeners.append(self._on_leadership_change)
                 rm.hw_watchers.append(self._on_hw_moved)
-            self.apis = KafkaApis(self)
+            self.apis = KafkaApis(cfg, self.request_channel, self.metadata, rm, self.time,
+                                  self.group_coordinator, self.control)
             self.handler_pool = KafkaRequestHandlerPool(self.broker_id, self.request_channel, self.apis,
                                                         rm.action_queue, cfg["num.io.threads"])
             self.handler_pool.start()
@@ -134,7 +138,7 @@ class KafkaServer:
             self.scheduler.schedule("isr-expiration", rm.maybe_shrink_isr,
                                     max(1, cfg["replica.lag.time.max.ms"] // 2))
             self.scheduler.start()
-            # ---- socket server (wire helper): start listeners here when configured ----
+            # ---- socket server: start listeners here when configured ----
             try:
                 self._start_socket_server()
             except BaseException:
@@ -149,7 +153,7 @@ class KafkaServer:
         _log.info("broker_started", broker_id=self.broker_id)
         return self
 
-    # ---- socket server (wire helper, issue 5) ----
+    # ---- socket server ----
     def _start_socket_server(self) -> None:
         """Start the network layer when ``listeners`` is set (or a port was given).
 
@@ -281,5 +285,3 @@ class KafkaServer:
     def partition(self, topic: str, partition: int) -> Any:
         return self.replica_manager.get_partition((topic, partition))
 
-
-KafkaBroker = KafkaServer

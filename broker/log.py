@@ -21,8 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kafka_emu.broker import errors
-from kafka_emu.broker.errors import KafkaError
+from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.broker.record_batch import (
     NO_PRODUCER_ID,
     NO_SEQUENCE,
@@ -109,7 +108,7 @@ class Log:
         """
         infos = parse_batches(data, max_batch_size)
         if single_batch and len(infos) != 1:
-            raise KafkaError(errors.INVALID_RECORD,
+            raise KafkaError(Errors.INVALID_RECORD,
                              f"produce requests must carry exactly one batch, got {len(infos)}")
         pending: dict[int, ProducerStateEntry] = {}
         for info in infos:
@@ -118,7 +117,7 @@ class Log:
                 if len(infos) == 1:
                     return LogAppendInfo(dup.first_offset, dup.last_offset, info.record_count,
                                          0, duplicate=True)
-                raise KafkaError(errors.DUPLICATE_SEQUENCE_NUMBER, "duplicate batch in a multi-batch append")
+                raise KafkaError(Errors.DUPLICATE_SEQUENCE_NUMBER, "duplicate batch in a multi-batch append")
         buf = bytearray(data)
         offset = self.log_end_offset
         first = offset
@@ -150,7 +149,7 @@ class Log:
             if info.base_offset < self.log_end_offset:
                 continue  # already have it (a response that raced a truncation)
             if info.base_offset != self.log_end_offset:
-                raise KafkaError(errors.CORRUPT_MESSAGE,
+                raise KafkaError(Errors.CORRUPT_MESSAGE,
                                  f"non-contiguous follower append {info.base_offset} != {self.log_end_offset}")
             self._assign_epoch(info.leader_epoch, info.base_offset)
             self._bases.append(info.base_offset)
@@ -173,7 +172,7 @@ class Log:
                 info.base_sequence, info.last_sequence, -1, -1)], maxlen=MAX_CACHED_BATCHES))
             return None  # unknown producer: any sequence is accepted (as in Kafka)
         if epoch < entry.producer_epoch:
-            raise KafkaError(errors.INVALID_PRODUCER_EPOCH,
+            raise KafkaError(Errors.INVALID_PRODUCER_EPOCH,
                              f"producer {pid} epoch {epoch} is older than {entry.producer_epoch}")
         if epoch == entry.producer_epoch:
             dup = entry.find_duplicate(info.base_sequence, info.last_sequence)
@@ -181,10 +180,10 @@ class Log:
                 return dup
             if info.base_sequence != NO_SEQUENCE and entry.last_seq != NO_SEQUENCE \
                     and not _in_sequence(entry.last_seq, info.base_sequence):
-                raise KafkaError(errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                raise KafkaError(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
                                  f"producer {pid}: sequence {info.base_sequence} after {entry.last_seq}")
         elif info.base_sequence not in (0, NO_SEQUENCE):
-            raise KafkaError(errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
+            raise KafkaError(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
                              f"producer {pid}: new epoch {epoch} must start at sequence 0")
         nxt = ProducerStateEntry(pid, epoch, deque(entry.batches if epoch == entry.producer_epoch else (),
                                                    maxlen=MAX_CACHED_BATCHES))

@@ -6,7 +6,10 @@ KRaft controller's part: leader election from the ISR with a leader-epoch bump w
 stops, ISR changes from leaders (``alter_isr``, Kafka's AlterPartition) accepted only for the
 current leader epoch, and pushes of partition states to the live brokers.
 
-Locks: ``_lock`` guards the maps (held briefly, never while calling out). ``_controller_lock``
+It also owns what is cluster-wide rather than per broker: the producer-id counter (Kafka's
+controller hands out producer-id blocks) and the creation of ``__consumer_offsets``.
+
+Locks: ``_lock`` guards the maps and the producer-id counter (held briefly, never while calling out). ``_controller_lock``
 serialises controller operations (topic creation and deletion, broker stop/start, elections)
 including the pushes to brokers, so brokers see changes in order, as from a single-threaded
 controller. Lock order: controller lock → partition locks → ``_lock``; a partition (holding its
@@ -26,6 +29,9 @@ from typing import Any, Callable
 import structlog
 
 _log = structlog.get_logger("broker.metadata")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+FIRST_PRODUCER_ID = 1000
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,7 @@ class MetadataStore:
         # broker id -> callback(changed states, removed partitions); set by KafkaServer
         self._listeners: dict[int, PartitionListener] = {}
         self._next_assignment_start = 0
+        self._next_producer_id = FIRST_PRODUCER_ID
 
     # ------------------------------------------------------------------ brokers
     def register_broker(self, info: BrokerInfo, listener: PartitionListener | None = None) -> None:
@@ -99,6 +106,14 @@ class MetadataStore:
     def controller_id(self) -> int:
         live = self.live_broker_ids()
         return live[0] if live else -1
+
+    # ------------------------------------------------------------------ producer ids
+    def next_producer_id(self) -> int:
+        """A producer id unique in the cluster (Kafka's controller hands out blocks of them)."""
+        with self._lock:
+            producer_id = self._next_producer_id
+            self._next_producer_id += 1
+            return producer_id
 
     # ------------------------------------------------------------------ topics
     def topic(self, name: str) -> TopicInfo | None:
@@ -149,6 +164,26 @@ class MetadataStore:
                       replication_factor=replication_factor, topic_id=str(topic_id))
             self._push(states, [])
             return info
+
+    def ensure_offsets_topic(self, partitions: int, replication_factor: int) -> bool:
+        """Create ``__consumer_offsets`` unless it exists (Kafka creates it on the first
+        FindCoordinator); True when it exists afterwards, False while no broker is live.
+
+        Difference from Kafka on purpose: the replication factor is capped at the number of live
+        brokers (Kafka answers COORDINATOR_NOT_AVAILABLE until enough brokers are up), so a
+        one-broker cluster works with the default ``offsets.topic.replication.factor=3``.
+        """
+        if OFFSETS_TOPIC in self.topics:
+            return True
+        with self._controller_lock:
+            if OFFSETS_TOPIC in self.topics:
+                return True
+            live = len(self.live_broker_ids())
+            if live == 0:
+                return False
+            self.create_topic(OFFSETS_TOPIC, partitions, min(replication_factor, live),
+                              configs={"cleanup.policy": "compact"}, internal=True)
+            return True
 
     def delete_topic(self, name: str) -> bool:
         with self._controller_lock:

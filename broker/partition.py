@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import structlog
 
-from kafka_emu.broker import errors
-from kafka_emu.broker.errors import KafkaError
+from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.broker.log import UNDEFINED_EPOCH, Log, LogAppendInfo
 
 if TYPE_CHECKING:
@@ -157,10 +156,10 @@ class Partition:
                                  single_batch: bool = True) -> tuple[LogAppendInfo, bool]:
         with self.lock:
             if not self.is_leader:
-                raise KafkaError(errors.NOT_LEADER_OR_FOLLOWER,
+                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER,
                                  f"broker {self.broker_id} is not the leader of {self.topic}-{self.partition}")
             if required_acks == -1 and len(self.isr) < self.effective_min_isr:
-                raise KafkaError(errors.NOT_ENOUGH_REPLICAS,
+                raise KafkaError(Errors.NOT_ENOUGH_REPLICAS,
                                  f"ISR {list(self.isr)} is smaller than min.insync.replicas "
                                  f"{self.effective_min_isr}")
             info = self.log.append_as_leader(data, self.leader_epoch, max_batch_size, single_batch)
@@ -187,12 +186,12 @@ class Partition:
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
         """(done, error) for a DelayedProduce waiting for ``required_offset``."""
         if not self.is_leader:
-            return False, errors.NOT_LEADER_OR_FOLLOWER
+            return False, Errors.NOT_LEADER_OR_FOLLOWER
         if self.log.high_watermark >= required_offset:
             if self.effective_min_isr <= len(self.isr):
-                return True, errors.NONE
-            return True, errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-        return False, errors.NONE
+                return True, Errors.NONE
+            return True, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return False, Errors.NONE
 
     # ------------------------------------------------------------------ follower fetch state
     def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, log_start_offset: int,
@@ -284,25 +283,25 @@ class Partition:
         with self.lock:
             if current_leader_epoch >= 0 and self.online:
                 if current_leader_epoch < self.leader_epoch:
-                    return _error_read(errors.FENCED_LEADER_EPOCH, self.leader_id, self.leader_epoch)
+                    return _error_read(Errors.FENCED_LEADER_EPOCH, self.leader_id, self.leader_epoch)
                 if current_leader_epoch > self.leader_epoch:
-                    return _error_read(errors.UNKNOWN_LEADER_EPOCH, self.leader_id, self.leader_epoch)
+                    return _error_read(Errors.UNKNOWN_LEADER_EPOCH, self.leader_id, self.leader_epoch)
             if not self.online or (fetch_only_leader and not self.is_leader):
-                return _error_read(errors.NOT_LEADER_OR_FOLLOWER, self.leader_id, self.leader_epoch)
+                return _error_read(Errors.NOT_LEADER_OR_FOLLOWER, self.leader_id, self.leader_epoch)
             log = self.log
             hw = log.high_watermark
             leo = log.log_end_offset
             if last_fetched_epoch >= 0 and isolation == ISOLATION_LOG_END:
                 epoch, end = log.end_offset_for_epoch(last_fetched_epoch)
                 if epoch < last_fetched_epoch or end < fetch_offset or epoch == UNDEFINED_EPOCH:
-                    return LogReadResult(b"", errors.NONE, hw, hw, log.log_start_offset, leo,
+                    return LogReadResult(b"", Errors.NONE, hw, hw, log.log_start_offset, leo,
                                          (epoch, end), self.leader_id, self.leader_epoch)
             if fetch_offset < log.log_start_offset or fetch_offset > leo:
-                return LogReadResult(b"", errors.OFFSET_OUT_OF_RANGE, hw, hw, log.log_start_offset, leo,
+                return LogReadResult(b"", Errors.OFFSET_OUT_OF_RANGE, hw, hw, log.log_start_offset, leo,
                                      None, self.leader_id, self.leader_epoch)
             limit = leo if isolation == ISOLATION_LOG_END else hw
             records = log.read(fetch_offset, max_bytes, limit, min_one) if fetch_offset < limit else b""
-            return LogReadResult(records, errors.NONE, hw, hw, log.log_start_offset, leo, None,
+            return LogReadResult(records, Errors.NONE, hw, hw, log.log_start_offset, leo, None,
                                  self.leader_id, self.leader_epoch)
 
     def fetch_offset_snapshot(self, isolation: int) -> tuple[int, int]:

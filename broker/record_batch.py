@@ -21,8 +21,7 @@ from typing import Iterable, Iterator, NamedTuple
 
 from crc32c import crc32c
 
-from kafka_emu.broker import errors
-from kafka_emu.broker.errors import KafkaError
+from kafka_emu.coordinator.errors import Errors, KafkaError
 
 HEADER_SIZE = 61
 LOG_OVERHEAD = 12  # baseOffset + batchLength
@@ -74,24 +73,24 @@ def parse_batches(data: bytes | memoryview, max_batch_size: int | None = None,
     pos = 0
     out: list[BatchInfo] = []
     if total == 0:
-        raise KafkaError(errors.INVALID_RECORD, "empty record set")
+        raise KafkaError(Errors.INVALID_RECORD, "empty record set")
     while pos < total:
         if total - pos < HEADER_SIZE:
-            raise KafkaError(errors.CORRUPT_MESSAGE, f"truncated batch header at {pos}")
+            raise KafkaError(Errors.CORRUPT_MESSAGE, f"truncated batch header at {pos}")
         (base_offset, length, leader_epoch, magic, crc, attributes, last_delta, _base_ts, max_ts,
          pid, pepoch, base_seq, count) = _HEADER.unpack_from(view, pos)
         if magic != MAGIC:
-            raise KafkaError(errors.UNSUPPORTED_FOR_MESSAGE_FORMAT, f"magic {magic} is not supported")
+            raise KafkaError(Errors.UNSUPPORTED_FOR_MESSAGE_FORMAT, f"magic {magic} is not supported")
         size = length + LOG_OVERHEAD
         if length < HEADER_SIZE - LOG_OVERHEAD or pos + size > total:
-            raise KafkaError(errors.CORRUPT_MESSAGE, f"batch length {length} does not fit at {pos}")
+            raise KafkaError(Errors.CORRUPT_MESSAGE, f"batch length {length} does not fit at {pos}")
         if max_batch_size is not None and size > max_batch_size:
-            raise KafkaError(errors.MESSAGE_TOO_LARGE,
+            raise KafkaError(Errors.MESSAGE_TOO_LARGE,
                              f"batch of {size} bytes exceeds message.max.bytes {max_batch_size}")
         if check_crc and crc32c(view[pos + 21:pos + size]) != crc:
-            raise KafkaError(errors.CORRUPT_MESSAGE, f"CRC mismatch in batch at {pos}")
+            raise KafkaError(Errors.CORRUPT_MESSAGE, f"CRC mismatch in batch at {pos}")
         if count <= 0 or last_delta != count - 1:
-            raise KafkaError(errors.INVALID_RECORD,
+            raise KafkaError(Errors.INVALID_RECORD,
                              f"record count {count} does not match last offset delta {last_delta}")
         out.append(BatchInfo(pos, size, base_offset, last_delta, leader_epoch, attributes, max_ts,
                              pid, pepoch, base_seq, count))
@@ -136,7 +135,7 @@ def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
             break
         shift += 7
         if shift > 63:
-            raise KafkaError(errors.CORRUPT_MESSAGE, "varint too long")
+            raise KafkaError(Errors.CORRUPT_MESSAGE, "varint too long")
     return (result >> 1) ^ -(result & 1), pos
 
 
@@ -188,7 +187,7 @@ def iter_records(data: bytes | memoryview) -> Iterator[tuple[int, bytes | None, 
          count) = _HEADER.unpack_from(view, pos)
         end = pos + length + LOG_OVERHEAD
         if attributes & 0x07:
-            raise KafkaError(errors.CORRUPT_MESSAGE, "compressed batches are not decoded")
+            raise KafkaError(Errors.CORRUPT_MESSAGE, "compressed batches are not decoded")
         rpos = pos + HEADER_SIZE
         for _ in range(count):
             _len, rpos = read_varint(view, rpos)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from kafka_emu.broker import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.broker.partition import ISOLATION_LOG_END, LogReadResult
 from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo
 from kafka_emu.broker.request_channel import Request
@@ -191,7 +191,7 @@ class ReplicaFetcherThread(ShutdownableThread):
                 continue
             if new_offset is None:
                 continue
-            if r.error == errors.NONE:
+            if r.error == Errors.NONE:
                 ok += 1
             with self._lock:
                 cur = self.partitions.get(tp)
@@ -201,7 +201,7 @@ class ReplicaFetcherThread(ShutdownableThread):
 
     def _apply(self, tp: TP, partition: Any, r: LogReadResult) -> int | None:
         """One partition's answer; the next fetch offset, or None to leave it unchanged."""
-        if r.error == errors.NONE:
+        if r.error == Errors.NONE:
             div = r.diverging_epoch
             if div is not None and div[0] >= 0 and div[1] >= 0:
                 return self._truncate_on_divergence(partition, div[0], div[1])
@@ -210,7 +210,7 @@ class ReplicaFetcherThread(ShutdownableThread):
                 return log.log_end_offset   # nothing new (most partitions of most fetches)
             self.replica_manager.append_as_follower(tp, r.records or b"", r.high_watermark)
             return log.log_end_offset
-        if r.error == errors.OFFSET_OUT_OF_RANGE:
+        if r.error == Errors.OFFSET_OUT_OF_RANGE:
             return self._handle_out_of_range(partition, r.high_watermark, r.log_start_offset)
         _log.debug("fetch_partition_error", broker_id=self.broker_id, topic=tp[0],
                    partition=tp[1], error=r.error, leader=self.leader_id)

@@ -5,7 +5,7 @@ the ``ActionQueue`` (HW moved → Produce and Fetch; appended without HW move �
 acks=-1 parks one ``DelayedProduce`` per request in the ``Produce`` purgatory.
 ``fetch_messages`` reads with the isolation of the requester (follower: LEO; consumer: HW;
 read_committed: LSO = HW), records follower fetch state (which may move the HW and complete
-produces directly, trigger matrix §4.8), and parks one ``DelayedFetch`` per request in the
+produces directly, as Kafka's ``Partition.updateFollowerFetchState`` does), and parks one ``DelayedFetch`` per request in the
 ``Fetch`` purgatory unless it can answer now. ``apply_partition_states`` is the metadata push
 (Kafka's LeaderAndIsr / metadata delta): become leader or follower, start or stop fetchers, and
 complete delayed operations of partitions this broker no longer leads.
@@ -28,11 +28,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import structlog
 
-from kafka_emu.broker import errors
+from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.broker.action_queue import ActionQueue
 from kafka_emu.broker.delayed_fetch import DelayedFetch
 from kafka_emu.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
-from kafka_emu.broker.errors import KafkaError
 from kafka_emu.broker.log import Log, LogSnapshot
 from kafka_emu.broker.partition import (
     ISOLATION_HIGH_WATERMARK,
@@ -211,7 +210,7 @@ class ReplicaManager:
                        single_batch: bool = True) -> None:
         """Kafka's ``appendRecords``; ``response_callback`` gets one status per partition."""
         if required_acks not in (-1, 0, 1):
-            response_callback({tp: ProducePartitionStatus(-1, errors.INVALID_REQUIRED_ACKS, -1,
+            response_callback({tp: ProducePartitionStatus(-1, Errors.INVALID_REQUIRED_ACKS, -1,
                                                            error_message="invalid required acks")
                                for tp in entries})
             return
@@ -220,16 +219,16 @@ class ReplicaManager:
         actions: list[tuple[TP, bool]] = []
         for tp, data in entries.items():
             if tp[0] in INTERNAL_TOPICS and not internal_topics_allowed:
-                statuses[tp] = ProducePartitionStatus(-1, errors.INVALID_REQUEST, -1, -1, -1,
+                statuses[tp] = ProducePartitionStatus(-1, Errors.INVALID_REQUEST, -1, -1, -1,
                                                       f"cannot append to internal topic {tp[0]}")
                 continue
             try:
                 partition = self.partitions.get(tp)
                 if partition is None:
-                    raise KafkaError(errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {tp}")
+                    raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {tp}")
                 info, hw_moved = partition.append_records_to_leader(
                     data, required_acks, self.max_message_bytes, single_batch)
-                statuses[tp] = ProducePartitionStatus(info.last_offset + 1, errors.NONE, info.first_offset,
+                statuses[tp] = ProducePartitionStatus(info.last_offset + 1, Errors.NONE, info.first_offset,
                                                       -1, partition.log.log_start_offset)
                 successes += 1
                 if not info.duplicate:
@@ -240,8 +239,8 @@ class ReplicaManager:
                 statuses[tp] = ProducePartitionStatus(-1, e.code, -1, -1, -1, e.message)
             except Exception as e:  # never let a bad request kill a handler
                 _log.exception("append_failed", broker_id=self.broker_id, topic=tp[0], partition=tp[1])
-                self.stats.record_failed_produce(tp[0], errors.UNKNOWN_SERVER_ERROR)
-                statuses[tp] = ProducePartitionStatus(-1, errors.UNKNOWN_SERVER_ERROR, -1, -1, -1, str(e))
+                self.stats.record_failed_produce(tp[0], Errors.UNKNOWN_SERVER_ERROR)
+                statuses[tp] = ProducePartitionStatus(-1, Errors.UNKNOWN_SERVER_ERROR, -1, -1, -1, str(e))
         if actions:
             def action(actions: list[tuple[TP, bool]] = actions) -> None:
                 for tp, hw_moved in actions:
@@ -265,7 +264,7 @@ class ReplicaManager:
             return
         nbytes = 0
         for _tp, r in results:
-            if r.error != errors.NONE or r.diverging_epoch is not None:
+            if r.error != Errors.NONE or r.diverging_epoch is not None:
                 response_callback(results)
                 return
             nbytes += len(r.records)
@@ -286,10 +285,10 @@ class ReplicaManager:
         for tp, info in fetch_infos:
             partition = self.partitions.get(tp)
             if partition is None:
-                out.append((tp, LogReadResult(b"", errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1, -1)))
+                out.append((tp, LogReadResult(b"", Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1, -1)))
                 continue
             if follower >= 0 and follower not in partition.replicas:
-                code = errors.UNKNOWN_LEADER_EPOCH if info.current_leader_epoch >= 0 else errors.NOT_LEADER_OR_FOLLOWER
+                code = Errors.UNKNOWN_LEADER_EPOCH if info.current_leader_epoch >= 0 else Errors.NOT_LEADER_OR_FOLLOWER
                 out.append((tp, LogReadResult(b"", code, -1, -1, -1, -1)))
                 continue
             result = partition.read_records(info.fetch_offset, max(min(info.max_bytes, remaining), 0),
@@ -300,14 +299,14 @@ class ReplicaManager:
                 min_one = False
                 if follower < 0:
                     self.stats.record_bytes_out(tp[0], len(result.records))
-            elif result.error != errors.NONE:
+            elif result.error != Errors.NONE:
                 self.stats.record_failed_fetch(tp[0], result.error)
             out.append((tp, result))
-            if update_fetch_state and result.error == errors.NONE and result.diverging_epoch is None:
+            if update_fetch_state and result.error == Errors.NONE and result.diverging_epoch is None:
                 if partition.update_follower_fetch_state(follower, info.fetch_offset, info.log_start_offset,
                                                          now, result.log_end_offset):
                     moved.append(tp)
-        for tp in moved:  # outside partition locks (trigger matrix: follower fetch moved HW)
+        for tp in moved:  # outside partition locks (a follower fetch moved the HW)
             self.try_complete_delayed_requests(tp)
             self._on_hw_moved(tp)
         return out

@@ -27,8 +27,6 @@ from typing import Any, Callable
 
 import structlog
 
-from kafka_emu.broker.protocol.versions import api_name
-
 FETCH_API_KEY = 1
 
 _log = structlog.get_logger("broker.request_channel")
@@ -57,6 +55,8 @@ class Request:
     @property
     def api_name(self) -> str:
         """Kafka's name of the API (``Produce``, ``JoinGroup``...), for logs and metric labels."""
+        # imported here: the handler modules behind broker.apis import this module
+        from kafka_emu.broker.apis import api_name
         return api_name(self.api_key)
 
     @property

@@ -14,19 +14,19 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from kafka_emu.broker import errors
+from kafka_emu.coordinator.errors import Errors
 
 # ``ReplicaManager.appendToLocalLog``'s known exceptions: answered without FailedProduceRequestsPerSec.
 EXPECTED_PRODUCE_ERRORS = frozenset({
-    errors.UNKNOWN_TOPIC_OR_PARTITION, errors.NOT_LEADER_OR_FOLLOWER, errors.MESSAGE_TOO_LARGE,
-    errors.RECORD_LIST_TOO_LARGE, errors.CORRUPT_MESSAGE, errors.KAFKA_STORAGE_ERROR,
-    errors.DUPLICATE_SEQUENCE_NUMBER, errors.UNKNOWN_TOPIC_ID,
+    Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NOT_LEADER_OR_FOLLOWER, Errors.MESSAGE_TOO_LARGE,
+    Errors.RECORD_LIST_TOO_LARGE, Errors.CORRUPT_MESSAGE, Errors.KAFKA_STORAGE_ERROR,
+    Errors.DUPLICATE_SEQUENCE_NUMBER, Errors.UNKNOWN_TOPIC_ID,
 })
 # ``ReplicaManager.readFromLog``'s known exceptions: answered without FailedFetchRequestsPerSec.
 EXPECTED_FETCH_ERRORS = frozenset({
-    errors.UNKNOWN_TOPIC_OR_PARTITION, errors.NOT_LEADER_OR_FOLLOWER, errors.UNKNOWN_LEADER_EPOCH,
-    errors.FENCED_LEADER_EPOCH, errors.REPLICA_NOT_AVAILABLE, errors.KAFKA_STORAGE_ERROR,
-    errors.INCONSISTENT_TOPIC_ID, errors.OFFSET_OUT_OF_RANGE, errors.UNKNOWN_TOPIC_ID,
+    Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NOT_LEADER_OR_FOLLOWER, Errors.UNKNOWN_LEADER_EPOCH,
+    Errors.FENCED_LEADER_EPOCH, Errors.REPLICA_NOT_AVAILABLE, Errors.KAFKA_STORAGE_ERROR,
+    Errors.INCONSISTENT_TOPIC_ID, Errors.OFFSET_OUT_OF_RANGE, Errors.UNKNOWN_TOPIC_ID,
 })
 
 

@@ -37,7 +37,7 @@ class DelayedJoin(DelayedOperation):
 class InitialDelayedJoin(DelayedJoin):
     """The first rebalance of an Empty group: completes only by timeout; while new members keep
     arriving it is replaced by another one (delay ``min(initial, remaining)``), capped by the
-    rebalance timeout (kafka-internals §3.6, example A.2)."""
+    rebalance timeout (Kafka's ``InitialDelayedJoin``, KIP-134)."""
 
     def __init__(self, coordinator: "GroupCoordinator", purgatory: DelayedOperationPurgatory,
                  group: "GroupMetadata", configured_rebalance_delay_ms: int, delay_ms: int,

@@ -1,7 +1,7 @@
 """GroupCoordinator: the classic (JoinGroup/SyncGroup) group coordinator
-(Kafka's ``kafka.coordinator.group.GroupCoordinator``, kafka-internals §3).
+(Kafka's ``kafka.coordinator.group.GroupCoordinator``).
 
-Every handler validates the coordinator status (§3.4), resolves the group and does its work
+Every handler validates the coordinator status (``validateGroupStatus``), resolves the group and does its work
 under the group lock (``GroupMetadata.lock``); answers go through the caller's callback. A
 JoinGroup parks its callback on the member until the group's DelayedJoin completes; a follower's
 SyncGroup parks until the leader's assignment is persisted. Callbacks produced under a group
@@ -60,6 +60,7 @@ from typing import Any, Callable, Iterable, Mapping
 import structlog
 
 from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupCoordinatorConfig
 from kafka_emu.coordinator.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
 from kafka_emu.coordinator.group_metadata import (
@@ -254,15 +255,15 @@ class GroupCoordinator:
     # ================================================================== validation
     def _validate_group_status(self, group_id: str | None, api: str) -> int | None:
         if group_id is None or (group_id == "" and api not in _NULL_ONLY_APIS):
-            return errors.INVALID_GROUP_ID
+            return Errors.INVALID_GROUP_ID
         if not self._active:
-            return errors.COORDINATOR_NOT_AVAILABLE
+            return Errors.COORDINATOR_NOT_AVAILABLE
         manager = self.group_manager
         partition = manager.partition_for(group_id)
         if manager.is_partition_loading(partition):
-            return errors.COORDINATOR_LOAD_IN_PROGRESS
+            return Errors.COORDINATOR_LOAD_IN_PROGRESS
         if not manager.is_partition_owned(partition):
-            return errors.NOT_COORDINATOR
+            return Errors.NOT_COORDINATOR
         return None
 
     @staticmethod
@@ -270,13 +271,13 @@ class GroupCoordinator:
         if group_instance_id is not None:
             current = group.current_static_member_id(group_instance_id)
             if current is None:
-                return errors.UNKNOWN_MEMBER_ID
+                return Errors.UNKNOWN_MEMBER_ID
             if current != member_id:
                 _log.info("fenced_static_member", group_id=group.group_id, instance_id=group_instance_id,
                           member_id=member_id, current_member_id=current)
-                return errors.FENCED_INSTANCE_ID
+                return Errors.FENCED_INSTANCE_ID
         if not group.has(member_id):
-            return errors.UNKNOWN_MEMBER_ID
+            return Errors.UNKNOWN_MEMBER_ID
         return None
 
     # ================================================================== JoinGroup
@@ -285,7 +286,7 @@ class GroupCoordinator:
                           rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
                           protocols: list[tuple[str, bytes]], callback: JoinCallback,
                           reason: str | None = None, supports_skipping_assignment: bool = False) -> None:
-        """JoinGroup (§3.5). ``member_id`` "" = unknown. ``require_known_member_id`` = request
+        """JoinGroup (``GroupCoordinator.handleJoinGroup``). ``member_id`` "" = unknown. ``require_known_member_id`` = request
         version >= 4 and no instance id. ``callback(JoinGroupResult)`` fires exactly once, possibly
         later (when the join phase completes) and on another thread."""
         error = self._validate_group_status(group_id, "join_group")
@@ -294,12 +295,12 @@ class GroupCoordinator:
             return
         if (session_timeout_ms < self.config.group_min_session_timeout_ms
                 or session_timeout_ms > self.config.group_max_session_timeout_ms):
-            callback(JoinGroupResult.error_result(member_id, errors.INVALID_SESSION_TIMEOUT))
+            callback(JoinGroupResult.error_result(member_id, Errors.INVALID_SESSION_TIMEOUT))
             return
         is_unknown = member_id == UNKNOWN_MEMBER_ID
         group = self.group_manager.get_or_maybe_create_group(group_id, is_unknown)
         if group is None:
-            callback(JoinGroupResult.error_result(member_id, errors.UNKNOWN_MEMBER_ID))
+            callback(JoinGroupResult.error_result(member_id, Errors.UNKNOWN_MEMBER_ID))
             return
         join_reason = reason or "not provided"
         with group.lock:
@@ -307,7 +308,7 @@ class GroupCoordinator:
             if not self._accept_joining_member(group, member_id):
                 group.remove(member_id)
                 self.heartbeat_purgatory.check_and_complete(MemberKey(group_id, member_id))
-                respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, errors.GROUP_MAX_SIZE_REACHED))
+                respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.GROUP_MAX_SIZE_REACHED))
             elif is_unknown:
                 self._do_new_member_join_group(group, group_instance_id, require_known_member_id,
                                                supports_skipping_assignment, client_id, client_host,
@@ -331,10 +332,10 @@ class GroupCoordinator:
                        protocols: list[tuple[str, bytes]], respond: Callable[[Any], None]) -> bool:
         """The checks both JoinGroup paths (unknown and known member) make first; true = answered."""
         if group.is_(Dead):
-            respond(JoinGroupResult.error_result(member_id, errors.COORDINATOR_NOT_AVAILABLE))
+            respond(JoinGroupResult.error_result(member_id, Errors.COORDINATOR_NOT_AVAILABLE))
             return True
         if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
-            respond(JoinGroupResult.error_result(member_id, errors.INCONSISTENT_GROUP_PROTOCOL))
+            respond(JoinGroupResult.error_result(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
             return True
         return False
 
@@ -373,7 +374,7 @@ class GroupCoordinator:
         elif require_known_member_id:
             group.add_pending_member(new_member_id)
             self._add_pending_member_expiration(group, new_member_id, session_timeout_ms)
-            respond(JoinGroupResult.error_result(new_member_id, errors.MEMBER_ID_REQUIRED))
+            respond(JoinGroupResult.error_result(new_member_id, Errors.MEMBER_ID_REQUIRED))
         else:
             self._add_member_and_rebalance(rebalance_timeout_ms, session_timeout_ms, new_member_id, None,
                                            client_id, client_host, protocol_type, protocols, group,
@@ -410,7 +411,7 @@ class GroupCoordinator:
                 respond(JoinGroupResult(
                     group.current_member_metadata() if group.is_leader(member_id) else [],
                     member_id, group.generation_id, group.protocol_type, group.protocol_name,
-                    group.leader_id or "", False, errors.NONE))
+                    group.leader_id or "", False, Errors.NONE))
             else:
                 self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
                                                   session_timeout_ms, callback, why)
@@ -420,11 +421,11 @@ class GroupCoordinator:
                                                   session_timeout_ms, callback, why)
             else:
                 respond(JoinGroupResult([], member_id, group.generation_id, group.protocol_type,
-                                        group.protocol_name, group.leader_id or "", False, errors.NONE))
+                                        group.protocol_name, group.leader_id or "", False, Errors.NONE))
         else:  # Empty or Dead: unexpected, let the member reset and rejoin
             _log.warning("join_in_unexpected_state", group_id=group.group_id, member_id=member_id,
                          state=state.value)
-            respond(JoinGroupResult.error_result(member_id, errors.UNKNOWN_MEMBER_ID))
+            respond(JoinGroupResult.error_result(member_id, Errors.UNKNOWN_MEMBER_ID))
 
     def _update_static_member_and_rebalance(self, group: GroupMetadata, old_member_id: str,
                                             new_member_id: str, group_instance_id: str,
@@ -449,7 +450,7 @@ class GroupCoordinator:
 
                 def on_stored(error: int) -> None:
                     with group.lock:
-                        if error != errors.NONE:
+                        if error != Errors.NONE:
                             _log.warning("static_member_persist_failed", group_id=group.group_id,
                                          instance_id=group_instance_id, error=errors.name(error))
                             group.update_member(member, old_protocols, old_rebalance_timeout,
@@ -465,11 +466,11 @@ class GroupCoordinator:
                             group.maybe_invoke_join_callback(member, JoinGroupResult(
                                 group.current_member_metadata() if is_leader else [], new_member_id,
                                 group.generation_id, group.protocol_type, group.protocol_name,
-                                group.leader_id or "", is_leader, errors.NONE))
+                                group.leader_id or "", is_leader, Errors.NONE))
                         else:
                             group.maybe_invoke_join_callback(member, JoinGroupResult(
                                 [], new_member_id, group.generation_id, group.protocol_type,
-                                group.protocol_name, current_leader or "", False, errors.NONE))
+                                group.protocol_name, current_leader or "", False, Errors.NONE))
 
                 self.group_manager.store_group(group, assignment, on_stored)
             else:
@@ -513,7 +514,7 @@ class GroupCoordinator:
 
     def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.is_(CompletingRebalance):
-            self._reset_and_propagate_assignment_error(group, errors.REBALANCE_IN_PROGRESS)
+            self._reset_and_propagate_assignment_error(group, Errors.REBALANCE_IN_PROGRESS)
         self._remove_sync_expiration(group)
         if group.is_(Empty):
             delay = self.config.group_initial_rebalance_delay_ms
@@ -532,9 +533,9 @@ class GroupCoordinator:
 
     def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata, reason: str) -> None:
         # A new member may time out with a parked JoinGroup: answer it before removing it.
-        group.maybe_invoke_join_callback(member, JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, errors.UNKNOWN_MEMBER_ID))
+        group.maybe_invoke_join_callback(member, JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID))
         # Emulator addition: never leave a parked SyncGroup unanswered.
-        group.maybe_invoke_sync_callback(member, SyncGroupResult(error=errors.UNKNOWN_MEMBER_ID))
+        group.maybe_invoke_sync_callback(member, SyncGroupResult(error=Errors.UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
         state = group.state
         if state is Stable or state is CompletingRebalance:
@@ -568,7 +569,7 @@ class GroupCoordinator:
                 _log.info("removing_members_not_rejoined", group_id=group.group_id,
                           members=[m.member_id for m in not_rejoined])
                 for m in not_rejoined:
-                    group.maybe_invoke_sync_callback(m, SyncGroupResult(error=errors.UNKNOWN_MEMBER_ID))
+                    group.maybe_invoke_sync_callback(m, SyncGroupResult(error=Errors.UNKNOWN_MEMBER_ID))
                     group.remove(m.member_id)
                     self._remove_heartbeat_for_leaving_member(group, m.member_id)
             if group.is_(Dead):
@@ -582,7 +583,7 @@ class GroupCoordinator:
                 group.init_next_generation()
                 if group.is_(Empty):
                     def on_stored(error: int) -> None:
-                        if error != errors.NONE:
+                        if error != Errors.NONE:
                             _log.warning("store_empty_group_failed", group_id=group.group_id,
                                          generation=group.generation_id, error=errors.name(error))
                     self.group_manager.store_group(group, {}, on_stored)
@@ -597,7 +598,7 @@ class GroupCoordinator:
                             members = []
                         group.maybe_invoke_join_callback(member, JoinGroupResult(
                             members, member.member_id, group.generation_id, group.protocol_type,
-                            group.protocol_name, group.leader_id or "", False, errors.NONE))
+                            group.protocol_name, group.leader_id or "", False, Errors.NONE))
                         self._complete_and_schedule_next_heartbeat_expiration(group, member)
                         member.is_new = False
                         group.add_pending_sync_member(member.member_id)
@@ -629,7 +630,7 @@ class GroupCoordinator:
                 for mid in pending:
                     m = group.members.get(mid)
                     if m is not None:
-                        group.maybe_invoke_sync_callback(m, SyncGroupResult(error=errors.UNKNOWN_MEMBER_ID))
+                        group.maybe_invoke_sync_callback(m, SyncGroupResult(error=Errors.UNKNOWN_MEMBER_ID))
                     group.remove(mid)
                     self._remove_heartbeat_for_leaving_member(group, mid)
                 self._prepare_rebalance(group, f"Removing {pending} on pending sync request expiration")
@@ -638,19 +639,19 @@ class GroupCoordinator:
     def handle_sync_group(self, group_id: str, generation: int, member_id: str, protocol_type: str | None,
                           protocol_name: str | None, group_instance_id: str | None,
                           group_assignment: dict[str, bytes], callback: SyncCallback) -> None:
-        """SyncGroup (§3.7). ``group_assignment`` is the leader's member id -> assignment map
+        """SyncGroup (``handleSyncGroup``). ``group_assignment`` is the leader's member id -> assignment map
         (empty for followers). ``callback(SyncGroupResult)`` fires exactly once; for a
         follower syncing before the leader it fires once the leader's assignment is persisted."""
         error = self._validate_group_status(group_id, "sync_group")
-        if error == errors.COORDINATOR_LOAD_IN_PROGRESS:
-            callback(SyncGroupResult(error=errors.REBALANCE_IN_PROGRESS))
+        if error == Errors.COORDINATOR_LOAD_IN_PROGRESS:
+            callback(SyncGroupResult(error=Errors.REBALANCE_IN_PROGRESS))
             return
         if error is not None:
             callback(SyncGroupResult(error=error))
             return
         group = self.group_manager.get_group(group_id)
         if group is None:
-            callback(SyncGroupResult(error=errors.UNKNOWN_MEMBER_ID))
+            callback(SyncGroupResult(error=Errors.UNKNOWN_MEMBER_ID))
             return
         with group.lock:
             respond = self._responder(group, callback)
@@ -661,13 +662,13 @@ class GroupCoordinator:
                 return
             state = group.state
             if state is Empty:
-                respond(SyncGroupResult(error=errors.UNKNOWN_MEMBER_ID))
+                respond(SyncGroupResult(error=Errors.UNKNOWN_MEMBER_ID))
             elif state is PreparingRebalance:
-                respond(SyncGroupResult(error=errors.REBALANCE_IN_PROGRESS))
+                respond(SyncGroupResult(error=Errors.REBALANCE_IN_PROGRESS))
             elif state is CompletingRebalance:
                 member = group.get(member_id)
                 if member.awaiting_sync_callback is not None:  # duplicate: answer the older one
-                    group.maybe_invoke_sync_callback(member, SyncGroupResult(error=errors.REBALANCE_IN_PROGRESS))
+                    group.maybe_invoke_sync_callback(member, SyncGroupResult(error=Errors.REBALANCE_IN_PROGRESS))
                 member.awaiting_sync_callback = callback
                 self._remove_pending_sync_member(group, member_id)
                 if group.is_leader(member_id):
@@ -681,7 +682,7 @@ class GroupCoordinator:
                     def on_stored(store_error: int) -> None:
                         with group.lock:
                             if group.is_(CompletingRebalance) and gen == group.generation_id:
-                                if store_error != errors.NONE:
+                                if store_error != Errors.NONE:
                                     self._reset_and_propagate_assignment_error(group, store_error)
                                     self._maybe_prepare_rebalance(
                                         group, f"Error when storing group assignment during SyncGroup "
@@ -694,7 +695,7 @@ class GroupCoordinator:
             elif state is Stable:
                 self._remove_pending_sync_member(group, member_id)
                 member = group.get(member_id)
-                respond(SyncGroupResult(group.protocol_type, group.protocol_name, member.assignment, errors.NONE))
+                respond(SyncGroupResult(group.protocol_type, group.protocol_name, member.assignment, Errors.NONE))
                 self._complete_and_schedule_next_heartbeat_expiration(group, member)
             else:
                 raise IllegalStateError(f"Reached unexpected state {state} for group {group_id}")
@@ -703,16 +704,16 @@ class GroupCoordinator:
                              protocol_type: str | None, protocol_name: str | None,
                              group_instance_id: str | None) -> int | None:
         if group.is_(Dead):
-            return errors.COORDINATOR_NOT_AVAILABLE
+            return Errors.COORDINATOR_NOT_AVAILABLE
         error = self._validate_current_member(group, member_id, group_instance_id)
         if error is not None:
             return error
         if generation != group.generation_id:
-            return errors.ILLEGAL_GENERATION
+            return Errors.ILLEGAL_GENERATION
         if protocol_type is not None and group.protocol_type != protocol_type:
-            return errors.INCONSISTENT_GROUP_PROTOCOL
+            return Errors.INCONSISTENT_GROUP_PROTOCOL
         if protocol_name is not None and group.protocol_name != protocol_name:
-            return errors.INCONSISTENT_GROUP_PROTOCOL
+            return Errors.INCONSISTENT_GROUP_PROTOCOL
         return None
 
     def _remove_pending_sync_member(self, group: GroupMetadata, member_id: str) -> None:
@@ -731,10 +732,10 @@ class GroupCoordinator:
             raise IllegalStateError(f"Group {group.group_id} must be in CompletingRebalance state but is in {group.state}.")
         for m in group.all_member_metadata():
             m.assignment = assignment.get(m.member_id, b"")
-        self._propagate_assignment(group, errors.NONE)
+        self._propagate_assignment(group, Errors.NONE)
 
     def _propagate_assignment(self, group: GroupMetadata, error: int) -> None:
-        ptype, pname = (group.protocol_type, group.protocol_name) if error == errors.NONE else (None, None)
+        ptype, pname = (group.protocol_type, group.protocol_name) if error == Errors.NONE else (None, None)
         for m in group.all_member_metadata():
             if group.maybe_invoke_sync_callback(m, SyncGroupResult(ptype, pname, m.assignment, error)):
                 # A session that expired while we waited for the leader/store was ignored: re-arm.
@@ -743,31 +744,31 @@ class GroupCoordinator:
     # ================================================================== Heartbeat
     def handle_heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
                          generation_id: int, callback: Callable[[int], Any]) -> None:
-        """Heartbeat (§3.8); ``callback(error_code)`` fires once, synchronously, outside the lock."""
+        """Heartbeat (``handleHeartbeat``); ``callback(error_code)`` fires once, synchronously, outside the lock."""
         error = self._validate_group_status(group_id, "heartbeat")
         if error is not None:
-            callback(errors.NONE if error == errors.COORDINATOR_LOAD_IN_PROGRESS else error)
+            callback(Errors.NONE if error == Errors.COORDINATOR_LOAD_IN_PROGRESS else error)
             return
         callback(self._heartbeat(group_id, member_id, group_instance_id, generation_id))
 
     def _heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> int:
         group = self.group_manager.get_group(group_id)
         if group is None:
-            return errors.UNKNOWN_MEMBER_ID
+            return Errors.UNKNOWN_MEMBER_ID
         with group.lock:
             if group.is_(Dead):
-                return errors.COORDINATOR_NOT_AVAILABLE
+                return Errors.COORDINATOR_NOT_AVAILABLE
             error = self._validate_current_member(group, member_id, group_instance_id)
             if error is not None:
                 return error
             if generation_id != group.generation_id:
-                return errors.ILLEGAL_GENERATION
+                return Errors.ILLEGAL_GENERATION
             state = group.state
             if state is Empty:
-                return errors.UNKNOWN_MEMBER_ID
+                return Errors.UNKNOWN_MEMBER_ID
             member = group.get(member_id)
             self._complete_and_schedule_next_heartbeat_expiration(group, member)
-            return errors.REBALANCE_IN_PROGRESS if state is PreparingRebalance else errors.NONE
+            return Errors.REBALANCE_IN_PROGRESS if state is PreparingRebalance else Errors.NONE
 
     def _complete_and_schedule_next_heartbeat_expiration(self, group: GroupMetadata, member: MemberMetadata) -> None:
         self._complete_and_schedule_next_expiration(group, member, member.session_timeout_ms)
@@ -813,7 +814,7 @@ class GroupCoordinator:
     # ================================================================== LeaveGroup
     def handle_leave_group(self, group_id: str, members: list[tuple[str, str | None, str | None]],
                            callback: Callable[[LeaveGroupResult], Any]) -> None:
-        """LeaveGroup (§3.9); ``members`` = [(member_id, group_instance_id, reason)].
+        """LeaveGroup (``handleLeaveGroup``); ``members`` = [(member_id, group_instance_id, reason)].
         ``callback(LeaveGroupResult)`` fires once, synchronously, after the lock is released."""
         error = self._validate_group_status(group_id, "leave_group")
         if error is not None:
@@ -821,13 +822,13 @@ class GroupCoordinator:
             return
         group = self.group_manager.get_group(group_id)
         if group is None:
-            callback(LeaveGroupResult(errors.NONE, [LeaveMemberResponse(mid, iid, errors.UNKNOWN_MEMBER_ID)
+            callback(LeaveGroupResult(Errors.NONE, [LeaveMemberResponse(mid, iid, Errors.UNKNOWN_MEMBER_ID)
                                                     for mid, iid, _ in members]))
             return
         with group.lock:
             respond = self._responder(group, callback)
             if group.is_(Dead):
-                respond(LeaveGroupResult(errors.COORDINATOR_NOT_AVAILABLE, []))
+                respond(LeaveGroupResult(Errors.COORDINATOR_NOT_AVAILABLE, []))
                 return
             responses = []
             for member_id, instance_id, reason in members:
@@ -835,20 +836,20 @@ class GroupCoordinator:
                     current = group.current_static_member_id(instance_id)
                     if current is not None:
                         self._remove_current_member_from_group(group, current, reason)
-                        err = errors.NONE
+                        err = Errors.NONE
                     else:
-                        err = errors.UNKNOWN_MEMBER_ID
+                        err = Errors.UNKNOWN_MEMBER_ID
                 elif group.is_pending_member(member_id):
                     self._remove_pending_member_and_update_group(group, member_id)
                     self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, member_id))
-                    err = errors.NONE
+                    err = Errors.NONE
                 else:
                     err = self._validate_current_member(group, member_id, instance_id)
                     if err is None:
                         self._remove_current_member_from_group(group, member_id, reason)
-                        err = errors.NONE
+                        err = Errors.NONE
                 responses.append(LeaveMemberResponse(member_id, instance_id, err))
-            respond(LeaveGroupResult(errors.NONE, responses))
+            respond(LeaveGroupResult(Errors.NONE, responses))
 
     def _remove_current_member_from_group(self, group: GroupMetadata, member_id: str, reason: str | None) -> None:
         member = group.get(member_id)
@@ -861,7 +862,7 @@ class GroupCoordinator:
     def handle_commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
                               generation_id: int, offset_metadata: dict[TopicPartition, OffsetAndMetadata],
                               callback: Callable[[dict[TopicPartition, int]], Any]) -> None:
-        """OffsetCommit (§3.10). ``offset_metadata``: (topic, partition) -> OffsetAndMetadata.
+        """OffsetCommit (``handleCommitOffsets``). ``offset_metadata``: (topic, partition) -> OffsetAndMetadata.
         ``callback({(topic, partition): error})`` fires once, after the append is replicated
         (acks=-1) or failed, outside the group lock."""
         error = self._validate_group_status(group_id, "offset_commit")
@@ -874,7 +875,7 @@ class GroupCoordinator:
                 # Not using Kafka for group management ("simple" consumer / admin): allow it.
                 group = self.group_manager.add_group(self.group_manager.new_group(group_id))
             else:
-                callback({tp: errors.ILLEGAL_GENERATION for tp in offset_metadata})
+                callback({tp: Errors.ILLEGAL_GENERATION for tp in offset_metadata})
                 return
         with group.lock:
             respond = self._responder(group, callback)
@@ -890,14 +891,14 @@ class GroupCoordinator:
                 self._complete_and_schedule_next_heartbeat_expiration(group, member)
                 self.group_manager.store_offsets(group, member_id, offset_metadata, callback)
             elif state is CompletingRebalance:
-                respond({tp: errors.REBALANCE_IN_PROGRESS for tp in offset_metadata})
+                respond({tp: Errors.REBALANCE_IN_PROGRESS for tp in offset_metadata})
             else:
                 raise IllegalStateError(f"Logic error: unexpected group state {state}")
 
     def _validate_offset_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
                                 group_instance_id: str | None) -> int | None:
         if group.is_(Dead):
-            return errors.COORDINATOR_NOT_AVAILABLE
+            return Errors.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and group.is_(Empty):
             return None  # manual assignment / admin tools: member and instance id are ignored
         if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
@@ -905,22 +906,22 @@ class GroupCoordinator:
             if error is not None:
                 return error
             if generation_id != group.generation_id:
-                return errors.ILLEGAL_GENERATION
+                return Errors.ILLEGAL_GENERATION
             return None
         if not group.is_(Empty):
-            return errors.UNKNOWN_MEMBER_ID  # only members commit to a non-empty group
+            return Errors.UNKNOWN_MEMBER_ID  # only members commit to a non-empty group
         return None
 
     # ================================================================== OffsetFetch
     def handle_fetch_offsets(self, group_id: str, require_stable: bool = False,
                              partitions: Iterable[TopicPartition] | None = None
                              ) -> tuple[int, dict[TopicPartition, OffsetFetchPartitionData]]:
-        """OffsetFetch (§3.11): (top-level error, {(topic, partition): data}); ``partitions``
+        """OffsetFetch (``handleFetchOffsets``): (top-level error, {(topic, partition): data}); ``partitions``
         None = every partition with a committed offset. Synchronous."""
         error = self._validate_group_status(group_id, "offset_fetch")
         if error is not None:
             return error, {}
-        return errors.NONE, self.group_manager.get_offsets(group_id, require_stable, partitions)
+        return Errors.NONE, self.group_manager.get_offsets(group_id, require_stable, partitions)
 
     # ================================================================== Describe / List / Delete
     def handle_describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
@@ -929,9 +930,9 @@ class GroupCoordinator:
             return error, EMPTY_ERROR_SUMMARY
         group = self.group_manager.get_group(group_id)
         if group is None:
-            return errors.NONE, DEAD_SUMMARY
+            return Errors.NONE, DEAD_SUMMARY
         with group.lock:
-            return errors.NONE, group.summary()
+            return Errors.NONE, group.summary()
 
     def handle_describe_groups(self, group_ids: Iterable[str]) -> list[tuple[str, int, GroupSummary]]:
         """DescribeGroups: [(group_id, error, summary)] in request order. Synchronous."""
@@ -943,8 +944,8 @@ class GroupCoordinator:
         exists here. While any partition loads the error is COORDINATOR_LOAD_IN_PROGRESS but
         the list is still returned."""
         if not self._active:
-            return errors.COORDINATOR_NOT_AVAILABLE, []
-        error = errors.COORDINATOR_LOAD_IN_PROGRESS if self.group_manager.is_loading() else errors.NONE
+            return Errors.COORDINATOR_NOT_AVAILABLE, []
+        error = Errors.COORDINATOR_LOAD_IN_PROGRESS if self.group_manager.is_loading() else Errors.NONE
         state_filter = {s.lower() for s in (states or [])}
         type_filter = {t.lower() for t in (types or [])}
         if type_filter and "classic" not in type_filter:
@@ -967,27 +968,27 @@ class GroupCoordinator:
                 continue
             group = self.group_manager.get_group(gid)
             if group is None:
-                result[gid] = errors.GROUP_ID_NOT_FOUND if self.group_manager.group_not_exists(gid) else errors.NOT_COORDINATOR
+                result[gid] = Errors.GROUP_ID_NOT_FOUND if self.group_manager.group_not_exists(gid) else Errors.NOT_COORDINATOR
                 continue
             with group.lock:
                 if group.is_(Dead):
-                    result[gid] = (errors.GROUP_ID_NOT_FOUND if self.group_manager.group_not_exists(gid)
-                                   else errors.NOT_COORDINATOR)
+                    result[gid] = (Errors.GROUP_ID_NOT_FOUND if self.group_manager.group_not_exists(gid)
+                                   else Errors.NOT_COORDINATOR)
                 elif group.is_(Empty):
                     group.transition_to(Dead, "DeleteGroups")
                     eligible.append(group)
                 else:
-                    result[gid] = errors.NON_EMPTY_GROUP
+                    result[gid] = Errors.NON_EMPTY_GROUP
         if eligible:
             removed = self.group_manager.cleanup_group_metadata(eligible, lambda g: g.remove_offsets(list(g.offsets)))
             for g in eligible:
-                result[g.group_id] = errors.NONE
+                result[g.group_id] = Errors.NONE
             _log.info("groups_deleted", groups=[g.group_id for g in eligible], offsets_removed=removed)
         return result
 
     def handle_delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]
                               ) -> tuple[int, dict[TopicPartition, int]]:
-        """OffsetDelete (§3.12): (group error, {(topic, partition): error}); with a group error
+        """OffsetDelete (``handleDeleteOffsets``): (group error, {(topic, partition): error}); with a group error
         the partition map is empty. Synchronous; tombstones are appended in the background."""
         partitions = list(partitions)
         error = self._validate_group_status(group_id, "offset_delete")
@@ -995,14 +996,14 @@ class GroupCoordinator:
             return error, {}
         group = self.group_manager.get_group(group_id)
         if group is None:
-            return (errors.GROUP_ID_NOT_FOUND if self.group_manager.group_not_exists(group_id)
-                    else errors.NOT_COORDINATOR), {}
+            return (Errors.GROUP_ID_NOT_FOUND if self.group_manager.group_not_exists(group_id)
+                    else Errors.NOT_COORDINATOR), {}
         result: dict[TopicPartition, int] = {}
         with group.lock:
             state = group.state
             if state is Dead:
-                return (errors.GROUP_ID_NOT_FOUND if self.group_manager.group_not_exists(group_id)
-                        else errors.NOT_COORDINATOR), {}
+                return (Errors.GROUP_ID_NOT_FOUND if self.group_manager.group_not_exists(group_id)
+                        else Errors.NOT_COORDINATOR), {}
             if state is Empty:
                 eligible = partitions
             elif group.protocol_type == "consumer":
@@ -1010,14 +1011,14 @@ class GroupCoordinator:
                 eligible = [tp for tp in partitions if subscribed is not None and tp[0] not in subscribed]
                 for tp in partitions:
                     if tp not in eligible:
-                        result[tp] = errors.GROUP_SUBSCRIBED_TO_TOPIC
+                        result[tp] = Errors.GROUP_SUBSCRIBED_TO_TOPIC
             else:
-                return errors.NON_EMPTY_GROUP, {}
+                return Errors.NON_EMPTY_GROUP, {}
         if eligible:
             self.group_manager.cleanup_group_metadata([group], lambda g: g.remove_offsets(eligible))
             for tp in eligible:
-                result[tp] = errors.NONE
-        return errors.NONE, result
+                result[tp] = Errors.NONE
+        return Errors.NONE, result
 
     # ================================================================== load / unload
     def _on_group_loaded(self, group: GroupMetadata) -> None:
@@ -1039,11 +1040,11 @@ class GroupCoordinator:
             group.transition_to(Dead, "partition unloaded")
             if previous is PreparingRebalance:
                 for m in group.all_member_metadata():
-                    group.maybe_invoke_join_callback(m, JoinGroupResult.error_result(m.member_id, errors.NOT_COORDINATOR))
+                    group.maybe_invoke_join_callback(m, JoinGroupResult.error_result(m.member_id, Errors.NOT_COORDINATOR))
                 self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
             elif previous is Stable or previous is CompletingRebalance:
                 for m in group.all_member_metadata():
-                    group.maybe_invoke_sync_callback(m, SyncGroupResult(error=errors.NOT_COORDINATOR))
+                    group.maybe_invoke_sync_callback(m, SyncGroupResult(error=Errors.NOT_COORDINATOR))
                     self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, m.member_id))
             self._remove_sync_expiration(group)
 

@@ -59,9 +59,6 @@ class GroupLock:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def held_by_current_thread(self) -> bool:
-        return self._owner == _get_ident()
-
     def defer(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` after this thread releases the lock (at once if it does not hold it)."""
         if self._owner == _get_ident():

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable
 
 import structlog
 
-from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.group_lock import GroupLock
 from kafka_emu.coordinator.member_metadata import MemberMetadata
 from kafka_emu.coordinator.records import parse_consumer_subscription_topics
@@ -77,7 +77,7 @@ def _invoke_join(cb: Callable[[JoinGroupResult], Any], result: JoinGroupResult, 
         cb(result)
     except Exception:
         _log.exception("join_callback_failed", member_id=member_id)
-        cb(JoinGroupResult.error_result(member_id, errors.UNKNOWN_SERVER_ERROR))
+        cb(JoinGroupResult.error_result(member_id, Errors.UNKNOWN_SERVER_ERROR))
 
 
 def _invoke_sync(cb: Callable[[SyncGroupResult], Any], result: SyncGroupResult, member_id: str) -> None:
@@ -85,7 +85,7 @@ def _invoke_sync(cb: Callable[[SyncGroupResult], Any], result: SyncGroupResult, 
         cb(result)
     except Exception:
         _log.exception("sync_callback_failed", member_id=member_id)
-        cb(SyncGroupResult(error=errors.UNKNOWN_SERVER_ERROR))
+        cb(SyncGroupResult(error=Errors.UNKNOWN_SERVER_ERROR))
 
 
 class GroupMetadata:
@@ -254,8 +254,8 @@ class GroupMetadata:
         if member is None:
             raise ValueError(f"Cannot replace non-existing member id {old_member_id}")
         # Fence a duplicate member at once if it waits for a join or sync answer.
-        self.maybe_invoke_join_callback(member, JoinGroupResult.error_result(old_member_id, errors.FENCED_INSTANCE_ID))
-        self.maybe_invoke_sync_callback(member, SyncGroupResult(error=errors.FENCED_INSTANCE_ID))
+        self.maybe_invoke_join_callback(member, JoinGroupResult.error_result(old_member_id, Errors.FENCED_INSTANCE_ID))
+        self.maybe_invoke_sync_callback(member, SyncGroupResult(error=Errors.FENCED_INSTANCE_ID))
         member.member_id = new_member_id
         self.members[new_member_id] = member
         if self.is_leader(old_member_id):

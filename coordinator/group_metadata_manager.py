@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterable
 import structlog
 
 from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.config import GroupCoordinatorConfig
 from kafka_emu.coordinator.group_metadata import Dead, Empty, GroupMetadata, Stable
 from kafka_emu.coordinator.log import CoordinatorLog
@@ -178,7 +179,7 @@ class GroupMetadataManager:
         """Persist the group record (caller holds the group lock); ``callback(mapped_error)``
         runs once the append is replicated or failed."""
         if not self._has_local_replica(group.group_id):
-            callback(errors.NOT_COORDINATOR)
+            callback(Errors.NOT_COORDINATOR)
             return
         protocol = group.protocol_name
         members = []
@@ -193,7 +194,7 @@ class GroupMetadataManager:
         records = [(group_metadata_key(group.group_id), group_metadata_value(value))]
 
         def on_append(error: int) -> None:
-            if error != errors.NONE:
+            if error != Errors.NONE:
                 _log.debug("store_group_failed", group_id=group.group_id,
                            generation=group.generation_id, error=errors.name(error))
             callback(errors.map_store_group_error(error))
@@ -211,11 +212,11 @@ class GroupMetadataManager:
         errors once the append completed, after the group lock is released."""
         filtered = {tp: om for tp, om in offset_metadata.items() if self._valid_metadata(om)}
         if not filtered:
-            result = {tp: errors.OFFSET_METADATA_TOO_LARGE for tp in offset_metadata}
+            result = {tp: Errors.OFFSET_METADATA_TOO_LARGE for tp in offset_metadata}
             group.lock.defer(lambda: callback(result))
             return
         if not self._has_local_replica(group.group_id):
-            result = {tp: errors.NOT_COORDINATOR for tp in offset_metadata}
+            result = {tp: Errors.NOT_COORDINATOR for tp in offset_metadata}
             group.lock.defer(lambda: callback(result))
             return
         records = [(offset_commit_key(group.group_id, tp[0], tp[1]),
@@ -224,12 +225,12 @@ class GroupMetadataManager:
 
         def put_cache_callback(error: int) -> None:
             with group.lock:
-                if error == errors.NONE:
+                if error == Errors.NONE:
                     if not group.is_(Dead):
                         for tp, om in filtered.items():
                             group.on_offset_commit_append(tp, om)
                     self.offset_commits_appended += len(records)
-                    response_error = errors.NONE
+                    response_error = Errors.NONE
                 else:
                     if not group.is_(Dead):
                         for tp, om in filtered.items():
@@ -237,7 +238,7 @@ class GroupMetadataManager:
                     _log.debug("offset_commit_failed", group_id=group.group_id,
                                error=errors.name(error))
                     response_error = errors.map_store_offsets_error(error)
-                status = {tp: (response_error if self._valid_metadata(om) else errors.OFFSET_METADATA_TOO_LARGE)
+                status = {tp: (response_error if self._valid_metadata(om) else Errors.OFFSET_METADATA_TOO_LARGE)
                           for tp, om in offset_metadata.items()}
                 group.lock.defer(lambda: callback(status))
 
@@ -258,11 +259,11 @@ class GroupMetadataManager:
             out = {}
             for tp in tps:
                 if require_stable and group.has_pending_offset_commits_for_partition(tp):
-                    out[tp] = OffsetFetchPartitionData(-1, None, "", errors.UNSTABLE_OFFSET_COMMIT)
+                    out[tp] = OffsetFetchPartitionData(-1, None, "", Errors.UNSTABLE_OFFSET_COMMIT)
                 else:
                     om = group.offset(tp)
                     out[tp] = (INVALID_OFFSET_DATA if om is None
-                               else OffsetFetchPartitionData(om.offset, om.leader_epoch, om.metadata, errors.NONE))
+                               else OffsetFetchPartitionData(om.offset, om.leader_epoch, om.metadata, Errors.NONE))
             return out
 
     # ------------------------------------------------------------------ cleanup / tombstones
@@ -287,7 +288,7 @@ class GroupMetadataManager:
                     gid = group.group_id
 
                     def done(error: int, gid: str = gid) -> None:
-                        if error != errors.NONE:
+                        if error != Errors.NONE:
                             _log.warning("tombstone_append_failed", group_id=gid, error=errors.name(error))
 
                     self.log.append_records(self.partition_for(gid), tombstones,

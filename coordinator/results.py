@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.errors import Errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,7 @@ class SyncGroupResult:
     protocol_type: str | None = None
     protocol_name: str | None = None
     member_assignment: bytes = b""
-    error: int = errors.NONE
+    error: int = Errors.NONE
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ class OffsetFetchPartitionData:
     error: int
 
 
-INVALID_OFFSET_DATA = OffsetFetchPartitionData(-1, None, "", errors.NONE)
+INVALID_OFFSET_DATA = OffsetFetchPartitionData(-1, None, "", Errors.NONE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,26 +1,59 @@
-"""API handler modules; each offers ``register(apis)`` (one line per module below)."""
+"""The APIs the broker serves, gathered from the handler modules' declarations.
+
+Each module here declares ``APIS``, one ``ApiSpec`` (key, name, version range, handler) per API
+it serves. ``APIS`` below is their union, the single statement of what the broker speaks: KafkaApis
+dispatches on it, ApiVersions advertises it and the network processors admit only what
+``is_supported`` accepts. Each range is what kio decodes and the handler fills correctly;
+versions newer than a handler understands are left out rather than half-served.
+
+Deliberately absent: GetTelemetrySubscriptions (librdkafka calls it only when advertised) and
+ConsumerGroupHeartbeat (KIP-848; the emulator runs the classic group protocol only).
+"""
 from __future__ import annotations
 
-from typing import Any, Callable
+from types import MappingProxyType
+from typing import Mapping
 
-from kafka_emu.broker.apis import fetch, produce
-# wire APIs (issue 5)
-from kafka_emu.broker.apis import admin, api_versions, find_coordinator, group, init_producer_id, list_offsets, metadata
+from kafka_emu.broker.apis import (
+    admin,
+    api_versions,
+    fetch,
+    find_coordinator,
+    group,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+from kafka_emu.broker.apis.api_spec import ApiSpec
 
-REGISTER: list[Callable[[Any], None]] = [
-    produce.register,
-    fetch.register,
-    # wire APIs (issue 5)
-    api_versions.register,
-    metadata.register,
-    init_producer_id.register,
-    list_offsets.register,
-    find_coordinator.register,
-    admin.register,
-    group.register,
-]
+_MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api_versions, admin,
+            init_producer_id)
 
 
-def register_all(apis: Any) -> None:
-    for register in REGISTER:
-        register(apis)
+def _collect() -> Mapping[int, ApiSpec]:
+    table: dict[int, ApiSpec] = {}
+    for module in _MODULES:
+        for spec in module.APIS:
+            if spec.api_key in table:
+                raise ValueError(f"api key {spec.api_key} declared twice ({table[spec.api_key].name}, {spec.name})")
+            table[spec.api_key] = spec
+    return MappingProxyType(dict(sorted(table.items())))
+
+
+APIS: Mapping[int, ApiSpec] = _collect()
+
+
+def api_name(api_key: int) -> str:
+    """Kafka's name of ``api_key`` for logs and metric labels (``Unknown(<key>)`` if not served)."""
+    spec = APIS.get(api_key)
+    return spec.name if spec is not None else f"Unknown({api_key})"
+
+
+def is_supported(api_key: int, api_version: int) -> bool:
+    """Whether the broker advertises (and its handler serves) ``api_version`` of ``api_key``."""
+    spec = APIS.get(api_key)
+    return spec is not None and spec.supports(api_version)
+
+
+__all__ = ["APIS", "ApiSpec", "api_name", "is_supported"]

@@ -1,4 +1,4 @@
-"""Admin APIs: CreateTopics (19), DeleteTopics (20), DescribeCluster (60), DescribeConfigs (32).
+"""Admin APIs: CreateTopics, DeleteTopics, DescribeCluster, DescribeConfigs.
 
 Differences from Kafka on purpose:
 * Any broker accepts CreateTopics/DeleteTopics (Kafka forwards them to the controller); the
@@ -12,30 +12,33 @@ Differences from Kafka on purpose:
 """
 from __future__ import annotations
 
-from typing import Any
-
-from kafka_emu.broker.protocol.codec import response_schema
-from kio.schema.errors import ErrorCode
+from typing import TYPE_CHECKING, Any
 
 from kafka_emu.broker.apis._common import (
     AUTHORIZED_OPS_OMITTED,
-    OFFSETS_TOPIC,
     ZERO_THROTTLE,
     broker_endpoint,
     respond,
     topic_name_error,
 )
+from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.config import STRICT_CONFIG, ConfigException
 from kafka_emu.broker.config_helper import SOURCE_DEFAULT_CONFIG, ConfigEntry, describe_broker, describe_topic
 from kafka_emu.broker.log_config import validate_topic_configs
-from kafka_emu.broker.protocol.adapter import build, has_field, item_cls
+from kafka_emu.broker.metadata import OFFSETS_TOPIC
+from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
+from kafka_emu.coordinator.errors import Errors
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.kafka_apis import KafkaApis
+    from kafka_emu.broker.request_channel import Request
 
 CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 19, 20, 32, 60
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8
 # --- CreateTopics ------------------------------------------------------------------------------
 
-def _create_one(apis: Any, t: Any, validate_only: bool) -> tuple[int, str | None, int, int]:
+def _create_one(apis: KafkaApis, t: Any, validate_only: bool) -> tuple[int, str | None, int, int]:
     """(error, message, partitions, replication factor) for one CreatableTopic."""
     md = apis.metadata
     name = t.name
@@ -43,7 +46,7 @@ def _create_one(apis: Any, t: Any, validate_only: bool) -> tuple[int, str | None
     if err:
         return err, f"illegal topic name {name!r}", -1, -1
     if md.topic(name) is not None:
-        return int(ErrorCode.topic_already_exists), f"Topic '{name}' already exists.", -1, -1
+        return Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", -1, -1
     assignments = getattr(t, "assignments", ()) or ()
     partitions = int(t.num_partitions)
     rf = int(t.replication_factor)
@@ -55,28 +58,28 @@ def _create_one(apis: Any, t: Any, validate_only: bool) -> tuple[int, str | None
     if rf == -1:
         rf = apis.config["default.replication.factor"]
     if partitions <= 0:
-        return int(ErrorCode.invalid_partitions), "Number of partitions must be larger than 0.", -1, -1
+        return Errors.INVALID_PARTITIONS, "Number of partitions must be larger than 0.", -1, -1
     live = len(md.live_broker_ids())
     if rf <= 0 or rf > live:
-        return (int(ErrorCode.invalid_replication_factor),
+        return (Errors.INVALID_REPLICATION_FACTOR,
                 f"Replication factor: {rf} larger than available brokers: {live}.", -1, -1)
     try:
         configs = validate_topic_configs(name, {c.name: c.value for c in (getattr(t, "configs", ()) or ())},
                                          bool(apis.config[STRICT_CONFIG]))
     except ConfigException as exc:
-        return int(ErrorCode.invalid_config), str(exc), -1, -1
+        return Errors.INVALID_CONFIG, str(exc), -1, -1
     if validate_only:
-        return 0, None, partitions, rf
+        return Errors.NONE, None, partitions, rf
     try:
         md.create_topic(name, partitions, rf, configs=configs)
     except ValueError as exc:
         if md.topic(name) is not None:
-            return int(ErrorCode.topic_already_exists), f"Topic '{name}' already exists.", -1, -1
-        return int(ErrorCode.invalid_request), str(exc), -1, -1
-    return 0, None, partitions, rf
+            return Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", -1, -1
+        return Errors.INVALID_REQUEST, str(exc), -1, -1
+    return Errors.NONE, None, partitions, rf
 
 
-def handle_create_topics(apis: Any, request: Any) -> None:
+def handle_create_topics(apis: KafkaApis, request: Request) -> None:
     body = request.body
     cls = response_schema(CREATE_TOPICS, request.api_version)
     topic_cls = item_cls(cls, "topics")
@@ -86,19 +89,19 @@ def handle_create_topics(apis: Any, request: Any) -> None:
     results = []
     for t in body.topics:
         if t.name in dupes:
-            err, msg, parts, rf = int(ErrorCode.invalid_request), "Duplicate topic name.", -1, -1
+            err, msg, parts, rf = Errors.INVALID_REQUEST, "Duplicate topic name.", -1, -1
         else:
             err, msg, parts, rf = _create_one(apis, t, validate_only)
         info = apis.metadata.topic(t.name) if err == 0 else None
         results.append(build(topic_cls, name=t.name, topic_id=info.topic_id if info else None,
-                             error_code=ErrorCode(err), error_message=msg, num_partitions=parts,
+                             error_code=err, error_message=msg, num_partitions=parts,
                              replication_factor=rf, configs=None if err else ()))
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(results)))
 
 
 # --- DeleteTopics ------------------------------------------------------------------------------
 
-def handle_delete_topics(apis: Any, request: Any) -> None:
+def handle_delete_topics(apis: KafkaApis, request: Request) -> None:
     body = request.body
     cls = response_schema(DELETE_TOPICS, request.api_version)
     result_cls = item_cls(cls, "responses")
@@ -109,29 +112,29 @@ def handle_delete_topics(apis: Any, request: Any) -> None:
         wanted = [(name, None) for name in body.topic_names]
     results = []
     for name, topic_id in wanted:
-        err = ErrorCode.none
+        err = Errors.NONE
         msg = None
         if name is None and topic_id is not None:
             name = md.topic_name(topic_id)
             if name is None:
-                err = ErrorCode.unknown_topic_id
-        if err == ErrorCode.none:
+                err = Errors.UNKNOWN_TOPIC_ID
+        if err == Errors.NONE:
             info = md.topic(name) if name else None
             if info is None:
-                err = ErrorCode.unknown_topic_or_partition
+                err = Errors.UNKNOWN_TOPIC_OR_PARTITION
             elif info.internal or name == OFFSETS_TOPIC:
-                err, msg = ErrorCode.invalid_request, "internal topics cannot be deleted"
+                err, msg = Errors.INVALID_REQUEST, "internal topics cannot be deleted"
             else:
                 topic_id = info.topic_id
                 if not md.delete_topic(name):
-                    err = ErrorCode.unknown_topic_or_partition
+                    err = Errors.UNKNOWN_TOPIC_OR_PARTITION
         results.append(build(result_cls, name=name, topic_id=topic_id, error_code=err, error_message=msg))
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, responses=tuple(results)))
 
 
 # --- DescribeCluster ---------------------------------------------------------------------------
 
-def handle_describe_cluster(apis: Any, request: Any) -> None:
+def handle_describe_cluster(apis: KafkaApis, request: Request) -> None:
     cls = response_schema(DESCRIBE_CLUSTER, request.api_version)
     broker_cls = item_cls(cls, "brokers")
     md = apis.metadata
@@ -146,12 +149,12 @@ def handle_describe_cluster(apis: Any, request: Any) -> None:
     endpoint_type = int(getattr(request.body, "endpoint_type", 1))
     if endpoint_type != 1:
         respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE,
-                                     error_code=ErrorCode.unsupported_endpoint_type,
+                                     error_code=Errors.UNSUPPORTED_ENDPOINT_TYPE,
                                      error_message="only broker endpoints are emulated",
                                      endpoint_type=endpoint_type, cluster_id=md.cluster_id,
                                      controller_id=-1, brokers=()))
         return
-    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=ErrorCode.none,
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=Errors.NONE,
                                  error_message=None, endpoint_type=1, cluster_id=md.cluster_id,
                                  controller_id=md.controller_id, brokers=tuple(brokers),
                                  cluster_authorized_operations=AUTHORIZED_OPS_OMITTED))
@@ -159,7 +162,7 @@ def handle_describe_cluster(apis: Any, request: Any) -> None:
 
 # --- DescribeConfigs ---------------------------------------------------------------------------
 
-def handle_describe_configs(apis: Any, request: Any) -> None:
+def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
     """Kafka's ``ConfigHelper.describeConfigs``; the entries come from the config tables
     (``broker.config_helper``)."""
     body = request.body
@@ -174,25 +177,25 @@ def handle_describe_configs(apis: Any, request: Any) -> None:
     results = []
     for res in body.resources:
         rtype = int(res.resource_type)
-        err, msg = ErrorCode.none, None
+        err, msg = Errors.NONE, None
         entries: list[ConfigEntry] = []
         keys = res.configuration_keys
         if rtype == RESOURCE_TOPIC:
             info = md.topic(res.resource_name)
             if topic_name_error(res.resource_name):
-                err, msg = ErrorCode.invalid_topic_exception, f"Invalid topic name {res.resource_name!r}"
+                err, msg = Errors.INVALID_TOPIC_EXCEPTION, f"Invalid topic name {res.resource_name!r}"
             elif info is None:
-                err, msg = ErrorCode.unknown_topic_or_partition, f"Topic {res.resource_name} does not exist"
+                err, msg = Errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {res.resource_name} does not exist"
             else:
                 entries = describe_topic(apis.config, info.configs, keys)
         elif rtype == RESOURCE_BROKER:
             if res.resource_name == broker_id:
                 entries = describe_broker(apis.config, keys)
             elif res.resource_name:   # "" (cluster-wide dynamic defaults): none exist
-                err, msg = ErrorCode.invalid_request, (f"Unexpected broker id, expected {broker_id} or "
+                err, msg = Errors.INVALID_REQUEST, (f"Unexpected broker id, expected {broker_id} or "
                                                        f"empty string, but received {res.resource_name}")
         elif rtype != RESOURCE_BROKER_LOGGER:
-            err, msg = ErrorCode.invalid_request, f"unsupported resource type {rtype}"
+            err, msg = Errors.INVALID_REQUEST, f"unsupported resource type {rtype}"
         configs = tuple(build(entry_cls, name=e.name, value=e.value, read_only=e.read_only,
                               config_source=e.source, is_default=e.source == SOURCE_DEFAULT_CONFIG,
                               is_sensitive=e.is_sensitive, config_type=e.config_type,
@@ -205,8 +208,9 @@ def handle_describe_configs(apis: Any, request: Any) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, results=tuple(results)))
 
 
-def register(apis: Any) -> None:
-    apis.register(CREATE_TOPICS, handle_create_topics)
-    apis.register(DELETE_TOPICS, handle_delete_topics)
-    apis.register(DESCRIBE_CLUSTER, handle_describe_cluster)
-    apis.register(DESCRIBE_CONFIGS, handle_describe_configs)
+APIS = (
+    ApiSpec(CREATE_TOPICS, "CreateTopics", 2, 7, handle_create_topics),
+    ApiSpec(DELETE_TOPICS, "DeleteTopics", 1, 6, handle_delete_topics),
+    ApiSpec(DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, handle_describe_configs),
+    ApiSpec(DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, handle_describe_cluster),
+)

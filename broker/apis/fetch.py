@@ -9,24 +9,25 @@ results back as they are (``broker.replica_fetcher`` says why).
 """
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kafka_emu.broker import errors
-from kafka_emu.broker.apis.kio_shapes import duration_ms, error_code, topic_key_and_name, make, nested, response_class
+from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, topic_key_and_name
+from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.partition import LogReadResult
+from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.broker.replica_fetcher import ReplicaFetchRequestData
 from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo, isolation_for
+from kafka_emu.coordinator.errors import Errors
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.kafka_apis import KafkaApis
+    from kafka_emu.broker.metadata import MetadataStore
+    from kafka_emu.broker.request_channel import Request
 
 API_KEY = 1
-MIN_VERSION = 4
-MAX_VERSION = 18
-ZERO = timedelta(0)
-
-
-def register(apis: Any) -> None:
-    apis.register(API_KEY, handle_fetch)
-
+TopicPartition = tuple[str, int]
+TopicOrder = list[tuple[TopicKey, "str | None", list[int]]]   # (key as sent, name, partitions)
+FetchInfos = list[tuple[TopicPartition, PartitionFetchInfo]]
 
 
 def replica_id_of(body: Any, version: int) -> int:
@@ -36,7 +37,8 @@ def replica_id_of(body: Any, version: int) -> int:
     return int(body.replica_state.replica_id) if version >= 15 else int(body.replica_id)
 
 
-def parse_fetch_request(body: Any, version: int, metadata: Any) -> tuple[FetchParams, list, list, dict]:
+def parse_fetch_request(body: Any, version: int, metadata: MetadataStore
+                        ) -> tuple[FetchParams, FetchInfos, TopicOrder, dict[tuple[TopicKey, int], int]]:
     """(params, fetch infos, response order, pre-set errors) of a kio FetchRequest."""
     replica_id = replica_id_of(body, version)
     replica_epoch = int(body.replica_state.replica_epoch) if version >= 15 else -1
@@ -45,9 +47,9 @@ def parse_fetch_request(body: Any, version: int, metadata: Any) -> tuple[FetchPa
                          isolation=isolation_for(replica_id, int(body.isolation_level)),
                          replica_epoch=replica_epoch)
     by_id = version >= 13
-    infos: list = []
-    order: list = []
-    pre: dict = {}
+    infos: FetchInfos = []
+    order: TopicOrder = []
+    pre: dict[tuple[TopicKey, int], int] = {}
     for t in body.topics:
         key, name = topic_key_and_name(t, by_id, metadata, "topic")
         parts = []
@@ -55,7 +57,7 @@ def parse_fetch_request(body: Any, version: int, metadata: Any) -> tuple[FetchPa
             idx = int(p.partition)
             parts.append(idx)
             if name is None:
-                pre[(key, idx)] = errors.UNKNOWN_TOPIC_ID
+                pre[(key, idx)] = Errors.UNKNOWN_TOPIC_ID
                 continue
             info = PartitionFetchInfo(
                 fetch_offset=int(p.fetch_offset), max_bytes=int(p.partition_max_bytes),
@@ -67,7 +69,7 @@ def parse_fetch_request(body: Any, version: int, metadata: Any) -> tuple[FetchPa
     return params, infos, order, pre
 
 
-def handle_fetch(apis: Any, request: Any) -> None:
+def handle_fetch(apis: KafkaApis, request: Request) -> None:
     version = request.api_version
     if isinstance(request.body, ReplicaFetchRequestData):   # an in-process follower fetch
         body = request.body
@@ -76,41 +78,41 @@ def handle_fetch(apis: Any, request: Any) -> None:
         return
     params, infos, order, pre = parse_fetch_request(request.body, version, apis.metadata)
 
-    def on_done(results: list) -> None:
+    def on_done(results: list[tuple[TopicPartition, LogReadResult]]) -> None:
         apis.request_channel.send_response(request, build_response(version, order, dict(results), pre))
 
     apis.replica_manager.fetch_messages(params, infos, on_done)
 
 
-_ERROR_RESULT = LogReadResult(b"", errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1, -1)
+_ERROR_RESULT = LogReadResult(b"", Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1, -1)
 
 
-def build_response(version: int, order: list, results: dict, pre: dict, error: int = 0) -> Any:
-    cls = response_class(API_KEY, version)
-    topic_cls = nested(cls, "FetchableTopicResponse")
-    part_cls = nested(cls, "PartitionData")
-    epoch_cls = nested(cls, "EpochEndOffset") if version >= 12 else None
-    leader_cls = nested(cls, "LeaderIdAndEpoch") if version >= 12 else None
+def build_response(version: int, order: TopicOrder, results: dict[TopicPartition, LogReadResult],
+                   pre: dict[tuple[TopicKey, int], int], error: int = Errors.NONE) -> object:
+    cls = response_schema(API_KEY, version)
+    topic_cls = item_cls(cls, "responses")
+    part_cls = item_cls(topic_cls, "partitions")
+    epoch_cls = item_cls(part_cls, "diverging_epoch") if version >= 12 else None
+    leader_cls = item_cls(part_cls, "current_leader") if version >= 12 else None
     topics = []
     for key, name, parts in order:
         presp = []
         for idx in parts:
             if name is None:
-                r = _ERROR_RESULT._replace(error=pre.get((key, idx), errors.UNKNOWN_TOPIC_ID))
+                r = _ERROR_RESULT._replace(error=pre.get((key, idx), Errors.UNKNOWN_TOPIC_ID))
             else:
                 r = results.get((name, idx), _ERROR_RESULT)
-            kw: dict[str, Any] = {
-                "partition_index": idx, "error_code": error_code(r.error),
-                "high_watermark": r.high_watermark, "last_stable_offset": r.last_stable_offset,
-                "log_start_offset": r.log_start_offset, "aborted_transactions": (),
-                "preferred_read_replica": -1, "records": r.records,
-            }
+            kw = {"partition_index": idx, "error_code": r.error, "high_watermark": r.high_watermark,
+                  "last_stable_offset": r.last_stable_offset, "log_start_offset": r.log_start_offset,
+                  "preferred_read_replica": -1, "records": r.records}
             if epoch_cls is not None:
                 if r.diverging_epoch is not None:
                     kw["diverging_epoch"] = epoch_cls(epoch=r.diverging_epoch[0], end_offset=r.diverging_epoch[1])
-                if r.error in (errors.NOT_LEADER_OR_FOLLOWER, errors.FENCED_LEADER_EPOCH) and r.leader_epoch >= 0:
+                if r.error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH) and r.leader_epoch >= 0:
                     kw["current_leader"] = leader_cls(leader_id=r.leader_id, leader_epoch=r.leader_epoch)
-            presp.append(make(part_cls, kw))
-        topics.append(make(topic_cls, {"topic": name or "", "topic_id": key, "partitions": tuple(presp)}))
-    return make(cls, {"throttle_time": ZERO, "error_code": error_code(error), "session_id": 0,
-                      "responses": tuple(topics)})
+            presp.append(build(part_cls, **kw))
+        topics.append(build(topic_cls, topic=name or "", topic_id=key, partitions=tuple(presp)))
+    return build(cls, throttle_time=ZERO_THROTTLE, error_code=error, session_id=0, responses=tuple(topics))
+
+
+APIS = (ApiSpec(API_KEY, "Fetch", 4, 18, handle_fetch),)

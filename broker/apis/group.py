@@ -17,42 +17,48 @@ retention time that Kafka ignores since 2.1, as we do.
 """
 from __future__ import annotations
 
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
-from kafka_emu.broker.protocol.codec import response_schema
-from kio.schema.errors import ErrorCode
 
-from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, respond, respond_error
-from kafka_emu.broker.protocol.adapter import build, item_cls
-from kafka_emu.coordinator.results import OffsetAndMetadata
+from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, duration_ms, respond, respond_error
+from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.coordinator.errors import Errors
+from kafka_emu.coordinator.results import (
+    JoinGroupResult,
+    LeaveGroupResult,
+    OffsetAndMetadata,
+    OffsetFetchPartitionData,
+    SyncGroupResult,
+)
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.kafka_apis import KafkaApis
+    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.coordinator.group_coordinator import GroupCoordinator
+
+PartitionOffsets = dict[str, list[tuple[int, "OffsetFetchPartitionData | None"]]]   # topic -> [(partition, data)]
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP = 8, 9, 11, 12, 13
 SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 14, 15, 16, 42
 
 
-def _ms(value: Any) -> int:
+def _ms(value: timedelta | None) -> int:
     """kio carries timeouts as ``timedelta``; the coordinator speaks milliseconds."""
-    if value is None:
-        return -1
-    if hasattr(value, "total_seconds"):
-        return int(round(value.total_seconds() * 1000))
-    return int(value)
+    return -1 if value is None else duration_ms(value)
 
 
-def _coordinator(apis: Any, request: Any) -> Any:
+def _coordinator(apis: KafkaApis, request: Request) -> GroupCoordinator | None:
     gc = apis.group_coordinator
     if gc is None:
-        respond_error(apis, request, int(ErrorCode.coordinator_not_available))
+        respond_error(apis, request, Errors.COORDINATOR_NOT_AVAILABLE)
     return gc
-
-
-def _err(code: int) -> ErrorCode:
-    return ErrorCode(code)
 
 
 # --- JoinGroup ---------------------------------------------------------------------------------
 
-def handle_join_group(apis: Any, request: Any) -> None:
+def handle_join_group(apis: KafkaApis, request: Request) -> None:
     gc = _coordinator(apis, request)
     if gc is None:
         return
@@ -65,14 +71,14 @@ def handle_join_group(apis: Any, request: Any) -> None:
     rebalance_ms = _ms(getattr(body, "rebalance_timeout", None)) if version >= 1 else session_ms
     nullable_names = version >= 7
 
-    def callback(result: Any) -> None:
+    def callback(result: JoinGroupResult) -> None:
         members = tuple(build(member_cls, member_id=m.member_id, group_instance_id=m.group_instance_id,
                               metadata=m.metadata) for m in result.members)
         protocol_name = result.protocol_name
         if protocol_name is None and not nullable_names:
             protocol_name = ""
         respond(apis, request, build(
-            cls, throttle_time=ZERO_THROTTLE, error_code=_err(result.error),
+            cls, throttle_time=ZERO_THROTTLE, error_code=result.error,
             generation_id=result.generation_id, protocol_type=result.protocol_type,
             protocol_name=protocol_name, leader=result.leader_id or "",
             skip_assignment=bool(result.skip_assignment), member_id=result.member_id or "",
@@ -91,15 +97,15 @@ def handle_join_group(apis: Any, request: Any) -> None:
 
 # --- SyncGroup ---------------------------------------------------------------------------------
 
-def handle_sync_group(apis: Any, request: Any) -> None:
+def handle_sync_group(apis: KafkaApis, request: Request) -> None:
     gc = _coordinator(apis, request)
     if gc is None:
         return
     body = request.body
     cls = response_schema(SYNC_GROUP, request.api_version)
 
-    def callback(result: Any) -> None:
-        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=_err(result.error),
+    def callback(result: SyncGroupResult) -> None:
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=result.error,
                                      protocol_type=result.protocol_type, protocol_name=result.protocol_name,
                                      assignment=bytes(result.member_assignment or b"")))
 
@@ -113,7 +119,7 @@ def handle_sync_group(apis: Any, request: Any) -> None:
 
 # --- Heartbeat ---------------------------------------------------------------------------------
 
-def handle_heartbeat(apis: Any, request: Any) -> None:
+def handle_heartbeat(apis: KafkaApis, request: Request) -> None:
     gc = _coordinator(apis, request)
     if gc is None:
         return
@@ -121,7 +127,7 @@ def handle_heartbeat(apis: Any, request: Any) -> None:
     cls = response_schema(HEARTBEAT, request.api_version)
 
     def callback(error: int) -> None:
-        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=_err(error)))
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=error))
 
     gc.handle_heartbeat(body.group_id, body.member_id, getattr(body, "group_instance_id", None),
                         int(body.generation_id), callback)
@@ -129,7 +135,7 @@ def handle_heartbeat(apis: Any, request: Any) -> None:
 
 # --- LeaveGroup --------------------------------------------------------------------------------
 
-def handle_leave_group(apis: Any, request: Any) -> None:
+def handle_leave_group(apis: KafkaApis, request: Request) -> None:
     gc = _coordinator(apis, request)
     if gc is None:
         return
@@ -141,25 +147,25 @@ def handle_leave_group(apis: Any, request: Any) -> None:
     else:
         members = [(body.member_id, None, None)]
 
-    def callback(result: Any) -> None:
+    def callback(result: LeaveGroupResult) -> None:
         if version >= 3:
             member_cls = item_cls(cls, "members")
             out = tuple(build(member_cls, member_id=m.member_id, group_instance_id=m.group_instance_id,
-                              error_code=_err(m.error)) for m in result.member_responses)
+                              error_code=m.error) for m in result.member_responses)
             respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE,
-                                         error_code=_err(result.top_level_error), members=out))
+                                         error_code=result.top_level_error, members=out))
             return
         error = result.top_level_error
         if not error and result.member_responses:
             error = result.member_responses[0].error
-        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=_err(error)))
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=error))
 
     gc.handle_leave_group(body.group_id, members, callback)
 
 
 # --- OffsetCommit ------------------------------------------------------------------------------
 
-def handle_offset_commit(apis: Any, request: Any) -> None:
+def handle_offset_commit(apis: KafkaApis, request: Request) -> None:
     body = request.body
     cls = response_schema(OFFSET_COMMIT, request.api_version)
     topic_cls = item_cls(cls, "topics")
@@ -167,7 +173,7 @@ def handle_offset_commit(apis: Any, request: Any) -> None:
     gc = _coordinator(apis, request)
     if gc is None:
         return
-    now_ms = int(apis.time.milliseconds()) if apis.time is not None else -1
+    now_ms = apis.time.milliseconds()
     md = apis.metadata
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
     early: dict[tuple[str, int], int] = {}
@@ -178,7 +184,7 @@ def handle_offset_commit(apis: Any, request: Any) -> None:
             tp = (t.name, int(p.partition_index))
             order.append(tp)
             if info is None or tp[1] not in info.partitions:
-                early[tp] = int(ErrorCode.unknown_topic_or_partition)
+                early[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             epoch = int(getattr(p, "committed_leader_epoch", -1))
             offsets[tp] = OffsetAndMetadata(offset=int(p.committed_offset),
@@ -188,10 +194,10 @@ def handle_offset_commit(apis: Any, request: Any) -> None:
 
     def callback(result: dict[tuple[str, int], int]) -> None:
         merged = {**early, **result}
-        by_topic: dict[str, list[Any]] = {}
+        by_topic: dict[str, list[object]] = {}
         for tp in order:
             by_topic.setdefault(tp[0], []).append(
-                build(part_cls, partition_index=tp[1], error_code=_err(merged.get(tp, 0))))
+                build(part_cls, partition_index=tp[1], error_code=merged.get(tp, 0)))
         respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(
             build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_topic.items())))
 
@@ -205,13 +211,13 @@ def handle_offset_commit(apis: Any, request: Any) -> None:
 
 # --- OffsetFetch -------------------------------------------------------------------------------
 
-def _fetch_group(gc: Any, group_id: str, topics: Any, require_stable: bool) -> tuple[int, dict[str, list[tuple[int, Any]]]]:
+def _fetch_group(gc: GroupCoordinator, group_id: str, topics: Any, require_stable: bool) -> tuple[int, PartitionOffsets]:
     """(top-level error, {topic: [(partition, data)]}) in request order (or sorted for 'all')."""
     partitions = None
     if topics is not None:
         partitions = [(t.name, int(p)) for t in topics for p in t.partition_indexes]
     error, data = gc.handle_fetch_offsets(group_id, require_stable, partitions)
-    out: dict[str, list[tuple[int, Any]]] = {}
+    out: PartitionOffsets = {}
     if topics is not None:
         for t in topics:
             for p in t.partition_indexes:
@@ -222,8 +228,8 @@ def _fetch_group(gc: Any, group_id: str, topics: Any, require_stable: bool) -> t
     return error, out
 
 
-def _fetch_topics(topic_cls: type, part_cls: type, grouped: dict[str, list[tuple[int, Any]]],
-                  partition_error: int) -> tuple[Any, ...]:
+def _fetch_topics(topic_cls: type, part_cls: type, grouped: PartitionOffsets,
+                  partition_error: int) -> tuple[object, ...]:
     topics = []
     for name, parts in grouped.items():
         entries = []
@@ -236,12 +242,12 @@ def _fetch_topics(topic_cls: type, part_cls: type, grouped: dict[str, list[tuple
                 meta = d.metadata or ""
                 err = d.error or partition_error
             entries.append(build(part_cls, partition_index=p, committed_offset=offset,
-                                 committed_leader_epoch=epoch, metadata=meta, error_code=_err(err)))
+                                 committed_leader_epoch=epoch, metadata=meta, error_code=err))
         topics.append(build(topic_cls, name=name, partitions=tuple(entries)))
     return tuple(topics)
 
 
-def handle_offset_fetch(apis: Any, request: Any) -> None:
+def handle_offset_fetch(apis: KafkaApis, request: Request) -> None:
     gc = _coordinator(apis, request)
     if gc is None:
         return
@@ -257,7 +263,7 @@ def handle_offset_fetch(apis: Any, request: Any) -> None:
         for g in body.groups:
             error, grouped = _fetch_group(gc, g.group_id, g.topics, require_stable)
             topics = _fetch_topics(topic_cls, part_cls, grouped if not error else {}, 0)
-            groups.append(build(group_cls, group_id=g.group_id, topics=topics, error_code=_err(error)))
+            groups.append(build(group_cls, group_id=g.group_id, topics=topics, error_code=error))
         respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, groups=tuple(groups)))
         return
     topic_cls = item_cls(cls, "topics")
@@ -270,12 +276,12 @@ def handle_offset_fetch(apis: Any, request: Any) -> None:
         topics = _fetch_topics(topic_cls, part_cls, grouped, error)
     else:
         topics = _fetch_topics(topic_cls, part_cls, grouped if not error else {}, 0)
-    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=topics, error_code=_err(error)))
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=topics, error_code=error))
 
 
 # --- DescribeGroups / ListGroups / DeleteGroups --------------------------------------------------
 
-def handle_describe_groups(apis: Any, request: Any) -> None:
+def handle_describe_groups(apis: KafkaApis, request: Request) -> None:
     gc = _coordinator(apis, request)
     if gc is None:
         return
@@ -290,14 +296,14 @@ def handle_describe_groups(apis: Any, request: Any) -> None:
                               member_metadata=bytes(m.metadata or b""),
                               member_assignment=bytes(m.assignment or b""))
                         for m in summary.members)
-        groups.append(build(group_cls, error_code=_err(error), error_message=None, group_id=group_id,
+        groups.append(build(group_cls, error_code=error, error_message=None, group_id=group_id,
                             group_state=summary.state, protocol_type=summary.protocol_type,
                             protocol_data=summary.protocol, members=members,
                             authorized_operations=0 if include_ops else AUTHORIZED_OPS_OMITTED))
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, groups=tuple(groups)))
 
 
-def handle_list_groups(apis: Any, request: Any) -> None:
+def handle_list_groups(apis: KafkaApis, request: Request) -> None:
     gc = _coordinator(apis, request)
     if gc is None:
         return
@@ -308,10 +314,10 @@ def handle_list_groups(apis: Any, request: Any) -> None:
     error, overviews = gc.handle_list_groups(states, types)
     groups = tuple(build(group_cls, group_id=o.group_id, protocol_type=o.protocol_type,
                          group_state=o.state, group_type=o.group_type) for o in overviews)
-    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=_err(error), groups=groups))
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=error, groups=groups))
 
 
-def handle_delete_groups(apis: Any, request: Any) -> None:
+def handle_delete_groups(apis: KafkaApis, request: Request) -> None:
     gc = _coordinator(apis, request)
     if gc is None:
         return
@@ -319,17 +325,18 @@ def handle_delete_groups(apis: Any, request: Any) -> None:
     result_cls = item_cls(cls, "results")
     names = list(request.body.groups_names)
     result = gc.handle_delete_groups(names)
-    results = tuple(build(result_cls, group_id=g, error_code=_err(result.get(g, 0))) for g in names)
+    results = tuple(build(result_cls, group_id=g, error_code=result.get(g, 0)) for g in names)
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, results=results))
 
 
-def register(apis: Any) -> None:
-    apis.register(JOIN_GROUP, handle_join_group)
-    apis.register(SYNC_GROUP, handle_sync_group)
-    apis.register(HEARTBEAT, handle_heartbeat)
-    apis.register(LEAVE_GROUP, handle_leave_group)
-    apis.register(OFFSET_COMMIT, handle_offset_commit)
-    apis.register(OFFSET_FETCH, handle_offset_fetch)
-    apis.register(DESCRIBE_GROUPS, handle_describe_groups)
-    apis.register(LIST_GROUPS, handle_list_groups)
-    apis.register(DELETE_GROUPS, handle_delete_groups)
+APIS = (
+    ApiSpec(OFFSET_COMMIT, "OffsetCommit", 2, 9, handle_offset_commit),   # v10 names topics by id
+    ApiSpec(OFFSET_FETCH, "OffsetFetch", 1, 9, handle_offset_fetch),      # v10 names topics by id
+    ApiSpec(JOIN_GROUP, "JoinGroup", 0, 9, handle_join_group),
+    ApiSpec(HEARTBEAT, "Heartbeat", 0, 4, handle_heartbeat),
+    ApiSpec(LEAVE_GROUP, "LeaveGroup", 0, 5, handle_leave_group),
+    ApiSpec(SYNC_GROUP, "SyncGroup", 0, 5, handle_sync_group),
+    ApiSpec(DESCRIBE_GROUPS, "DescribeGroups", 0, 6, handle_describe_groups),
+    ApiSpec(LIST_GROUPS, "ListGroups", 0, 5, handle_list_groups),
+    ApiSpec(DELETE_GROUPS, "DeleteGroups", 0, 2, handle_delete_groups),
+)

@@ -16,13 +16,19 @@ offset), a documented approximation; the clients under test never compress.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import TYPE_CHECKING
 
-from kafka_emu.broker.protocol.codec import response_schema
-from kio.schema.errors import ErrorCode
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
-from kafka_emu.broker.protocol.adapter import build, item_cls
+from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.log import Log
+from kafka_emu.broker.partition import Partition
+from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.coordinator.errors import Errors
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.kafka_apis import KafkaApis
+    from kafka_emu.broker.request_channel import Request
 
 API_KEY = 2
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_TIERED = -1, -2, -3, -4, -5
@@ -59,7 +65,7 @@ def _record_timestamps(batch: bytes, base_offset: int) -> list[tuple[int, int]]:
     return out
 
 
-def offset_for_timestamp(log: Any, target: int, limit: int) -> tuple[int, int]:
+def offset_for_timestamp(log: Log, target: int, limit: int) -> tuple[int, int]:
     """(offset, timestamp) of the first record below ``limit`` with timestamp >= target."""
     for base, batch in log.batches_from(log.log_start_offset):
         if base >= limit:
@@ -78,7 +84,7 @@ def offset_for_timestamp(log: Any, target: int, limit: int) -> tuple[int, int]:
     return -1, -1
 
 
-def offset_for_max_timestamp(log: Any, limit: int) -> tuple[int, int]:
+def offset_for_max_timestamp(log: Log, limit: int) -> tuple[int, int]:
     best = (-1, -1)
     for base, batch in log.batches_from(log.log_start_offset):
         if base >= limit:
@@ -95,18 +101,18 @@ def offset_for_max_timestamp(log: Any, limit: int) -> tuple[int, int]:
     return best
 
 
-def _answer(partition: Any, replica_id: int, isolation_level: int, timestamp: int,
+def _answer(partition: Partition, replica_id: int, isolation_level: int, timestamp: int,
             current_leader_epoch: int) -> tuple[int, int, int, int]:
     """(error, timestamp, offset, leader_epoch) for one partition."""
     with partition.lock:
         if not partition.online or not partition.is_leader:
-            return int(ErrorCode.not_leader_or_follower), -1, -1, -1
+            return Errors.NOT_LEADER_OR_FOLLOWER, -1, -1, -1
         epoch = partition.leader_epoch
         if current_leader_epoch >= 0:
             if current_leader_epoch < epoch:
-                return int(ErrorCode.fenced_leader_epoch), -1, -1, -1
+                return Errors.FENCED_LEADER_EPOCH, -1, -1, -1
             if current_leader_epoch > epoch:
-                return int(ErrorCode.unknown_leader_epoch), -1, -1, -1
+                return Errors.UNKNOWN_LEADER_EPOCH, -1, -1, -1
         log = partition.log
         limit = log.log_end_offset if replica_id >= 0 else log.high_watermark
         if timestamp == LATEST:
@@ -117,12 +123,12 @@ def _answer(partition: Any, replica_id: int, isolation_level: int, timestamp: in
             off, ts = offset_for_max_timestamp(log, limit)
             return 0, ts, off, epoch if off >= 0 else -1
         if timestamp < 0:
-            return int(ErrorCode.invalid_request), -1, -1, -1
+            return Errors.INVALID_REQUEST, -1, -1, -1
         off, ts = offset_for_timestamp(log, timestamp, limit)
         return 0, ts, off, epoch if off >= 0 else -1
 
 
-def handle_list_offsets(apis: Any, request: Any) -> None:
+def handle_list_offsets(apis: KafkaApis, request: Request) -> None:
     body = request.body
     cls = response_schema(API_KEY, request.api_version)
     topic_cls = item_cls(cls, "topics")
@@ -137,18 +143,17 @@ def handle_list_offsets(apis: Any, request: Any) -> None:
             partition = rm.get_partition((t.name, p.partition_index))
             if partition is None:
                 known = apis.metadata.partition_state(t.name, p.partition_index) is not None
-                err = ErrorCode.not_leader_or_follower if known else ErrorCode.unknown_topic_or_partition
+                err = Errors.NOT_LEADER_OR_FOLLOWER if known else Errors.UNKNOWN_TOPIC_OR_PARTITION
                 parts.append(build(part_cls, partition_index=p.partition_index, error_code=err,
                                    timestamp=-1, offset=-1, leader_epoch=-1))
                 continue
             err, ts, off, epoch = _answer(partition, replica_id, isolation, int(p.timestamp),
                                           int(getattr(p, "current_leader_epoch", -1)))
-            parts.append(build(part_cls, partition_index=p.partition_index, error_code=ErrorCode(err),
+            parts.append(build(part_cls, partition_index=p.partition_index, error_code=err,
                                timestamp=ts, offset=off, leader_epoch=epoch,
                                old_style_offsets=(off,) if off >= 0 else ()))
         topics.append(build(topic_cls, name=t.name, partitions=tuple(parts)))
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(topics)))
 
 
-def register(apis: Any) -> None:
-    apis.register(API_KEY, handle_list_offsets)
+APIS = (ApiSpec(API_KEY, "ListOffsets", 1, 11, handle_list_offsets),)

@@ -13,28 +13,33 @@ Only live brokers are listed; replica lists may name stopped brokers, which also
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+from uuid import UUID
 
-from kafka_emu.broker.protocol.codec import response_schema
-from kio.schema.errors import ErrorCode
 
 from kafka_emu.broker.apis._common import (
     AUTHORIZED_OPS_OMITTED,
-    OFFSETS_TOPIC,
     ZERO_THROTTLE,
     broker_endpoint,
     respond,
     topic_name_error,
 )
-from kafka_emu.broker.protocol.adapter import build, item_cls
+from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.metadata import OFFSETS_TOPIC
+from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.coordinator.errors import Errors
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.kafka_apis import KafkaApis
+    from kafka_emu.broker.request_channel import Request
 
 API_KEY = 3
 
 
-def maybe_create_topic(apis: Any, name: str) -> int:
+def maybe_create_topic(apis: KafkaApis, name: str) -> int:
     """Auto-create ``name``; returns the error code for the metadata answer (0 if it exists now)."""
     if name == OFFSETS_TOPIC or name.startswith("__"):
-        return int(ErrorCode.unknown_topic_or_partition)
+        return Errors.UNKNOWN_TOPIC_OR_PARTITION
     err = topic_name_error(name)
     if err:
         return err
@@ -42,16 +47,16 @@ def maybe_create_topic(apis: Any, name: str) -> int:
     partitions = apis.config["num.partitions"]
     rf = apis.config["default.replication.factor"]
     if rf > len(md.live_broker_ids()):
-        return int(ErrorCode.invalid_replication_factor)
+        return Errors.INVALID_REPLICATION_FACTOR
     try:
         md.create_topic(name, partitions, rf)
     except ValueError:
         if md.topic(name) is None:
-            return int(ErrorCode.unknown_topic_or_partition)
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
     return 0
 
 
-def handle_metadata(apis: Any, request: Any) -> None:
+def handle_metadata(apis: KafkaApis, request: Request) -> None:
     body = request.body
     version = request.api_version
     cls = response_schema(API_KEY, version)
@@ -72,7 +77,7 @@ def handle_metadata(apis: Any, request: Any) -> None:
     include_ops = bool(getattr(body, "include_topic_authorized_operations", False))
     requested = body.topics
     if requested is None or (version == 0 and not requested):
-        wanted: list[tuple[str | None, Any]] = [(name, None) for name in sorted(md.topics)]
+        wanted: list[tuple[str | None, UUID | None]] = [(name, None) for name in sorted(md.topics)]
     else:
         wanted = [(getattr(t, "name", None), getattr(t, "topic_id", None)) for t in requested]
 
@@ -81,38 +86,37 @@ def handle_metadata(apis: Any, request: Any) -> None:
         if name is None and topic_id is not None and topic_id.int != 0:
             name = md.topic_name(topic_id)
             if name is None:
-                topics.append(build(topic_cls, error_code=ErrorCode.unknown_topic_id, name=None,
+                topics.append(build(topic_cls, error_code=Errors.UNKNOWN_TOPIC_ID, name=None,
                                     topic_id=topic_id, is_internal=False, partitions=()))
                 continue
         if name is None:
-            topics.append(build(topic_cls, error_code=ErrorCode.invalid_request, name=None,
+            topics.append(build(topic_cls, error_code=Errors.INVALID_REQUEST, name=None,
                                 topic_id=topic_id, partitions=()))
             continue
         info = md.topic(name)
         if info is None:
-            err = maybe_create_topic(apis, name) if allow_auto else int(ErrorCode.unknown_topic_or_partition)
+            err = maybe_create_topic(apis, name) if allow_auto else Errors.UNKNOWN_TOPIC_OR_PARTITION
             info = md.topic(name) if err == 0 else None
             if info is None:
-                topics.append(build(topic_cls, error_code=ErrorCode(err or ErrorCode.unknown_topic_or_partition),
+                topics.append(build(topic_cls, error_code=err or Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                     name=name, is_internal=False, partitions=()))
                 continue
         partitions = []
         for p in sorted(info.partitions):
             st = info.partitions[p]
             offline = tuple(r for r in st.replicas if r not in live_ids)
-            err = ErrorCode.none if st.leader >= 0 and st.leader in live_ids else ErrorCode.leader_not_available
+            err = Errors.NONE if st.leader >= 0 and st.leader in live_ids else Errors.LEADER_NOT_AVAILABLE
             partitions.append(build(part_cls, error_code=err, partition_index=p, leader_id=st.leader,
                                     leader_epoch=st.leader_epoch, replica_nodes=st.replicas,
                                     isr_nodes=st.isr, offline_replicas=offline))
-        topics.append(build(topic_cls, error_code=ErrorCode.none, name=name, topic_id=info.topic_id,
+        topics.append(build(topic_cls, error_code=Errors.NONE, name=name, topic_id=info.topic_id,
                             is_internal=bool(info.internal), partitions=tuple(partitions),
                             topic_authorized_operations=(0 if include_ops else AUTHORIZED_OPS_OMITTED)))
 
     resp = build(cls, throttle_time=ZERO_THROTTLE, brokers=tuple(brokers), cluster_id=md.cluster_id,
                  controller_id=md.controller_id, topics=tuple(topics),
-                 cluster_authorized_operations=AUTHORIZED_OPS_OMITTED, error_code=ErrorCode.none)
+                 cluster_authorized_operations=AUTHORIZED_OPS_OMITTED, error_code=Errors.NONE)
     respond(apis, request, resp)
 
 
-def register(apis: Any) -> None:
-    apis.register(API_KEY, handle_metadata)
+APIS = (ApiSpec(API_KEY, "Metadata", 0, 13, handle_metadata),)

@@ -9,33 +9,34 @@ ignored and batches are appended like idempotent ones.
 from __future__ import annotations
 
 from collections import Counter
-from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
-from kafka_emu.broker import errors
-from kafka_emu.broker.apis.kio_shapes import duration_ms, error_code, make, nested, response_class, topic_key_and_name
+from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, topic_key_and_name
+from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.delayed_produce import ProducePartitionStatus
+from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
 from kafka_emu.broker.protocol.fast_produce import PartitionResult, ProduceRequestData, encode_produce_body
+from kafka_emu.coordinator.errors import Errors
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.kafka_apis import KafkaApis
+    from kafka_emu.broker.request_channel import Request
 
 API_KEY = 0
-MIN_VERSION = 3
-MAX_VERSION = 13
-ZERO = timedelta(0)
+TopicOrder = list[tuple[TopicKey, "str | None", list[int]]]   # (key as sent, name, partitions)
+TopicPartition = tuple[str, int]
 
 
-def register(apis: Any) -> None:
-    apis.register(API_KEY, handle_produce)
-
-
-def handle_produce(apis: Any, request: Any) -> None:
+def handle_produce(apis: KafkaApis, request: Request) -> None:
     body = request.body
     version = request.api_version
     by_id = version >= 13
     metadata = apis.metadata
     acks = int(body.acks)
     entries: dict[tuple[str, int], bytes] = {}
-    order: list[tuple[Any, str | None, list[int]]] = []  # (topic key as sent, name, partitions)
-    pre: dict[tuple[str, int], tuple[int, str | None]] = {}
+    order: TopicOrder = []
+    pre: dict[TopicPartition, tuple[int, str | None]] = {}
     for td in body.topic_data:
         key, name = topic_key_and_name(td, by_id, metadata, "name")
         parts = []
@@ -44,19 +45,19 @@ def handle_produce(apis: Any, request: Any) -> None:
             parts.append(idx)
             tp = (name if name is not None else f"<unknown {key}>", idx)
             if name is None:
-                pre[tp] = (errors.UNKNOWN_TOPIC_ID, "unknown topic id")
+                pre[tp] = (Errors.UNKNOWN_TOPIC_ID, "unknown topic id")
             elif not pd.records:
-                pre[tp] = (errors.INVALID_RECORD, "no records")
-            elif metadata is not None and metadata.topic(name) is None:
-                pre[tp] = (errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+                pre[tp] = (Errors.INVALID_RECORD, "no records")
+            elif metadata.topic(name) is None:
+                pre[tp] = (Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
             else:
                 entries[tp] = bytes(pd.records)
         order.append((key, name, parts))
 
-    def on_done(statuses: dict) -> None:
+    def on_done(statuses: dict[TopicPartition, ProducePartitionStatus]) -> None:
         channel = apis.request_channel
         if acks == 0:
-            failed = bool(pre) or any(s.error != errors.NONE for s in statuses.values())
+            failed = bool(pre) or any(s.error != Errors.NONE for s in statuses.values())
             channel.send_response(request, None, close_connection=failed)
             return
         if isinstance(body, ProduceRequestData):   # decoded by the fast codec: answer in kind
@@ -71,7 +72,9 @@ def handle_produce(apis: Any, request: Any) -> None:
     apis.replica_manager.append_records(duration_ms(body.timeout), acks, entries, on_done)
 
 
-def partition_results(order: list, statuses: dict, pre: dict) -> list[tuple[Any, list[PartitionResult]]]:
+def partition_results(order: TopicOrder, statuses: dict[TopicPartition, ProducePartitionStatus],
+                      pre: dict[TopicPartition, tuple[int, str | None]]
+                      ) -> list[tuple[TopicKey, list[PartitionResult]]]:
     """(topic key as sent, [(index, error, base offset, log start offset, message)]) in request order."""
     topics = []
     for key, name, parts in order:
@@ -82,9 +85,9 @@ def partition_results(order: list, statuses: dict, pre: dict) -> list[tuple[Any,
             if st is not None:
                 code, base, lso, msg = st.error, st.base_offset, st.log_start_offset, st.error_message
             else:
-                code, msg = pre.get(tp, (errors.UNKNOWN_SERVER_ERROR, None))
+                code, msg = pre.get(tp, (Errors.UNKNOWN_SERVER_ERROR, None))
                 base, lso = -1, -1
-            if code == errors.NONE:
+            if code == Errors.NONE:
                 msg = None
             else:
                 base = -1
@@ -93,17 +96,19 @@ def partition_results(order: list, statuses: dict, pre: dict) -> list[tuple[Any,
     return topics
 
 
-def build_response(version: int, order: list, statuses: dict, pre: dict) -> Any:
+def build_response(version: int, order: TopicOrder, statuses: dict[TopicPartition, ProducePartitionStatus],
+                   pre: dict[TopicPartition, tuple[int, str | None]]) -> object:
     """The response as a kio entity (in-process requests, and bodies kio decoded)."""
-    cls = response_class(API_KEY, version)
-    topic_cls = nested(cls, "TopicProduceResponse")
-    part_cls = nested(cls, "PartitionProduceResponse")
+    cls = response_schema(API_KEY, version)
+    topic_cls = item_cls(cls, "responses")
+    part_cls = item_cls(topic_cls, "partition_responses")
     topics = []
     for key, results in partition_results(order, statuses, pre):
-        presp = tuple(make(part_cls, {
-            "index": idx, "error_code": error_code(code), "base_offset": base,
-            "log_append_time": None, "log_start_offset": lso, "record_errors": (),
-            "error_message": msg}) for idx, code, base, lso, msg in results)
+        presp = tuple(build(part_cls, index=idx, error_code=code, base_offset=base, log_start_offset=lso,
+                            error_message=msg) for idx, code, base, lso, msg in results)
         name = key if isinstance(key, str) else ""
-        topics.append(make(topic_cls, {"name": name, "topic_id": key, "partition_responses": presp}))
-    return make(cls, {"responses": tuple(topics), "throttle_time": ZERO})
+        topics.append(build(topic_cls, name=name, topic_id=key, partition_responses=presp))
+    return build(cls, responses=tuple(topics), throttle_time=ZERO_THROTTLE)
+
+
+APIS = (ApiSpec(API_KEY, "Produce", 3, 13, handle_produce),)

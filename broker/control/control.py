@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import structlog
 
-from kafka_emu.broker import errors as kafka_errors
+from kafka_emu.broker.apis import APIS, api_name
 from kafka_emu.broker.control import time_control
 from kafka_emu.broker.control.faults import (
     DISCONNECT,
@@ -63,10 +63,10 @@ from kafka_emu.broker.control.faults import (
 )
 from kafka_emu.broker.control.plain import from_plain
 from kafka_emu.broker.control.recorder import DEFAULT_CAPACITY, RequestRecord, RequestRecorder
-from kafka_emu.broker.coordinator_log import OFFSETS_TOPIC
-from kafka_emu.broker.protocol.codec import response_schema
+from kafka_emu.broker.metadata import OFFSETS_TOPIC
+from kafka_emu.broker.protocol.adapter import response_schema
 from kafka_emu.broker.protocol.error_response import build_error_response
-from kafka_emu.broker.protocol.versions import API_NAMES, API_VERSIONS, api_name
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.records import partition_for
 from kafka_emu.timer import SystemTimer, SystemTimerReaper, TimerTask
 
@@ -178,7 +178,7 @@ class ClusterControl:
             if code == DISCONNECT:
                 self._answer(channel, request, None, True, "disconnect")
                 return True
-            if code != kafka_errors.NONE:
+            if code != Errors.NONE:
                 if request.api_key == PRODUCE_KEY and int(getattr(request.body, "acks", -1)) == 0:
                     # a failed acks=0 produce closes the connection (Kafka's way to tell the client)
                     self._answer(channel, request, None, True, "error")
@@ -257,7 +257,7 @@ class ClusterControl:
             else:
                 self._latency.pop((broker, key), None)
             self._changed_locked()
-        self._event("latency_set", broker=broker, api=None if key is None else API_NAMES[key], ms=ms)
+        self._event("latency_set", broker=broker, api=None if key is None else APIS[key].name, ms=ms)
 
     def intercept(self, api: str | int, fn: Interceptor | None) -> None:
         """``fn(request)`` answers requests of ``api`` (a response entity or a dict of its
@@ -269,7 +269,7 @@ class ClusterControl:
             else:
                 self._interceptors[key] = fn
             self._changed_locked()
-        self._event("interceptor_set", api=API_NAMES[key], removed=fn is None)
+        self._event("interceptor_set", api=APIS[key].name, removed=fn is None)
 
     def answer_with(self, api: str | int, response: dict[str, Any], count: int = 1) -> None:
         """Answer the next ``count`` requests of ``api`` with ``response`` (a dict of the response's
@@ -279,7 +279,7 @@ class ClusterControl:
         key = api_key(api)
         if count <= 0:
             raise ValueError("count must be positive")
-        from_plain(response_schema(key, API_VERSIONS[key][1]), response)
+        from_plain(response_schema(key, APIS[key].max_version), response)
         left = [count]
         lock = threading.Lock()
 
@@ -407,10 +407,10 @@ class ClusterControl:
     def describe(self) -> dict[str, Any]:
         """The active faults, as JSON-ready values (``GET /v1/faults``)."""
         with self._lock:
-            latency = [{"broker": b, "api": None if k is None else API_NAMES[k], "ms": ms}
+            latency = [{"broker": b, "api": None if k is None else APIS[k].name, "ms": ms}
                        for (b, k), ms in sorted(self._latency.items(),
                                                 key=lambda item: (item[0][0], -1 if item[0][1] is None else item[0][1]))]
-            interceptors = sorted(API_NAMES[k] for k in self._interceptors)
+            interceptors = sorted(APIS[k].name for k in self._interceptors)
             isolated = sorted(self._isolated)
             counts = dict(self.counts)
         return {"errors": [i.describe() for i in self.faults.pending()], "latency": latency,

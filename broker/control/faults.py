@@ -25,12 +25,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from kio.schema.errors import ErrorCode
 
-from kafka_emu.broker.protocol.versions import API_NAMES
+from kafka_emu.broker.apis import APIS
+from kafka_emu.coordinator.errors import Errors
 
 DISCONNECT = "DISCONNECT"
-_API_KEYS = {name.lower(): key for key, name in API_NAMES.items()}
+_API_KEYS = {spec.name.lower(): key for key, spec in APIS.items()}
 
 
 def api_key(api: str | int) -> int:
@@ -39,28 +39,28 @@ def api_key(api: str | int) -> int:
         raise ValueError(f"unknown API {api!r}")
     if isinstance(api, int) or (isinstance(api, str) and api.strip().lstrip("-").isdigit()):
         key = int(api)
-        if key in API_NAMES:
+        if key in APIS:
             return key
     elif isinstance(api, str) and api.strip().lower() in _API_KEYS:
         return _API_KEYS[api.strip().lower()]
-    raise ValueError(f"unknown API {api!r} (known: {', '.join(API_NAMES.values())})")
+    raise ValueError(f"unknown API {api!r} (known: {', '.join(spec.name for spec in APIS.values())})")
 
 
 def error_code(error: str | int) -> int | str:
-    """A Kafka error code from its name or code (any of Kafka's errors, as kio's ``ErrorCode``
-    lists them), or ``DISCONNECT``."""
+    """A Kafka error code from its name or code (any of Kafka's errors, ``coordinator.errors.Errors``),
+    or ``DISCONNECT``."""
     try:
         if isinstance(error, bool):
             raise ValueError
         if isinstance(error, int):
-            return int(ErrorCode(error))
+            return Errors(error)
         if isinstance(error, str):
             text = error.strip()
             if text.upper() == DISCONNECT:
                 return DISCONNECT
             if text.lstrip("-").isdigit():
-                return int(ErrorCode(int(text)))
-            return int(ErrorCode[text.lower()])
+                return Errors(int(text))
+            return Errors[text.upper()]
     except (ValueError, KeyError):
         pass
     raise ValueError(f"unknown Kafka error {error!r} (a name such as NOT_LEADER_OR_FOLLOWER, "
@@ -68,7 +68,7 @@ def error_code(error: str | int) -> int | str:
 
 
 def error_name(code: int | str) -> str:
-    return code if isinstance(code, str) else ErrorCode(code).name.upper()
+    return code if isinstance(code, str) else Errors(code).name
 
 
 @dataclass
@@ -82,7 +82,7 @@ class ErrorInjection:
     injected: int = 0
 
     def describe(self) -> dict[str, Any]:
-        return {"api": API_NAMES[self.api_key], "errors": [error_name(e) for e in self.errors],
+        return {"api": APIS[self.api_key].name, "errors": [error_name(e) for e in self.errors],
                 "broker": self.broker, "topic": self.topic, "partition": self.partition,
                 "group": self.group, "injected": self.injected}
 

@@ -17,9 +17,7 @@ from datetime import timedelta
 from enum import Enum
 from typing import Any
 
-from kio.serial._introspect import EntityField, EntityTupleField, PrimitiveTupleField
-
-from kafka_emu.broker.protocol.adapter import _field_info, build
+from kafka_emu.broker.protocol.adapter import EntityField, EntityTupleField, PrimitiveTupleField, build, field_plan
 from kafka_emu.broker.protocol.codec import EncodedResponse
 
 PlainValue = Any   # None, bool, int, float, str, list or dict of plain values
@@ -57,7 +55,7 @@ def from_plain(cls: type, value: Any) -> Any:
         return value
     if not isinstance(value, dict):
         raise ValueError(f"{cls.__name__}: expected an object, got {type(value).__name__}")
-    info = _field_info(cls)
+    info = {f.name: (f, fc) for f, fc in field_plan(cls)}
     unknown = sorted(set(value) - set(info))
     if unknown:
         raise ValueError(f"{cls.__name__} has no field {', '.join(unknown)} "

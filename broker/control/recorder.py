@@ -22,9 +22,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_emu.broker.apis import api_name
 from kafka_emu.broker.control.plain import to_plain
-from kafka_emu.broker.protocol.codec import EncodedResponse, decode_response, response_schema
-from kafka_emu.broker.protocol.versions import api_name
+from kafka_emu.broker.protocol.adapter import response_schema
+from kafka_emu.broker.protocol.codec import EncodedResponse, decode_response
 
 DEFAULT_CAPACITY = 10_000
 

@@ -70,14 +70,15 @@ from kafka_emu.broker.protocol.codec import (
     decode_request_header,
     encode_response,
 )
+from kafka_emu.broker.apis import api_name, is_supported
+from kafka_emu.broker.apis.api_versions import API_KEY as API_VERSIONS_KEY
 from kafka_emu.broker.protocol.error_response import build_error_response
-from kafka_emu.broker.protocol.versions import API_VERSIONS_KEY, api_name, is_supported
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.timer.shutdownable_thread import ShutdownableThread
 
 _log = structlog.get_logger("broker.network")
 _SIZE = struct.Struct(">i")
 _RECV_CHUNK = 256 * 1024
-UNSUPPORTED_VERSION = 35
 
 
 class BindError(OSError):
@@ -540,7 +541,7 @@ class Processor(ShutdownableThread):
             except InvalidRequestError as exc:
                 self._malformed(channel, str(exc))
                 return
-            response = build_error_response(header.api_key, header.api_version, body, UNSUPPORTED_VERSION)
+            response = build_error_response(header.api_key, header.api_version, body, Errors.UNSUPPORTED_VERSION)
             channel.muted = True
             self._set_in_flight(channel)
             self._responses.append((channel.connection_id, encode_response(header.correlation_id, response),

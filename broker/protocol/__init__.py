@@ -16,10 +16,9 @@ from kafka_emu.broker.protocol.codec import (
     get_codec,
 )
 from kafka_emu.broker.protocol.error_response import build_error_response
-from kafka_emu.broker.protocol.versions import API_VERSIONS, is_supported
 
 __all__ = [
-    "API_VERSIONS", "ApiCodec", "InvalidRequestError", "RequestHeaderData", "UnknownApiKeyError",
+    "ApiCodec", "InvalidRequestError", "RequestHeaderData", "UnknownApiKeyError",
     "UnsupportedVersionError", "build_error_response", "decode_request", "decode_request_header",
-    "encode_request", "encode_response", "get_codec", "is_supported",
+    "encode_request", "encode_response", "get_codec",
 ]

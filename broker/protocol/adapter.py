@@ -1,68 +1,148 @@
-"""Version-agnostic construction of kio entities.
+"""The adapter between the broker and kio: the one module that uses kio beyond its public API.
 
-kio has one frozen dataclass per (API, version), each with only the fields of that version.
-Handlers describe a response once, with every field any version has, and :func:`build` keeps
-the ones the target class defines and fills the rest with the schema default (or Kafka's -1 /
-zero conventions, see ``error_response``). :func:`item_cls` finds the element class of an array
-field, so nested items are built for the right version too.
+kio has one frozen dataclass per (API, version), each with only the fields of that version, and
+its own ``ErrorCode`` enum. Handlers describe a response once, with every field any version has
+and error codes from ``coordinator.errors.Errors``; :func:`build` keeps the fields the target
+class defines, fills the missing required ones (schema default, or Kafka's conventions: -1 for
+offsets, epochs, ids and timestamps, zero or empty otherwise) and turns error codes into kio's
+enum. :func:`item_cls` finds the class of an array or nested-entity field, so nested items are
+built for the right version too; :func:`response_schema` finds a response class.
+
+kio's private field introspection (``kio.serial._introspect``, ``_parse``,
+``_implicit_defaults``) is imported here and nowhere else; the codec and the generic error
+responses take it from this module, so a kio upgrade that moves it touches one file.
+
+Stateless apart from per-class caches; safe from any thread.
 """
 from __future__ import annotations
 
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, Field, dataclass, fields
+from datetime import timedelta
 from functools import lru_cache
 from typing import Any
+from uuid import UUID
 
-from kio.serial._introspect import EntityField, EntityTupleField, classify_field, get_field_tag, is_optional
+from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.serial._implicit_defaults import primitive_implicit_defaults
+from kio.serial._introspect import (
+    EntityField,
+    EntityTupleField,
+    FieldClass,
+    PrimitiveTupleField,
+    classify_field,
+    get_field_tag,
+    is_optional,
+)
+from kio.serial._parse import get_field_reader
 
-from kafka_emu.broker.protocol.error_response import _primitive_default
+_KIO_ERRORS: dict[int, ErrorCode] = {int(e): e for e in ErrorCode}
+# integer fields whose "no value" is -1 in Kafka's responses (the rest default to zero)
+_MINUS_ONE_HINTS = ("offset", "epoch", "watermark", "timestamp", "producer_id", "node_id",
+                    "generation_id", "leader_id", "port", "controller_id", "coordinator_id")
+
+
+def kio_error(code: int) -> ErrorCode:
+    """kio's enum member for an error code of ``Errors`` (both list Kafka 4's codes)."""
+    return _KIO_ERRORS[code]
+
+
+def is_error_code(f: Field) -> bool:
+    return f.metadata.get("kafka_type") == "error_code"
+
+
+def primitive_default(f: Field, type_: type) -> Any:
+    """The value of primitive field ``f`` when a response does not set it."""
+    kafka_type = f.metadata.get("kafka_type")
+    if kafka_type == "error_code":
+        return ErrorCode.none
+    if kafka_type in ("int8", "int16", "int32", "int64") and any(h in f.name for h in _MINUS_ONE_HINTS):
+        return type_(-1)
+    for base in type_.__mro__:
+        if base in primitive_implicit_defaults:
+            return primitive_implicit_defaults[base]
+    if type_ is bool:
+        return False
+    if type_ is UUID:
+        return UUID(int=0)
+    if type_ is timedelta:
+        return timedelta(0)
+    raise TypeError(f"no default for {f.name} of {type_}")
 
 
 @lru_cache(maxsize=None)
-def _field_info(cls: type) -> dict[str, tuple[Any, Any]]:
-    return {f.name: (f, classify_field(f)) for f in fields(cls)}
+def field_plan(cls: type) -> tuple[tuple[Field, FieldClass], ...]:
+    """Every field of entity class ``cls`` with kio's classification of it."""
+    return tuple((f, classify_field(f)) for f in fields(cls))
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    names: frozenset[str]
+    defaults: tuple[tuple[str, Any], ...]   # required fields and their value when not given
+    error_fields: tuple[str, ...]
+
+
+@lru_cache(maxsize=None)
+def _shape(cls: type) -> _Shape:
+    defaults: list[tuple[str, Any]] = []
+    error_fields: list[str] = []
+    for f, fc in field_plan(cls):
+        if is_error_code(f):
+            error_fields.append(f.name)
+        if f.default is not MISSING or f.default_factory is not MISSING:  # type: ignore[misc]
+            continue
+        if fc.is_array:
+            defaults.append((f.name, ()))
+        elif is_optional(f):
+            defaults.append((f.name, None))
+        elif isinstance(fc, EntityField):
+            defaults.append((f.name, build(fc.type_)))   # frozen, so one instance serves all
+        elif get_field_tag(f) is None:
+            defaults.append((f.name, primitive_default(f, fc.type_)))
+    return _Shape(frozenset(f.name for f in fields(cls)), tuple(defaults), tuple(error_fields))
+
+
+def build(cls: type, **values: Any) -> Any:
+    """An instance of ``cls`` from ``values`` (extra names ignored, missing ones defaulted,
+    error codes converted to kio's enum)."""
+    shape = _shape(cls)
+    names = shape.names
+    kwargs = {k: v for k, v in values.items() if k in names}
+    for name, default in shape.defaults:
+        if name not in kwargs:
+            kwargs[name] = default
+    for name in shape.error_fields:
+        if name in kwargs:
+            kwargs[name] = _KIO_ERRORS[kwargs[name]]
+    return cls(**kwargs)
+
+
+def has_field(cls: type, name: str) -> bool:
+    """Whether this version's class ``cls`` has field ``name``."""
+    return name in _shape(cls).names
 
 
 @lru_cache(maxsize=None)
 def item_cls(cls: type, name: str) -> type:
     """The entity class of array (or nested entity) field ``name`` of ``cls``."""
-    f, fc = _field_info(cls)[name]
-    if isinstance(fc, (EntityTupleField, EntityField)):
-        return fc.type_
+    for f, fc in field_plan(cls):
+        if f.name == name:
+            if isinstance(fc, (EntityTupleField, EntityField)):
+                return fc.type_
+            break
     raise TypeError(f"{cls.__name__}.{name} is not an entity field")
 
 
-def has_field(cls: type, name: str) -> bool:
-    return name in _field_info(cls)
+@lru_cache(maxsize=None)
+def response_schema(api_key: int, api_version: int) -> type:
+    """The kio response class of (api_key, api_version), cached (kio's own lookup imports a
+    module by name on every call)."""
+    return load_response_schema(api_key, api_version)
 
 
-def build(cls: type, **values: Any) -> Any:
-    """An instance of ``cls`` from ``values`` (extra names ignored, missing ones defaulted)."""
-    info = _field_info(cls)
-    kwargs: dict[str, Any] = {}
-    for name, (f, fc) in info.items():
-        if name in values:
-            kwargs[name] = values[name]
-            continue
-        if f.default is not MISSING:
-            continue
-        if f.default_factory is not MISSING:  # type: ignore[misc]
-            continue
-        if fc.is_array:
-            kwargs[name] = ()
-        elif is_optional(f):
-            kwargs[name] = None
-        elif isinstance(fc, EntityField):
-            kwargs[name] = build(fc.type_)
-        elif get_field_tag(f) is not None:
-            continue
-        else:
-            kwargs[name] = _primitive_default(f, fc.type_)
-    return cls(**kwargs)
-
-
-def field_value(entity: Any, name: str, default: Any = None) -> Any:
-    """``entity.name`` if this version has the field, else ``default``."""
-    return getattr(entity, name, default)
-
-
-__all__ = ["build", "field_value", "has_field", "item_cls"]
+__all__ = [
+    "EntityField", "EntityTupleField", "FieldClass", "PrimitiveTupleField", "build", "classify_field",
+    "field_plan", "get_field_reader", "get_field_tag", "has_field", "is_error_code", "is_optional", "item_cls",
+    "kio_error", "primitive_default", "response_schema",
+]

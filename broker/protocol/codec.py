@@ -22,20 +22,21 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any, Mapping
 
-from kio.index import UnknownEntity, load_request_schema, load_response_schema
+from kio.index import UnknownEntity, load_request_schema
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
-from kio.serial._introspect import (
+from kio.serial.errors import DecodeError, SerialError
+
+from kafka_emu.broker.protocol.adapter import (
     EntityField,
     EntityTupleField,
     PrimitiveTupleField,
     classify_field,
+    get_field_reader,
     get_field_tag,
     is_optional,
+    response_schema,
 )
-from kio.serial._parse import get_field_reader
-from kio.serial.errors import DecodeError, SerialError
-
 from kafka_emu.broker.protocol.fast_produce import PRODUCE, decode_produce_request, encode_produce_response
 from kafka_emu.broker.protocol.varint import InvalidRequestError
 from kafka_emu.broker.protocol.varint import read_uvarint as _read_uvarint
@@ -98,7 +99,7 @@ def get_codec(api_key: int, api_version: int) -> ApiCodec:
         raise UnsupportedVersionError(f"api key {api_key} has no version {api_version}")
     try:
         req = load_request_schema(api_key, api_version)
-        resp = load_response_schema(api_key, api_version)
+        resp = response_schema(api_key, api_version)
     except UnknownEntity as exc:
         raise UnsupportedVersionError(str(exc)) from None
     return ApiCodec(api_key, api_version, req, resp, entity_reader(req), bool(req.__flexible__))
@@ -419,9 +420,3 @@ def decode_response(frame: bytes, cls: type) -> tuple[int, Any]:
         offset = skip_tagged_fields(frame, offset)
     entity, _ = entity_reader(cls)(frame, offset)
     return corr, entity
-
-
-def response_schema(api_key: int, api_version: int) -> type:
-    """The kio response class of (api_key, api_version), cached (kio's own lookup imports a
-    module by name on every call)."""
-    return get_codec(api_key, api_version).response_cls

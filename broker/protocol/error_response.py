@@ -19,23 +19,20 @@ builds it itself.
 """
 from __future__ import annotations
 
-from dataclasses import MISSING, Field, fields
-from datetime import timedelta
-from functools import lru_cache
+from dataclasses import MISSING, fields
 from typing import Any
-from uuid import UUID
 
-from kio.schema.errors import ErrorCode
-from kio.serial._implicit_defaults import primitive_implicit_defaults
-from kio.serial._introspect import (
+from kafka_emu.broker.protocol.adapter import (
     EntityField,
     EntityTupleField,
     PrimitiveTupleField,
-    classify_field,
+    field_plan,
     get_field_tag,
+    is_error_code,
     is_optional,
+    kio_error,
+    primitive_default,
 )
-
 from kafka_emu.broker.protocol.codec import get_codec
 
 # response array field -> request array fields it answers, in preference order
@@ -62,39 +59,12 @@ _SCALAR_ALIASES: dict[str, tuple[str, ...]] = {
     "group_instance_id": ("group_instance_id",),
     "key_type": ("key_type",),
 }
-_MINUS_ONE_HINTS = ("offset", "epoch", "watermark", "timestamp", "producer_id", "node_id",
-                    "generation_id", "leader_id", "port", "controller_id", "coordinator_id")
-
-
-def _primitive_default(f: Field, type_: type) -> Any:
-    kafka_type = f.metadata.get("kafka_type")
-    if kafka_type == "error_code":
-        return ErrorCode.none
-    if kafka_type in ("int8", "int16", "int32", "int64") and any(h in f.name for h in _MINUS_ONE_HINTS):
-        return type_(-1)
-    for base in type_.__mro__:
-        if base in primitive_implicit_defaults:
-            return primitive_implicit_defaults[base]
-    if type_ is bool:
-        return False
-    if type_ is UUID:
-        return UUID(int=0)
-    if type_ is timedelta:
-        return timedelta(0)
-    raise TypeError(f"no default for {f.name} of {type_}")
-
-
-@lru_cache(maxsize=None)
-def _plan(cls: type) -> tuple[tuple[Field, Any], ...]:
-    return tuple((f, classify_field(f)) for f in fields(cls))
-
-
-def _build(cls: type, src: Any, code: ErrorCode) -> Any:
+def _build(cls: type, src: Any, code: int) -> Any:
     kwargs: dict[str, Any] = {}
     src_fields = {f.name for f in fields(type(src))} if src is not None and hasattr(src, "__dataclass_fields__") else set()
-    for f, fc in _plan(cls):
+    for f, fc in field_plan(cls):
         tagged = get_field_tag(f) is not None
-        if f.metadata.get("kafka_type") == "error_code":
+        if is_error_code(f):
             kwargs[f.name] = code
             continue
         if isinstance(fc, EntityTupleField):
@@ -129,7 +99,7 @@ def _build(cls: type, src: Any, code: ErrorCode) -> Any:
         if is_optional(f):
             kwargs[f.name] = None
             continue
-        kwargs[f.name] = _primitive_default(f, fc.type_)
+        kwargs[f.name] = primitive_default(f, fc.type_)
     return cls(**kwargs)
 
 
@@ -144,13 +114,13 @@ def _source_array(name: str, src: Any, src_fields: set[str]) -> tuple[Any, ...]:
     return ()
 
 
-def _build_item(cls: type, item: Any, code: ErrorCode) -> Any:
+def _build_item(cls: type, item: Any, code: int) -> Any:
     if hasattr(item, "__dataclass_fields__"):
         return _build(cls, item, code)
     # a bare request item (a group name, a topic name, a partition number): it fills the first
     # response field of the same kind
     entity = _build(cls, None, code)
-    for f, fc in _plan(cls):
+    for f, fc in field_plan(cls):
         if get_field_tag(f) is not None or fc.is_array:
             continue
         if isinstance(item, str) and f.metadata.get("kafka_type") == "string":
@@ -170,4 +140,4 @@ def build_error_response(api_key: int, api_version: int, request_body: Any, erro
     """A response entity of (api_key, api_version) answering every item of ``request_body``
     with ``error_code``. ``request_body`` may be None (nothing to mirror)."""
     codec = get_codec(api_key, api_version)
-    return _build(codec.response_cls, request_body, ErrorCode(error_code))
+    return _build(codec.response_cls, request_body, kio_error(error_code))

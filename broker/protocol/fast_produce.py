@@ -1,4 +1,4 @@
-"""A hand-written codec for Produce (v3..v13), the request a broker answers most often.
+"""A hand-written codec for Produce, the request a broker answers most often.
 
 Why: kio's generic reader and writer validate every value through phantom types, build frozen
 dataclasses and route tagged fields through temporary buffers. For a small acks=1 produce that
@@ -30,6 +30,8 @@ from functools import lru_cache
 from typing import Any, Iterable
 from uuid import UUID
 
+from kio.static.constants import EntityType
+
 from kafka_emu.broker.protocol.varint import InvalidRequestError, read_uvarint, skip_tagged_fields, write_uvarint
 
 _I16 = struct.Struct(">h")
@@ -38,8 +40,6 @@ _ACKS_TIMEOUT = struct.Struct(">hi")
 _PART_V3 = struct.Struct(">ihqq")        # index, error_code, base_offset, log_append_time
 _PART_V5 = struct.Struct(">ihqqq")       # ... log_start_offset (v5+)
 PRODUCE = 0
-MIN_VERSION = 3
-MAX_VERSION = 13
 
 # (index, error code, base offset, log start offset, error message) of one answered partition
 PartitionResult = tuple[int, int, int, int, "str | None"]
@@ -75,9 +75,10 @@ class _Malformed(Exception):
 
 
 def decode_produce_request(version: int, frame: bytes, offset: int) -> ProduceRequestData | None:
-    """The ProduceRequest body at ``offset``, or None when kio should decide (see module doc)."""
-    if not MIN_VERSION <= version <= MAX_VERSION:
-        return None
+    """The ProduceRequest body at ``offset``, or None when kio should decide (see module doc).
+
+    ``version`` is one the network layer admitted (``broker.apis.produce`` declares them);
+    ``tests/wire/test_fast_produce.py`` checks this codec against kio for each of them."""
     try:
         return _decode(version, frame, offset)
     except (_Malformed, InvalidRequestError, struct.error, IndexError, UnicodeDecodeError):
@@ -224,14 +225,6 @@ def encode_produce_body(version: int, topics: Iterable[tuple[Any, list[Partition
 
 
 @lru_cache(maxsize=None)
-def _produce_classes() -> dict[type, int]:
-    """ProduceResponse class -> version, for v3..v13."""
-    from kio.index import load_response_schema
-
-    return {load_response_schema(PRODUCE, v): v for v in range(MIN_VERSION, MAX_VERSION + 1)}
-
-
-@lru_cache(maxsize=None)
 def _default_leader(cls: type) -> Any:
     leader_cls = getattr(sys.modules[cls.__module__], "LeaderIdAndEpoch", None)
     return None if leader_cls is None else leader_cls()
@@ -239,9 +232,10 @@ def _default_leader(cls: type) -> Any:
 
 def encode_produce_response(body: Any) -> bytes | None:
     """The encoded body of a kio ProduceResponse entity, or None when this fast path does not apply."""
-    version = _produce_classes().get(type(body))
-    if version is None:
+    cls = type(body)
+    if getattr(cls, "__api_key__", None) != PRODUCE or getattr(cls, "__type__", None) is not EntityType.response:
         return None
+    version = cls.__version__
     if version >= 10 and body.node_endpoints:
         return None
     default_leader = _default_leader(type(body)) if version >= 10 else None

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from kafka_emu.broker import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.broker.inprocess_client import fetch_request, produce_request, send, send_async
 from kafka_emu.broker.record_batch import build_batch
 from kafka_emu.broker.request_channel import Request, RequestChannel
@@ -17,7 +17,7 @@ def test_acks_all_replicates_to_every_replica(make_cluster):
     c = make_cluster()
     c.create_topic("t", partitions=2, replication_factor=3)
     for i in range(20):
-        assert c.produce("t", i % 2, [(b"k", b"v%d" % i)]) == (errors.NONE, i // 2)
+        assert c.produce("t", i % 2, [(b"k", b"v%d" % i)]) == (Errors.NONE, i // 2)
     for p in (0, 1):
         leader = c.leader_of("t", p)
         assert c.broker(leader).partition("t", p).log.high_watermark == 10
@@ -30,9 +30,9 @@ def test_acks_all_replicates_to_every_replica(make_cluster):
 def test_acks_1_and_0(make_cluster):
     c = make_cluster()
     c.create_topic("t", 1, 3)
-    assert c.produce("t", 0, [(b"k", b"v")], acks=1) == (errors.NONE, 0)
-    assert c.produce("t", 0, [(b"k", b"v")], acks=0) == (errors.NONE, -1)
-    assert c.produce("t", 0, [(b"k", b"v")], acks=2)[0] == errors.INVALID_REQUIRED_ACKS
+    assert c.produce("t", 0, [(b"k", b"v")], acks=1) == (Errors.NONE, 0)
+    assert c.produce("t", 0, [(b"k", b"v")], acks=0) == (Errors.NONE, -1)
+    assert c.produce("t", 0, [(b"k", b"v")], acks=2)[0] == Errors.INVALID_REQUIRED_ACKS
     wait_until(lambda: c.broker(c.leader_of("t")).partition("t", 0).log.high_watermark == 2)
 
 
@@ -44,7 +44,7 @@ def test_stalled_follower_is_dropped_from_isr_and_produce_completes(make_cluster
     stalled = [b for b in range(3) if b != leader][0]
     c.broker(stalled).fetcher_manager.set_paused(True)
     err, off = c.produce("t", 0, [(b"k", b"w")], timeout_ms=5000)
-    assert (err, off) == (errors.NONE, 1)
+    assert (err, off) == (Errors.NONE, 1)
     assert stalled not in c.partition_state("t").isr
     assert c.broker(leader).replica_manager.stats.snapshot().isr_shrinks >= 1
     c.broker(stalled).fetcher_manager.set_paused(False)
@@ -67,13 +67,13 @@ def test_stop_leader_completes_inflight_produce_and_moves_leadership(make_cluste
     wait_until(lambda: c.broker(leader).replica_manager.produce_purgatory.num_delayed() == 1)
     c.stop_broker(leader)
     assert done.wait(5)
-    assert box[0].body.responses[0].partition_responses[0].error_code == errors.NOT_LEADER_OR_FOLLOWER
+    assert box[0].body.responses[0].partition_responses[0].error_code == Errors.NOT_LEADER_OR_FOLLOWER
     st = c.partition_state("t")
     assert st.leader != leader and st.leader_epoch == epoch + 1 and leader not in st.isr
     for b in range(3):
         if b != leader:
             c.broker(b).fetcher_manager.set_paused(False)
-    assert c.produce("t", 0, [(b"k", b"c")])[0] == errors.NONE
+    assert c.produce("t", 0, [(b"k", b"c")])[0] == Errors.NONE
     values = [v for _, _, v in c.read_all("t", 0)]
     assert values[0] == b"a" and values[-1] == b"c"
     assert not any(t.startswith(f"ReplicaFetcherThread-0-{leader}") for t in broker_threads())
@@ -89,7 +89,7 @@ def test_restart_truncates_to_hw_and_rejoins_isr(make_cluster):
     c.stop_broker(victim)
     assert victim not in c.partition_state("t").isr
     for i in range(5, 10):
-        assert c.produce("t", 0, [(b"k", b"%d" % i)])[0] == errors.NONE
+        assert c.produce("t", 0, [(b"k", b"%d" % i)])[0] == Errors.NONE
     c.start_broker(victim)
     wait_until(lambda: victim in c.partition_state("t").isr, msg="restarted broker back in ISR")
     wait_until(lambda: len(c.read_all("t", 0, broker_id=victim)) == 10)
@@ -110,7 +110,7 @@ def test_diverged_follower_truncates_to_new_leader(make_cluster):
     wait_until(lambda: len(c.read_all("t", 0, broker_id=f1)) == 2)
     c.stop_broker(leader)
     c.broker(f2).fetcher_manager.set_paused(False)
-    assert c.produce("t", 0, [(b"k", b"c")])[0] == errors.NONE
+    assert c.produce("t", 0, [(b"k", b"c")])[0] == Errors.NONE
     new_leader = c.leader_of("t")
     other = f2 if new_leader == f1 else f1
     expected = [v for _, _, v in c.read_all("t", 0, broker_id=new_leader)]
@@ -186,7 +186,7 @@ def test_fetch_unknown_topic_id(make_cluster):
                                                               partition_max_bytes=100),)),),
                             forgotten_topics_data=())
     resp = send(c.broker(0).request_channel, 1, 13, body).body
-    assert resp.responses[0].partitions[0].error_code == errors.UNKNOWN_TOPIC_ID
+    assert resp.responses[0].partitions[0].error_code == Errors.UNKNOWN_TOPIC_ID
 
 
 def test_unknown_api_closes_and_listeners_see_timings(make_cluster):
@@ -229,8 +229,8 @@ def test_delete_topic_completes_parked_operations(make_cluster):
     wait_until(lambda: c.broker(leader).replica_manager.fetch_purgatory.num_delayed() >= 1)
     c.delete_topic("t")
     assert done.wait(5)
-    assert box[0].body.responses[0].partitions[0].error_code in (errors.NOT_LEADER_OR_FOLLOWER,
-                                                                  errors.UNKNOWN_TOPIC_OR_PARTITION)
+    assert box[0].body.responses[0].partitions[0].error_code in (Errors.NOT_LEADER_OR_FOLLOWER,
+                                                                  Errors.UNKNOWN_TOPIC_OR_PARTITION)
     assert all(("t", 0) not in c.logs[b] for b in range(3))
 
 
@@ -247,7 +247,7 @@ def test_former_empty_epoch_leader_catches_up(make_cluster):
     c.start_broker(1)
     c.start_broker(2)
     wait_until(lambda: c.leader_of("p") >= 0)
-    assert c.produce("p", 0, [(b"k", b"x")], timeout_ms=5000)[0] == errors.NONE
+    assert c.produce("p", 0, [(b"k", b"x")], timeout_ms=5000)[0] == Errors.NONE
     for b in range(3):
         wait_until(lambda: c.read_all("p", 0, broker_id=b) == c.read_all("p", 0), timeout_s=5,
                    msg=f"replica {b} converges")

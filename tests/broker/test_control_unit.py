@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_emu.broker import errors
 from kafka_emu.broker.cluster import EmbeddedCluster
 from kafka_emu.broker.control.faults import (
     DISCONNECT,
@@ -23,17 +22,18 @@ from kafka_emu.broker.control.faults import (
 )
 from kafka_emu.broker.control.plain import from_plain, to_plain
 from kafka_emu.broker.inprocess_client import produce_request
-from kafka_emu.broker.protocol.codec import response_schema
+from kafka_emu.broker.protocol.adapter import response_schema
 from kafka_emu.broker.record_batch import build_batch
+from kafka_emu.coordinator.errors import Errors
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def test_api_and_error_names() -> None:
     assert api_key("Produce") == 0 and api_key("joingroup") == 11 and api_key(10) == 10 and api_key("3") == 3
-    assert error_code("not_leader_or_follower") == errors.NOT_LEADER_OR_FOLLOWER
-    assert error_code(15) == errors.COORDINATOR_NOT_AVAILABLE
-    assert error_code("disconnect") == DISCONNECT and error_code("NONE") == errors.NONE
+    assert error_code("not_leader_or_follower") == Errors.NOT_LEADER_OR_FOLLOWER
+    assert error_code(15) == Errors.COORDINATOR_NOT_AVAILABLE
+    assert error_code("disconnect") == DISCONNECT and error_code("NONE") == Errors.NONE
     assert error_code("FENCED_LEADER_EPOCH") == 74       # any of Kafka's errors, not only the emulator's
     for bad in ("Produse", 999, True):
         with pytest.raises(ValueError, match="unknown API"):
@@ -60,12 +60,12 @@ def test_filters_select_the_matching_requests() -> None:
     produce = RequestFacts(0, 0, {("a", 0)})
     assert table.take(produce) is None                     # other partition
     produce.partitions.add(("a", 1))
-    assert table.take(produce)[1] == errors.NOT_LEADER_OR_FOLLOWER
+    assert table.take(produce)[1] == Errors.NOT_LEADER_OR_FOLLOWER
     assert table.take(produce) is None                     # spent
     join = RequestFacts(11, 1, groups={"g"})
     assert table.take(join) is None                        # other broker
     join.broker = 2
-    assert table.take(join)[1] == errors.REBALANCE_IN_PROGRESS
+    assert table.take(join)[1] == Errors.REBALANCE_IN_PROGRESS
     assert table.pending() == []
 
 

@@ -3,8 +3,8 @@ import threading
 
 import pytest
 
-from kafka_emu.broker import errors
-from kafka_emu.broker.coordinator_log import OFFSETS_TOPIC
+from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.metadata import OFFSETS_TOPIC
 from cluster_support import wait_until
 
 pytestmark = pytest.mark.timeout(30)
@@ -22,7 +22,7 @@ def test_append_with_acks_all_and_read_up_to_hw(make_cluster):
     with group_lock:  # the coordinator appends under its group lock
         clog.append_records(1, [(b"k1", b"v1"), (b"k2", None)], 5000, group_lock,
                             lambda code: (codes.append(code), done.set()))
-    assert done.wait(5) and codes == [errors.NONE]
+    assert done.wait(5) and codes == [Errors.NONE]
     assert list(clog.read_records(1)) == [(0, b"k1", b"v1"), (1, b"k2", None)]
     for b in range(3):
         wait_until(lambda: len(c.read_all(OFFSETS_TOPIC, 1, broker_id=b)) == 2)
@@ -34,7 +34,7 @@ def test_append_on_non_leader_fails(make_cluster):
     follower = [b for b in st.replicas if b != st.leader][0]
     codes = []
     c.broker(follower).coordinator_log.append_records(0, [(b"k", b"v")], 1000, threading.RLock(), codes.append)
-    assert codes == [errors.NOT_LEADER_OR_FOLLOWER]
+    assert codes == [Errors.NOT_LEADER_OR_FOLLOWER]
 
 
 def test_coordinator_elected_on_leaders_and_moves_on_stop(make_cluster):

@@ -1,7 +1,6 @@
 import pytest
 
-from kafka_emu.broker import errors
-from kafka_emu.broker.errors import KafkaError
+from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.broker.log import Log
 from kafka_emu.broker.record_batch import build_batch, iter_records
 
@@ -31,7 +30,7 @@ def test_bad_batch_in_multi_batch_append_writes_nothing():
     bad[-1] ^= 1
     with pytest.raises(KafkaError) as ei:
         log.append_as_leader(batch(2) + bytes(bad), 0)
-    assert ei.value.code == errors.CORRUPT_MESSAGE
+    assert ei.value.code == Errors.CORRUPT_MESSAGE
     assert log.log_end_offset == 0 and log.num_batches() == 0
 
 
@@ -39,7 +38,7 @@ def test_single_batch_required_for_produce():
     log = Log("t", 0)
     with pytest.raises(KafkaError) as ei:
         log.append_as_leader(batch(1) + batch(1), 0, single_batch=True)
-    assert ei.value.code == errors.INVALID_RECORD
+    assert ei.value.code == Errors.INVALID_RECORD
 
 
 def test_idempotent_sequences():
@@ -51,15 +50,15 @@ def test_idempotent_sequences():
     assert dup.duplicate and dup.first_offset == 0 and log.log_end_offset == 4
     with pytest.raises(KafkaError) as ei:
         log.append_as_leader(batch(1, base_sequence=7, **p), 0)
-    assert ei.value.code == errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert ei.value.code == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
     # a bumped epoch must restart at 0; then the old epoch is fenced
     with pytest.raises(KafkaError) as ei:
         log.append_as_leader(batch(1, producer_id=7, producer_epoch=1, base_sequence=4), 0)
-    assert ei.value.code == errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert ei.value.code == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert log.append_as_leader(batch(1, producer_id=7, producer_epoch=1, base_sequence=0), 0).first_offset == 4
     with pytest.raises(KafkaError) as ei:
         log.append_as_leader(batch(1, base_sequence=4, **p), 0)
-    assert ei.value.code == errors.INVALID_PRODUCER_EPOCH
+    assert ei.value.code == Errors.INVALID_PRODUCER_EPOCH
     # an unknown producer may start at any sequence (Kafka accepts it)
     assert not log.append_as_leader(batch(1, producer_id=9, producer_epoch=0, base_sequence=5), 0).duplicate
 

@@ -2,8 +2,7 @@ import struct
 
 import pytest
 
-from kafka_emu.broker import errors
-from kafka_emu.broker.errors import KafkaError
+from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.broker.record_batch import build_batch, iter_records, parse_batches, rewrite_batch_header
 
 pytestmark = pytest.mark.timeout(10)
@@ -29,26 +28,26 @@ def test_roundtrip_and_offset_rewrite():
 def test_bad_crc_is_corrupt_message():
     b = bytearray(build_batch([(b"k", b"v")]))
     b[-1] ^= 0xFF
-    assert _code(bytes(b)) == errors.CORRUPT_MESSAGE
+    assert _code(bytes(b)) == Errors.CORRUPT_MESSAGE
 
 
 def test_old_magic_is_unsupported():
     b = bytearray(build_batch([(b"k", b"v")]))
     b[16] = 1
-    assert _code(bytes(b)) == errors.UNSUPPORTED_FOR_MESSAGE_FORMAT
+    assert _code(bytes(b)) == Errors.UNSUPPORTED_FOR_MESSAGE_FORMAT
 
 
 def test_truncated_batches_are_corrupt():
     b = build_batch([(b"k", b"v" * 100)])
-    assert _code(b[:40]) == errors.CORRUPT_MESSAGE
-    assert _code(b[:-5]) == errors.CORRUPT_MESSAGE
-    assert _code(b + b[:10]) == errors.CORRUPT_MESSAGE
+    assert _code(b[:40]) == Errors.CORRUPT_MESSAGE
+    assert _code(b[:-5]) == Errors.CORRUPT_MESSAGE
+    assert _code(b + b[:10]) == Errors.CORRUPT_MESSAGE
 
 
 def test_declared_length_too_small_is_corrupt():
     b = bytearray(build_batch([(b"k", b"v")]))
     struct.pack_into(">i", b, 8, 10)
-    assert _code(bytes(b)) == errors.CORRUPT_MESSAGE
+    assert _code(bytes(b)) == Errors.CORRUPT_MESSAGE
 
 
 def test_record_count_mismatch_is_invalid_record():
@@ -56,10 +55,10 @@ def test_record_count_mismatch_is_invalid_record():
     struct.pack_into(">i", b, 57, 5)  # inside the CRC: recompute it
     from crc32c import crc32c
     struct.pack_into(">I", b, 17, crc32c(bytes(b[21:])))
-    assert _code(bytes(b)) == errors.INVALID_RECORD
+    assert _code(bytes(b)) == Errors.INVALID_RECORD
 
 
 def test_message_too_large_and_empty():
     b = build_batch([(b"k", b"v" * 2000)])
-    assert _code(b, max_batch_size=1000) == errors.MESSAGE_TOO_LARGE
-    assert _code(b"") == errors.INVALID_RECORD
+    assert _code(b, max_batch_size=1000) == Errors.MESSAGE_TOO_LARGE
+    assert _code(b"") == Errors.INVALID_RECORD

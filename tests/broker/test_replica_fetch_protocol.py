@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from kafka_emu.broker import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.broker.partition import LogReadResult
 from kafka_emu.broker.replica_fetcher import ReplicaFetchRequestData
 from kafka_emu.broker.request_channel import Request
@@ -33,7 +33,7 @@ def test_follower_fetch_goes_through_the_leader_channel_as_plain_values(make_clu
     c.create_topic("t", 1, 3)
     leader = c.leader_of("t")
     seen = _follower_fetches(c, leader)
-    assert c.produce("t", 0, [(b"k", b"v")]) == (errors.NONE, 0)
+    assert c.produce("t", 0, [(b"k", b"v")]) == (Errors.NONE, 0)
     wait_until(lambda: len(seen) >= 2, msg="follower fetches seen by the leader")
     req = seen[0]
     assert req.is_from_follower and req.body.params.replica_id != leader
@@ -63,7 +63,7 @@ def test_fetch_handler_answers_with_read_results(make_cluster):
     assert done.wait(10)
     [(tp, result)] = answers[0]
     assert tp == ("t", 0) and isinstance(result, LogReadResult)
-    assert result.error == errors.NONE and result.records and result.log_end_offset == 1
+    assert result.error == Errors.NONE and result.records and result.log_end_offset == 1
 
 
 def test_recreated_topic_is_replicated_from_its_new_leader(make_cluster):
@@ -72,7 +72,7 @@ def test_recreated_topic_is_replicated_from_its_new_leader(make_cluster):
     c.produce("t", 0, [(b"k", b"old")])
     c.delete_topic("t")
     c.create_topic("t", 1, 3)
-    assert c.produce("t", 0, [(b"k", b"new")]) == (errors.NONE, 0)
+    assert c.produce("t", 0, [(b"k", b"new")]) == (Errors.NONE, 0)
     for b in range(3):
         wait_until(lambda: [v for _, _, v in c.read_all("t", 0, broker_id=b)] == [b"new"],
                    msg=f"replica {b} holds only the re-created topic's record")

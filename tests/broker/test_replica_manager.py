@@ -1,7 +1,8 @@
-"""ReplicaManager/DelayedProduce/DelayedFetch scenarios of reference §4 and §5.5 (MockTimer)."""
+"""ReplicaManager/DelayedProduce/DelayedFetch scenarios after Kafka's ``ReplicaManagerTest``,
+``DelayedProduceTest`` and ``DelayedFetchTest`` (MockTimer)."""
 import pytest
 
-from kafka_emu.broker import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.broker.partition import ISOLATION_TXN_COMMITTED
 from kafka_emu.broker.record_batch import iter_records
 from broker_harness import TP, Harness
@@ -16,7 +17,7 @@ def offsets(records: bytes):
 def test_illegal_required_acks():
     h = Harness()
     st = h.produce(acks=3)
-    assert st[TP].error == errors.INVALID_REQUIRED_ACKS
+    assert st[TP].error == Errors.INVALID_REQUIRED_ACKS
     assert h.partition.log.log_end_offset == 0
 
 
@@ -34,7 +35,7 @@ def test_acks_all_completes_only_when_last_isr_follower_fetches_the_offset():
     assert st == {} and h.partition.log.high_watermark == 0
     h.follower_fetch(2, 5)
     assert h.partition.log.high_watermark == 5
-    assert st[TP].error == errors.NONE and st[TP].base_offset == 0
+    assert st[TP].error == Errors.NONE and st[TP].base_offset == 0
     assert h.produce_purgatory.num_delayed() == 0
 
 
@@ -44,7 +45,7 @@ def test_acks_all_times_out_with_request_timed_out():
     h.advance(999)
     assert st == {}
     h.advance(2)
-    assert st[TP].error == errors.REQUEST_TIMED_OUT
+    assert st[TP].error == Errors.REQUEST_TIMED_OUT
     assert h.produce_purgatory.expiration_count == 1
     assert h.rm.stats.snapshot().produce_expirations == 1
 
@@ -62,7 +63,7 @@ def test_acks_all_completes_after_isr_shrink():
     assert h.rm.maybe_shrink_isr() == 1
     assert h.partition.isr == (0, 1)
     assert h.metadata.partition_state("t", 0).isr == (0, 1)
-    assert st[TP].error == errors.NONE
+    assert st[TP].error == Errors.NONE
     assert h.rm.stats.snapshot().isr_shrinks == 1 and h.rm.under_replicated_partitions() == 1
 
 
@@ -98,11 +99,11 @@ def test_follower_fetch_parked_expires_with_updated_hw():
     st = h.produce(1)
     first = h.follower_fetch(1, 1, min_bytes=0, max_wait_ms=1000)
     assert first[0][1].high_watermark == 0  # HW from before this fetch moved it
-    assert st[TP].error == errors.NONE  # ... but the producer is acked
+    assert st[TP].error == Errors.NONE  # ... but the producer is acked
     r = h.follower_fetch(1, 1, max_wait_ms=1000, min_bytes=1000)
     assert r == []
     h.advance(1001)
-    assert r[0][1].error == errors.NONE and r[0][1].high_watermark == 1
+    assert r[0][1].error == Errors.NONE and r[0][1].high_watermark == 1
     h2 = h
     assert h2.rm.stats.snapshot().fetch_expirations_follower == 1
 
@@ -115,12 +116,12 @@ def test_consumer_fetch_bounded_by_hw():
     f = h.follower_fetch(1, 0)
     assert offsets(f[0][1].records) == [0, 1]
     c = h.consumer_fetch(0)
-    assert c[0][1].error == errors.NONE and c[0][1].records == b"" and c[0][1].high_watermark == 0
+    assert c[0][1].error == Errors.NONE and c[0][1].records == b"" and c[0][1].high_watermark == 0
     c = h.consumer_fetch(1)  # above the HW, within the LEO: empty, no error
-    assert c[0][1].error == errors.NONE and c[0][1].records == b""
+    assert c[0][1].error == Errors.NONE and c[0][1].records == b""
     rc = h.consumer_fetch(0, isolation=ISOLATION_TXN_COMMITTED)
     assert rc[0][1].records == b"" and rc[0][1].last_stable_offset == 0
-    assert h.consumer_fetch(3)[0][1].error == errors.OFFSET_OUT_OF_RANGE
+    assert h.consumer_fetch(3)[0][1].error == Errors.OFFSET_OUT_OF_RANGE
 
 
 def test_consumer_fetch_parked_until_hw_moves():
@@ -144,9 +145,9 @@ def test_min_insync_replicas_not_enough_replicas():
     h.rm.maybe_shrink_isr()
     assert h.partition.isr == (0, 1)
     st = h.produce(1)
-    assert st[TP].error == errors.NOT_ENOUGH_REPLICAS
+    assert st[TP].error == Errors.NOT_ENOUGH_REPLICAS
     assert h.partition.log.log_end_offset == 0
-    assert h.produce(1, acks=1)[TP].error == errors.NONE  # acks=1 ignores min ISR
+    assert h.produce(1, acks=1)[TP].error == Errors.NONE  # acks=1 ignores min ISR
 
 
 def test_not_enough_replicas_after_append_and_hw_frozen_under_min_isr():
@@ -158,18 +159,18 @@ def test_not_enough_replicas_after_append_and_hw_frozen_under_min_isr():
     h.time.advance(101)
     h.follower_fetch(1, 1)
     h.rm.maybe_shrink_isr()  # follower 2 dropped: ISR {0,1} still meets min ISR 2, HW -> 1
-    assert h.partition.log.high_watermark == 1 and st[TP].error == errors.NONE
+    assert h.partition.log.high_watermark == 1 and st[TP].error == Errors.NONE
     # now drop follower 1 too: under min ISR the HW no longer moves
     st2 = h.produce(1, acks=1)
     h.time.advance(101)
     h.rm.maybe_shrink_isr()
     assert h.partition.isr == (0,)
     assert h.partition.log.high_watermark == 1
-    assert h.produce(1)[TP].error == errors.NOT_ENOUGH_REPLICAS
+    assert h.produce(1)[TP].error == Errors.NOT_ENOUGH_REPLICAS
     # a produce that reached the HW while the ISR shrank below min ISR gets _AFTER_APPEND
     done, err = h.partition.check_enough_replicas_reach_offset(1)
-    assert done and err == errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-    assert st2[TP].error == errors.NONE
+    assert done and err == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    assert st2[TP].error == Errors.NONE
 
 
 def test_clear_purgatories_on_becoming_follower():
@@ -178,24 +179,24 @@ def test_clear_purgatories_on_becoming_follower():
     f = h.consumer_fetch(0, max_wait_ms=1000)
     assert st == {} and f == []
     h.become_follower(leader=1)
-    assert st[TP].error == errors.NOT_LEADER_OR_FOLLOWER
-    assert f[0][1].error == errors.NOT_LEADER_OR_FOLLOWER
+    assert st[TP].error == Errors.NOT_LEADER_OR_FOLLOWER
+    assert f[0][1].error == Errors.NOT_LEADER_OR_FOLLOWER
 
 
 def test_become_follower_while_new_client_fetch_in_purgatory_is_fenced():
     h = Harness()
     f = h.consumer_fetch(0, max_wait_ms=1000, leader_epoch=0)
     h.become_follower(leader=1)
-    assert f[0][1].error == errors.FENCED_LEADER_EPOCH
+    assert f[0][1].error == Errors.FENCED_LEADER_EPOCH
 
 
 def test_fetch_for_partition_follower_is_not_replica_of():
     h = Harness()
     h.metadata.register_broker(__import__("kafka_emu.broker.metadata", fromlist=["BrokerInfo"]).BrokerInfo(5))
     r = h.follower_fetch(5, 0, leader_epoch=0)
-    assert r[0][1].error == errors.UNKNOWN_LEADER_EPOCH
+    assert r[0][1].error == Errors.UNKNOWN_LEADER_EPOCH
     r = h.follower_fetch(5, 0)
-    assert r[0][1].error == errors.NOT_LEADER_OR_FOLLOWER
+    assert r[0][1].error == Errors.NOT_LEADER_OR_FOLLOWER
 
 
 def test_delayed_fetch_diverging_epoch_and_truncation():
@@ -206,7 +207,7 @@ def test_delayed_fetch_diverging_epoch_and_truncation():
     assert r[0][1].diverging_epoch is not None
     # fetch offset beyond the end offset: completes (truncation case F)
     r = h.follower_fetch(1, 5, max_wait_ms=500)
-    assert r[0][1].error == errors.OFFSET_OUT_OF_RANGE
+    assert r[0][1].error == Errors.OFFSET_OUT_OF_RANGE
 
 
 def test_delayed_fetch_completes_when_log_truncated_under_it():
@@ -217,7 +218,7 @@ def test_delayed_fetch_completes_when_log_truncated_under_it():
     with h.partition.lock:
         h.partition.log.truncate_to(1)
     h.rm.try_complete_delayed_requests(TP)
-    assert f and f[0][1].error == errors.OFFSET_OUT_OF_RANGE
+    assert f and f[0][1].error == Errors.OFFSET_OUT_OF_RANGE
 
 
 def test_consumer_fetch_expiration_counted_by_type():
@@ -235,10 +236,10 @@ def test_idempotent_duplicate_is_success_with_original_offset():
     assert h.produce(1, acks=1, **kw)[TP].base_offset == 0
     h.produce(1, acks=1, producer_id=11, producer_epoch=0, base_sequence=1)
     st = h.produce(1, acks=1, **kw)
-    assert st[TP].error == errors.NONE and st[TP].base_offset == 0
+    assert st[TP].error == Errors.NONE and st[TP].base_offset == 0
     assert h.partition.log.log_end_offset == 2
     st = h.produce(1, acks=1, producer_id=11, producer_epoch=0, base_sequence=5)
-    assert st[TP].error == errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert st[TP].error == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
     # not among appendToLocalLog's known exceptions: Kafka counts it as a failed produce
     assert h.rm.stats.snapshot().topics["t"].failed_produce_requests == 1
 
@@ -250,13 +251,13 @@ def test_bad_batches_get_error_codes_and_nothing_is_written():
     bad[-1] ^= 1
     box = {}
     h.rm.append_records(1000, 1, {TP: bytes(bad)}, box.update)
-    assert box[TP].error == errors.CORRUPT_MESSAGE
+    assert box[TP].error == Errors.CORRUPT_MESSAGE
     box.clear()
     h.rm.append_records(1000, 1, {TP: build_batch([(b"k", b"v" * 2_000_000)])}, box.update)
-    assert box[TP].error == errors.MESSAGE_TOO_LARGE
+    assert box[TP].error == Errors.MESSAGE_TOO_LARGE
     box.clear()
     h.rm.append_records(1000, -1, {("nope", 0): build_batch([(b"k", b"v")])}, box.update)
-    assert box[("nope", 0)].error == errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert box[("nope", 0)].error == Errors.UNKNOWN_TOPIC_OR_PARTITION
     # routine refusals, not broker failures: Kafka's ReplicaManager leaves FailedProduceRequestsPerSec alone
     assert h.partition.log.log_end_offset == 0 and h.rm.stats.snapshot().topics.keys() <= {"t"}
     assert sum(t.failed_produce_requests for t in h.rm.stats.snapshot().topics.values()) == 0
@@ -292,12 +293,12 @@ def test_delayed_fetch_cases_directly():
     op = DelayedFetch(500, follower, [(TP, PartitionFetchInfo(2, 1000, 0, 0, -1))], h.rm, out.extend)
     assert not op.safe_try_complete()
     h.partition.leader_epoch = 1
-    assert op.safe_try_complete() and out[0][1].error == errors.FENCED_LEADER_EPOCH
+    assert op.safe_try_complete() and out[0][1].error == Errors.FENCED_LEADER_EPOCH
     h.partition.leader_epoch = 0
     out.clear()
     op = DelayedFetch(500, follower, [(TP, PartitionFetchInfo(2, 1000, 0, -1, -1))], h.rm, out.extend)
     h.partition.is_leader = False
-    assert op.safe_try_complete() and out[0][1].error == errors.NOT_LEADER_OR_FOLLOWER
+    assert op.safe_try_complete() and out[0][1].error == Errors.NOT_LEADER_OR_FOLLOWER
 
 
 def test_stale_metadata_push_does_not_undo_an_isr_change():

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from kafka_emu.broker import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.broker.cluster import EmbeddedCluster
 from cluster_support import broker_threads, wait_until
 
@@ -41,7 +41,7 @@ def test_acknowledged_records_survive_failures(steps):
                     seq += 1
                     value = b"r%d" % seq
                     err, _ = c.produce("p", 0, [(b"k", value)], timeout_ms=2000)
-                    if err == errors.NONE:
+                    if err == Errors.NONE:
                         acked.append(value)
             elif op == "stop":
                 if len(c.live_brokers()) > 1:
@@ -57,7 +57,7 @@ def test_acknowledged_records_survive_failures(steps):
         wait_until(lambda: c.leader_of("p") >= 0, msg="a leader")
         # one more acknowledged record proves the partition is writable again
         seq += 1
-        wait_until(lambda: c.produce("p", 0, [(b"k", b"r%d" % seq)], timeout_ms=2000)[0] == errors.NONE,
+        wait_until(lambda: c.produce("p", 0, [(b"k", b"r%d" % seq)], timeout_ms=2000)[0] == Errors.NONE,
                    timeout_s=8, interval_s=0.05, msg="a writable partition")
         acked.append(b"r%d" % seq)
         leader = c.leader_of("p")

@@ -7,9 +7,11 @@ import threading
 import pytest
 
 from kafka_emu.broker.action_queue import ActionQueue
+from kafka_emu.broker.config import KafkaConfig
 from kafka_emu.broker.kafka_apis import KafkaApis
 from kafka_emu.broker.request_channel import Request, RequestChannel
 from kafka_emu.broker.request_handler import ACTION_BATCH_REQUESTS, KafkaRequestHandlerPool
+from kafka_emu.timer.time import Time
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -40,7 +42,8 @@ def _run(requests: int, io_threads: int = 1) -> tuple[list[int], list[int], int]
         actions.add(action)
         apis.request_channel.send_response(request, None)
 
-    apis = KafkaApis(request_channel=channel, register_all=False)
+    # the one handler registered below touches nothing but the channel
+    apis = KafkaApis(KafkaConfig({"broker.id": 0}), channel, None, None, Time.SYSTEM, apis={})  # type: ignore[arg-type]
     apis.register(API, handler)
     for i in range(requests):
         channel.send_request(Request(API, 0, i, "t", None, respond=lambda r: answered.append(r.request.correlation_id)))

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from kafka_emu.broker import errors
 from kafka_emu.broker.cluster import EmbeddedCluster
 from kafka_emu.broker.control.time_control import ManualTime, OffsetTime, advance, make_time
 from kafka_emu.broker.scheduler import KafkaScheduler
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.timer import SystemTimer, Time, TimerTask
 
 pytestmark = pytest.mark.timeout(60)
@@ -108,7 +108,7 @@ def test_manual_cluster_expires_delayed_produce_only_on_advance() -> None:
         assert sender.is_alive()
         cluster.advance_time(1)
         sender.join(5)
-        assert [code for code, _ in result] == [errors.REQUEST_TIMED_OUT]
+        assert [code for code, _ in result] == [Errors.REQUEST_TIMED_OUT]
         assert cluster.control.counts["time_advanced"] == 2
 
 
@@ -121,7 +121,7 @@ def test_manual_cluster_shrinks_the_isr_when_the_lag_time_passes_on_advance() ->
         leader = cluster.leader_of("t", 0)
         follower = 1 - leader
         cluster.broker(follower).fetcher_manager.set_paused(True)
-        assert cluster.produce("t", 0, [(b"k", b"v")], acks=1)[0] == errors.NONE
+        assert cluster.produce("t", 0, [(b"k", b"v")], acks=1)[0] == Errors.NONE
         cluster.advance_time(29_000)
         assert set(cluster.partition_state("t", 0).isr) == {leader, follower}
         cluster.advance_time(16_000)   # past the lag time, and an isr-expiration run is due

@@ -16,7 +16,7 @@ from collections import defaultdict
 from typing import Any, Callable
 
 from kafka_emu.coordinator import GroupCoordinator
-from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.records import consumer_subscription, partition_for
 from kafka_emu.coordinator.results import JoinGroupResult, LeaveGroupResult, OffsetAndMetadata, SyncGroupResult
 from kafka_emu.timer import MockTime, MockTimer
@@ -41,7 +41,7 @@ class InMemoryCoordinatorLog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.partitions: dict[int, list[tuple[int, bytes, bytes | None]]] = defaultdict(list)
-        self.error = errors.NONE
+        self.error = Errors.NONE
         self.hold = False
         self.pending: list[Callable[[int], None]] = []
         self.appends = 0
@@ -49,7 +49,7 @@ class InMemoryCoordinatorLog:
     def append_records(self, partition: int, records: list[tuple[bytes, bytes | None]],
                        timeout_ms: int, lock: Any, callback: Callable[[int], None]) -> None:
         self.appends += 1
-        if self.error != errors.NONE:
+        if self.error != Errors.NONE:
             callback(self.error)
             return
         with self._lock:
@@ -59,9 +59,9 @@ class InMemoryCoordinatorLog:
             if self.hold:
                 self.pending.append(callback)
                 return
-        callback(errors.NONE)
+        callback(Errors.NONE)
 
-    def complete_pending(self, error: int = errors.NONE) -> None:
+    def complete_pending(self, error: int = Errors.NONE) -> None:
         with self._lock:
             pending, self.pending = self.pending, []
         for cb in pending:
@@ -148,7 +148,7 @@ class Harness:
         if require_known_member_id and member_id == "":
             first = self.join(group_id, "", protocol_type, protocols, session_timeout=session_timeout,
                               rebalance_timeout=rebalance_timeout, require_known_member_id=True)
-            if first.error != errors.MEMBER_ID_REQUIRED:
+            if first.error != Errors.MEMBER_ID_REQUIRED:
                 return first
             member_id = first.member_id
         box = self.send_join(group_id, member_id, protocol_type, protocols, session_timeout=session_timeout,
@@ -214,20 +214,20 @@ class Harness:
         self.advance(INITIAL_DELAY + 1)
         self.advance(rebalance_timeout + 1)
         leader, follower = lbox.value, fbox.value
-        assert leader.error == errors.NONE and follower.error == errors.NONE
+        assert leader.error == Errors.NONE and follower.error == Errors.NONE
         assert leader.generation_id == 1 and follower.generation_id == 1
         lsync = self.sync(GROUP_ID, 1, leader.member_id, {}, leader_instance)
         fsync = self.sync(GROUP_ID, 1, follower.member_id, {}, follower_instance)
-        assert lsync.error == errors.NONE and fsync.error == errors.NONE
+        assert lsync.error == Errors.NONE and fsync.error == Errors.NONE
         assert self.group().state.value == "Stable"
         return leader, follower
 
     def join_and_sync_single(self) -> JoinGroupResult:
         """One dynamic member, joined and synced: Stable, generation 1."""
         join = self.dynamic_join()
-        assert join.error == errors.NONE
+        assert join.error == Errors.NONE
         sync = self.sync(GROUP_ID, join.generation_id, join.member_id, {join.member_id: b"a"})
-        assert sync.error == errors.NONE
+        assert sync.error == Errors.NONE
         return join
 
 

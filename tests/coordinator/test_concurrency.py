@@ -16,6 +16,7 @@ import time as _time
 import pytest
 
 from kafka_emu.coordinator import GroupCoordinator, errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.group_metadata import VALID_PREVIOUS_STATES, Empty
 from kafka_emu.coordinator.records import partition_for
 from coordinator_harness import InMemoryCoordinatorLog
@@ -111,32 +112,32 @@ def test_fifty_members_churn_from_many_threads() -> None:
             while synced < rounds:
                 j = call(coordinator.handle_join_group, GROUP, member_id, None, True, f"c{i}", "h",
                          2000, 3000, "consumer", [("range", b"%d-%d" % (i, synced))])
-                if j.error == errors.MEMBER_ID_REQUIRED:
+                if j.error == Errors.MEMBER_ID_REQUIRED:
                     member_id = j.member_id
                     continue
-                if j.error == errors.UNKNOWN_MEMBER_ID:
+                if j.error == Errors.UNKNOWN_MEMBER_ID:
                     member_id = ""
                     continue
-                assert j.error == errors.NONE, errors.name(j.error)
+                assert j.error == Errors.NONE, errors.name(j.error)
                 assert j.generation_id >= seen_gen
                 seen_gen = j.generation_id
                 assignment = {m.member_id: b"x" for m in j.members} if j.leader_id == member_id else {}
                 s = call(coordinator.handle_sync_group, GROUP, j.generation_id, member_id, "consumer",
                          j.protocol_name, None, assignment)
-                if s.error == errors.UNKNOWN_MEMBER_ID:
+                if s.error == Errors.UNKNOWN_MEMBER_ID:
                     member_id = ""
                     continue
-                if s.error != errors.NONE:
-                    assert s.error in (errors.REBALANCE_IN_PROGRESS, errors.ILLEGAL_GENERATION), errors.name(s.error)
+                if s.error != Errors.NONE:
+                    assert s.error in (Errors.REBALANCE_IN_PROGRESS, Errors.ILLEGAL_GENERATION), errors.name(s.error)
                     continue
                 synced += 1
                 for _ in range(5):  # heartbeat until told to rejoin
                     hb = call(coordinator.handle_heartbeat, GROUP, member_id, None, j.generation_id)
-                    if hb != errors.NONE:
+                    if hb != Errors.NONE:
                         break
                     _time.sleep(0.005)
             r = call(coordinator.handle_leave_group, GROUP, [(member_id, None, "done")])
-            assert r.top_level_error == errors.NONE
+            assert r.top_level_error == Errors.NONE
         except BaseException as exc:  # noqa: BLE001 - reported below
             failures.append(exc)
 

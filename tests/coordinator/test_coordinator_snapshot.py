@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.results import OffsetAndMetadata
 
 from coordinator_harness import GROUP_ID, INITIAL_DELAY, SESSION_TIMEOUT, Harness
@@ -24,7 +24,7 @@ def test_snapshot_counts_groups_members_offsets_rebalances_and_expiry(h: Harness
     join = h.join_and_sync_single()
     offsets = {("t", 0): OffsetAndMetadata(7), ("t", 1): OffsetAndMetadata(3)}
     assert h.commit(GROUP_ID, join.member_id, join.generation_id, offsets) \
-        == {("t", 0): errors.NONE, ("t", 1): errors.NONE}
+        == {("t", 0): Errors.NONE, ("t", 1): Errors.NONE}
     snap = h.coordinator.snapshot()
     assert snap.groups_by_state["Stable"] == 1 and snap.members == 1
     assert snap.committed_offsets == {(GROUP_ID, "t", 0): 7, (GROUP_ID, "t", 1): 3}

@@ -10,7 +10,7 @@ import time as _time
 
 import pytest
 
-from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.records import partition_for
 from kafka_emu.coordinator.results import OffsetAndMetadata
 
@@ -98,14 +98,14 @@ def test_group_and_offsets_survive_coordinator_failover() -> None:
         first, gc = wait_for(lambda: coordinator_for(cluster, p), what="coordinator election")
 
         joins = join_all(gc, ["", "", ""])
-        assert all(j.error == errors.NONE and j.generation_id == 1 for j in joins)
+        assert all(j.error == Errors.NONE and j.generation_id == 1 for j in joins)
         syncs = sync_all(gc, joins)
-        assert all(s.error == errors.NONE for s in syncs)
+        assert all(s.error == Errors.NONE for s in syncs)
         assert sorted(s.member_assignment for s in syncs) == [b"0", b"1", b"2"]
         for i, j in enumerate(joins):
             res = call(gc.handle_commit_offsets, GROUP, j.member_id, None, j.generation_id,
                        {(TOPIC, i): OffsetAndMetadata(100 + i, None, f"m{i}", 0)})
-            assert res == {(TOPIC, i): errors.NONE}
+            assert res == {(TOPIC, i): Errors.NONE}
 
         cluster.stop_broker(first)
         second, gc2 = wait_for(lambda: (lambda c: c if c and c[0] != first else None)(coordinator_for(cluster, p)),
@@ -117,19 +117,19 @@ def test_group_and_offsets_survive_coordinator_failover() -> None:
 
         # Members resume: heartbeat works at once, committed offsets are there.
         for j in joins:
-            assert call(gc2.handle_heartbeat, GROUP, j.member_id, None, 1) == errors.NONE
+            assert call(gc2.handle_heartbeat, GROUP, j.member_id, None, 1) == Errors.NONE
         err, data = gc2.handle_fetch_offsets(GROUP, True, None)
-        assert err == errors.NONE
+        assert err == Errors.NONE
         assert {tp: d.offset for tp, d in data.items()} == {(TOPIC, i): 100 + i for i in range(3)}
 
         # Members rejoin (the leader's rejoin forces a rebalance) and sync generation 2.
         joins2 = join_all(gc2, [j.member_id for j in joins])
-        assert all(j.error == errors.NONE and j.generation_id == 2 for j in joins2)
+        assert all(j.error == Errors.NONE and j.generation_id == 2 for j in joins2)
         syncs2 = sync_all(gc2, joins2)
-        assert all(s.error == errors.NONE for s in syncs2)
+        assert all(s.error == Errors.NONE for s in syncs2)
         for i, j in enumerate(joins2):
             res = call(gc2.handle_commit_offsets, GROUP, j.member_id, None, 2,
                        {(TOPIC, i): OffsetAndMetadata(200 + i)})
-            assert res == {(TOPIC, i): errors.NONE}
+            assert res == {(TOPIC, i): Errors.NONE}
         err, data = gc2.handle_fetch_offsets(GROUP, True, [(TOPIC, 0), (TOPIC, 1), (TOPIC, 2)])
         assert [data[(TOPIC, i)].offset for i in range(3)] == [200, 201, 202]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.group_metadata import (
     CompletingRebalance, Dead, Empty, GroupMetadata, IllegalStateError, PreparingRebalance, Stable,
 )
@@ -255,8 +255,8 @@ def test_replace_group_instance(group) -> None:
     assert group.is_leader("m1")
     group.replace_static_member("instance", "m1", "m2")
     assert group.is_leader("m2") and group.current_static_member_id("instance") == "m2"
-    assert joins[0].error == errors.FENCED_INSTANCE_ID and joins[0].member_id == "m1"
-    assert syncs[0].error == errors.FENCED_INSTANCE_ID
+    assert joins[0].error == Errors.FENCED_INSTANCE_ID and joins[0].member_id == "m1"
+    assert syncs[0].error == Errors.FENCED_INSTANCE_ID
     assert not m.is_awaiting_join() and not m.is_awaiting_sync()
 
 
@@ -265,8 +265,8 @@ def test_invoke_join_callback(group) -> None:
     m = member("m1")
     group.add(m, got.append)
     assert group.has_all_members_joined()
-    group.maybe_invoke_join_callback(m, JoinGroupResult.error_result("m1", errors.NONE))
-    assert got and got[0].error == errors.NONE
+    group.maybe_invoke_join_callback(m, JoinGroupResult.error_result("m1", Errors.NONE))
+    assert got and got[0].error == Errors.NONE
     assert not m.is_awaiting_join() and group.num_members_awaiting_join == 0
 
 
@@ -280,8 +280,8 @@ def test_invoke_join_callback_fails(group) -> None:
 
     m = member("m1")
     group.add(m, cb)
-    group.maybe_invoke_join_callback(m, JoinGroupResult.error_result("m1", errors.NONE))
-    assert [r.error for r in got] == [errors.NONE, errors.UNKNOWN_SERVER_ERROR]
+    group.maybe_invoke_join_callback(m, JoinGroupResult.error_result("m1", Errors.NONE))
+    assert [r.error for r in got] == [Errors.NONE, Errors.UNKNOWN_SERVER_ERROR]
     assert not m.is_awaiting_join()
 
 
@@ -289,7 +289,7 @@ def test_not_invoke_join_callback(group) -> None:
     m = member("m1")
     group.add(m)
     assert not m.is_awaiting_join()
-    group.maybe_invoke_join_callback(m, JoinGroupResult.error_result("m1", errors.NONE))
+    group.maybe_invoke_join_callback(m, JoinGroupResult.error_result("m1", Errors.NONE))
     assert not m.is_awaiting_join()
 
 
@@ -298,7 +298,7 @@ def test_invoke_sync_callback(group) -> None:
     m = member("m1")
     group.add(m)
     m.awaiting_sync_callback = got.append
-    assert group.maybe_invoke_sync_callback(m, SyncGroupResult(error=errors.NONE))
+    assert group.maybe_invoke_sync_callback(m, SyncGroupResult(error=Errors.NONE))
     assert got and not m.is_awaiting_sync()
 
 
@@ -313,14 +313,14 @@ def test_invoke_sync_callback_fails(group) -> None:
     m = member("m1")
     group.add(m)
     m.awaiting_sync_callback = cb
-    assert group.maybe_invoke_sync_callback(m, SyncGroupResult(error=errors.NONE))
-    assert [r.error for r in got] == [errors.NONE, errors.UNKNOWN_SERVER_ERROR]
+    assert group.maybe_invoke_sync_callback(m, SyncGroupResult(error=Errors.NONE))
+    assert [r.error for r in got] == [Errors.NONE, Errors.UNKNOWN_SERVER_ERROR]
 
 
 def test_not_invoke_sync_callback(group) -> None:
     m = member("m1")
     group.add(m)
-    assert not group.maybe_invoke_sync_callback(m, SyncGroupResult(error=errors.NONE))
+    assert not group.maybe_invoke_sync_callback(m, SyncGroupResult(error=Errors.NONE))
 
 
 def test_callbacks_deferred_until_lock_released(group) -> None:
@@ -328,7 +328,7 @@ def test_callbacks_deferred_until_lock_released(group) -> None:
     m = member("m1")
     group.add(m, got.append)
     with group.lock:
-        group.maybe_invoke_join_callback(m, JoinGroupResult.error_result("m1", errors.NONE))
+        group.maybe_invoke_join_callback(m, JoinGroupResult.error_result("m1", Errors.NONE))
         with group.lock:
             pass
         assert got == []  # still held by this thread

@@ -5,7 +5,8 @@ import struct
 
 import pytest
 
-from kafka_emu.coordinator import GroupCoordinator, errors
+from kafka_emu.coordinator import GroupCoordinator
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.group_metadata import Dead, Empty, PreparingRebalance, Stable
 from kafka_emu.coordinator.records import (
     GroupMetadataKey, GroupValue, MemberValue, OffsetKey, group_metadata_key, group_metadata_value,
@@ -69,7 +70,7 @@ def test_group_value_v3_roundtrip() -> None:
 # ---------------------------------------------------------------------------- writes
 def test_sync_and_commit_write_records(h: Harness) -> None:
     m = h.join_and_sync_single()
-    assert h.commit(GROUP_ID, m.member_id, 1, {TP: OffsetAndMetadata(11, 2, "md", 99)})[TP] == errors.NONE
+    assert h.commit(GROUP_ID, m.member_id, 1, {TP: OffsetAndMetadata(11, 2, "md", 99)})[TP] == Errors.NONE
     records = h.log.read_records(0)
     (_, k1, v1), (_, k2, v2) = records[-2:]
     assert read_key(k1) == GroupMetadataKey(GROUP_ID)
@@ -96,7 +97,7 @@ def test_load_restores_stable_group_members_assignment_and_offsets(h: Harness) -
     h.commit(GROUP_ID, m.member_id, 1, {TP: OffsetAndMetadata(12, 2, "md2", 100)})  # last write wins
     c, timer = _new_coordinator(h.log)
     try:
-        assert c.handle_describe_group(GROUP_ID)[0] == errors.NOT_COORDINATOR
+        assert c.handle_describe_group(GROUP_ID)[0] == Errors.NOT_COORDINATOR
         c.on_elected(0, 1)
         group = c.group_manager.get_group(GROUP_ID)
         assert group.is_(Stable) and group.generation_id == 1 and group.leader_id == m.member_id
@@ -107,7 +108,7 @@ def test_load_restores_stable_group_members_assignment_and_offsets(h: Harness) -
         # The member resumes: heartbeat and sync (Stable: immediate assignment).
         hb = []
         c.handle_heartbeat(GROUP_ID, m.member_id, None, 1, hb.append)
-        assert hb == [errors.NONE]
+        assert hb == [Errors.NONE]
         sync = []
         c.handle_sync_group(GROUP_ID, 1, m.member_id, None, None, None, {}, sync.append)
         assert sync[0].member_assignment == b"a"
@@ -119,13 +120,13 @@ def test_load_restores_stable_group_members_assignment_and_offsets(h: Harness) -
 
 
 def test_load_offsets_only_group_and_tombstones(h: Harness) -> None:
-    assert h.commit("g2", "", -1, {TP: OffsetAndMetadata(1)}) == {TP: errors.NONE} or True
+    assert h.commit("g2", "", -1, {TP: OffsetAndMetadata(1)}) == {TP: Errors.NONE} or True
     # "g2" may hash to the unowned partition; use groups of partition 0 only.
     groups = [g for g in ("a", "b", "c", "d", "e", "f", "x", "y") if partition_for(g, NUM_PARTITIONS) == 0][:2]
     keep, gone = groups
-    assert h.commit(keep, "", -1, {TP: OffsetAndMetadata(1), ("t", 0): OffsetAndMetadata(2)})[TP] == errors.NONE
-    assert h.commit(gone, "", -1, {TP: OffsetAndMetadata(3)})[TP] == errors.NONE
-    assert h.coordinator.handle_delete_groups([gone]) == {gone: errors.NONE}
+    assert h.commit(keep, "", -1, {TP: OffsetAndMetadata(1), ("t", 0): OffsetAndMetadata(2)})[TP] == Errors.NONE
+    assert h.commit(gone, "", -1, {TP: OffsetAndMetadata(3)})[TP] == Errors.NONE
+    assert h.coordinator.handle_delete_groups([gone]) == {gone: Errors.NONE}
     c, _ = _new_coordinator(h.log)
     try:
         c.on_elected(0, 1)
@@ -174,15 +175,15 @@ def test_requests_while_loading_then_after(h: Harness) -> None:
         assert c.is_partition_loading(0)
         got = []
         c.handle_join_group(GROUP_ID, "", None, True, "c", "h", 500, 500, "consumer", [("range", b"")], got.append)
-        assert got[0].error == errors.COORDINATOR_LOAD_IN_PROGRESS
+        assert got[0].error == Errors.COORDINATOR_LOAD_IN_PROGRESS
         c.handle_sync_group(GROUP_ID, 1, m.member_id, None, None, None, {}, got.append)
-        assert got[1].error == errors.REBALANCE_IN_PROGRESS
+        assert got[1].error == Errors.REBALANCE_IN_PROGRESS
         c.handle_heartbeat(GROUP_ID, m.member_id, None, 1, got.append)
-        assert got[2] == errors.NONE
+        assert got[2] == Errors.NONE
         sched.run_all()
         assert c.is_partition_owned(0) and not c.is_partition_loading(0)
         c.handle_heartbeat(GROUP_ID, m.member_id, None, 1, got.append)
-        assert got[3] == errors.NONE
+        assert got[3] == Errors.NONE
     finally:
         c.shutdown()
 
@@ -203,9 +204,9 @@ def test_unload_answers_parked_join_with_not_coordinator(h: Harness) -> None:
     assert not box.done and h.group().is_(PreparingRebalance)
     group = h.group()
     h.coordinator.on_resigned(0, 1)
-    assert box.value.error == errors.NOT_COORDINATOR
+    assert box.value.error == Errors.NOT_COORDINATOR
     assert group.is_(Dead) and h.group() is None
-    assert h.join().error == errors.NOT_COORDINATOR
+    assert h.join().error == Errors.NOT_COORDINATOR
     assert not h.coordinator.is_partition_owned(0)
 
 
@@ -217,8 +218,8 @@ def test_unload_answers_parked_sync_with_not_coordinator(h: Harness) -> None:
     sbox = h.send_sync(GROUP_ID, 1, follower.member_id)
     assert not sbox.done
     h.coordinator.on_resigned(0, 1)
-    assert sbox.value.error == errors.NOT_COORDINATOR
-    assert h.heartbeat(member_id=follower.member_id) == errors.NOT_COORDINATOR
+    assert sbox.value.error == Errors.NOT_COORDINATOR
+    assert h.heartbeat(member_id=follower.member_id) == Errors.NOT_COORDINATOR
 
 
 def test_fail_over_round_trip(h: Harness) -> None:
@@ -232,7 +233,7 @@ def test_fail_over_round_trip(h: Harness) -> None:
         b.on_elected(0, 2)
         out = []
         b.handle_commit_offsets(GROUP_ID, m.member_id, None, 1, {TP: OffsetAndMetadata(41)}, out.append)
-        assert out == [{TP: errors.NONE}]
+        assert out == [{TP: Errors.NONE}]
         b.on_resigned(0, 3)
         h.coordinator.on_elected(0, 4)
         assert h.fetch(GROUP_ID, [TP])[1][TP].offset == 41

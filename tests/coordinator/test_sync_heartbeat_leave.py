@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_emu.coordinator import errors
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.group_metadata import CompletingRebalance, Dead, Empty, GroupMetadata, PreparingRebalance, Stable
 from kafka_emu.coordinator.member_metadata import MemberMetadata
 from kafka_emu.coordinator.results import OffsetAndMetadata
@@ -31,14 +31,14 @@ def _two_members_joined(h: Harness):
 # ---------------------------------------------------------------------------- SyncGroup
 def test_sync_dead_group(h: Harness) -> None:
     _dead_group(h)
-    assert h.sync(GROUP_ID, 1, "memberId").error == errors.COORDINATOR_NOT_AVAILABLE
+    assert h.sync(GROUP_ID, 1, "memberId").error == Errors.COORDINATOR_NOT_AVAILABLE
 
 
 @pytest.mark.parametrize("ptype,pname", [("connect", None), (None, "roundrobin")])
 def test_sync_group_returns_an_error_when_protocol_is_inconsistent(h: Harness, ptype, pname) -> None:
     r = h.dynamic_join()
     s = h.sync(GROUP_ID, 1, r.member_id, {r.member_id: b""}, protocol_type=ptype, protocol_name=pname)
-    assert s.error == errors.INCONSISTENT_GROUP_PROTOCOL and s.protocol_type is None and s.protocol_name is None
+    assert s.error == Errors.INCONSISTENT_GROUP_PROTOCOL and s.protocol_type is None and s.protocol_name is None
 
 
 @pytest.mark.parametrize("given", [False, True])
@@ -48,33 +48,33 @@ def test_sync_group_succeeds_with_or_without_protocol_type_and_name(h: Harness, 
     ls = h.sync(GROUP_ID, 1, leader.member_id, {}, **kw)
     fs = h.sync(GROUP_ID, 1, follower.member_id, **kw)
     for s in (ls, fs):
-        assert s.error == errors.NONE and s.protocol_type == PROTOCOL_TYPE and s.protocol_name == "range"
+        assert s.error == Errors.NONE and s.protocol_type == PROTOCOL_TYPE and s.protocol_name == "range"
 
 
 def test_sync_group_empty_assignment(h: Harness) -> None:
     r = h.dynamic_join()
     s = h.sync(GROUP_ID, 1, r.member_id, {})
-    assert s.error == errors.NONE and s.member_assignment == b""
-    assert h.heartbeat(member_id=r.member_id) == errors.NONE
+    assert s.error == Errors.NONE and s.member_assignment == b""
+    assert h.heartbeat(member_id=r.member_id) == Errors.NONE
 
 
 def test_sync_group_not_coordinator(h: Harness) -> None:
-    assert h.sync(OTHER_GROUP_ID, 1, "m").error == errors.NOT_COORDINATOR
+    assert h.sync(OTHER_GROUP_ID, 1, "m").error == Errors.NOT_COORDINATOR
 
 
 def test_sync_group_from_unknown_group(h: Harness) -> None:
-    assert h.sync(GROUP_ID, 1, "m").error == errors.UNKNOWN_MEMBER_ID
+    assert h.sync(GROUP_ID, 1, "m").error == Errors.UNKNOWN_MEMBER_ID
 
 
 def test_sync_group_from_unknown_member(h: Harness) -> None:
     r = h.dynamic_join()
-    assert h.sync(GROUP_ID, 1, r.member_id, {r.member_id: b""}).error == errors.NONE
-    assert h.sync(GROUP_ID, 1, "unknown").error == errors.UNKNOWN_MEMBER_ID
+    assert h.sync(GROUP_ID, 1, r.member_id, {r.member_id: b""}).error == Errors.NONE
+    assert h.sync(GROUP_ID, 1, "unknown").error == Errors.UNKNOWN_MEMBER_ID
 
 
 def test_sync_group_from_illegal_generation(h: Harness) -> None:
     r = h.dynamic_join()
-    assert h.sync(GROUP_ID, 2, r.member_id, {r.member_id: b""}).error == errors.ILLEGAL_GENERATION
+    assert h.sync(GROUP_ID, 2, r.member_id, {r.member_id: b""}).error == Errors.ILLEGAL_GENERATION
 
 
 def test_leader_failure_in_sync_group(h: Harness) -> None:
@@ -82,15 +82,15 @@ def test_leader_failure_in_sync_group(h: Harness) -> None:
     fbox = h.send_sync(GROUP_ID, 1, follower.member_id)
     assert not fbox.done
     h.advance(SESSION_TIMEOUT + 100)
-    assert fbox.value.error == errors.REBALANCE_IN_PROGRESS
+    assert fbox.value.error == Errors.REBALANCE_IN_PROGRESS
 
 
 def test_sync_group_follower_after_leader(h: Harness) -> None:
     leader, follower = _two_members_joined(h)
     ls = h.sync(GROUP_ID, 1, leader.member_id, {leader.member_id: b"L", follower.member_id: b"F"})
-    assert ls.error == errors.NONE and ls.member_assignment == b"L"
+    assert ls.error == Errors.NONE and ls.member_assignment == b"L"
     fs = h.sync(GROUP_ID, 1, follower.member_id)
-    assert fs.error == errors.NONE and fs.member_assignment == b"F"
+    assert fs.error == Errors.NONE and fs.member_assignment == b"F"
 
 
 def test_sync_group_leader_after_follower(h: Harness) -> None:
@@ -99,7 +99,7 @@ def test_sync_group_leader_after_follower(h: Harness) -> None:
     assert not fbox.done
     ls = h.sync(GROUP_ID, 1, leader.member_id, {leader.member_id: b"L", follower.member_id: b"F"})
     assert ls.member_assignment == b"L" and fbox.value.member_assignment == b"F"
-    assert fbox.value.error == errors.NONE and h.group().is_(Stable)
+    assert fbox.value.error == Errors.NONE and h.group().is_(Stable)
 
 
 def _three_members_joined(h: Harness):
@@ -109,7 +109,7 @@ def _three_members_joined(h: Harness):
     results = [b.value for b in boxes]
     leader = next(r for r in results if r.leader_id == r.member_id)
     followers = [r for r in results if r is not leader]
-    assert all(r.generation_id == 1 and r.error == errors.NONE for r in results)
+    assert all(r.generation_id == 1 and r.error == Errors.NONE for r in results)
     return leader, followers
 
 
@@ -117,22 +117,22 @@ def test_rebalance_times_out_when_sync_request_is_not_received(h: Harness) -> No
     leader, followers = _three_members_joined(h)
     h.advance(REBALANCE_TIMEOUT // 2)
     for m in [leader] + followers:
-        assert h.heartbeat(member_id=m.member_id) == errors.NONE
+        assert h.heartbeat(member_id=m.member_id) == Errors.NONE
     h.advance(REBALANCE_TIMEOUT // 2 + 1)
     for m in [leader] + followers:
-        assert h.heartbeat(member_id=m.member_id) == errors.UNKNOWN_MEMBER_ID
+        assert h.heartbeat(member_id=m.member_id) == Errors.UNKNOWN_MEMBER_ID
 
 
 def test_rebalance_times_out_when_sync_request_is_not_received_from_followers(h: Harness) -> None:
     leader, followers = _three_members_joined(h)
-    assert h.sync(GROUP_ID, 1, leader.member_id, {}).error == errors.NONE
+    assert h.sync(GROUP_ID, 1, leader.member_id, {}).error == Errors.NONE
     h.advance(REBALANCE_TIMEOUT // 2)
     for m in [leader] + followers:
-        assert h.heartbeat(member_id=m.member_id) == errors.NONE
+        assert h.heartbeat(member_id=m.member_id) == Errors.NONE
     h.advance(REBALANCE_TIMEOUT // 2 + 1)
     for m in followers:
-        assert h.heartbeat(member_id=m.member_id) == errors.UNKNOWN_MEMBER_ID
-    assert h.heartbeat(member_id=leader.member_id) == errors.REBALANCE_IN_PROGRESS
+        assert h.heartbeat(member_id=m.member_id) == Errors.UNKNOWN_MEMBER_ID
+    assert h.heartbeat(member_id=leader.member_id) == Errors.REBALANCE_IN_PROGRESS
 
 
 def test_rebalance_times_out_when_sync_request_is_not_received_from_leader(h: Harness) -> None:
@@ -140,34 +140,34 @@ def test_rebalance_times_out_when_sync_request_is_not_received_from_leader(h: Ha
     boxes = [h.send_sync(GROUP_ID, 1, m.member_id) for m in followers]
     h.advance(REBALANCE_TIMEOUT // 2)
     for m in [leader] + followers:
-        assert h.heartbeat(member_id=m.member_id) == errors.NONE
+        assert h.heartbeat(member_id=m.member_id) == Errors.NONE
     h.advance(REBALANCE_TIMEOUT // 2 + 1)
-    assert all(b.value.error == errors.REBALANCE_IN_PROGRESS for b in boxes)
-    assert h.heartbeat(member_id=leader.member_id) == errors.UNKNOWN_MEMBER_ID
+    assert all(b.value.error == Errors.REBALANCE_IN_PROGRESS for b in boxes)
+    assert h.heartbeat(member_id=leader.member_id) == Errors.UNKNOWN_MEMBER_ID
     for m in followers:
-        assert h.heartbeat(member_id=m.member_id) == errors.REBALANCE_IN_PROGRESS
+        assert h.heartbeat(member_id=m.member_id) == Errors.REBALANCE_IN_PROGRESS
 
 
 def test_rebalance_does_not_time_out_when_all_sync_are_received(h: Harness) -> None:
     leader, followers = _three_members_joined(h)
-    assert h.sync(GROUP_ID, 1, leader.member_id, {}).error == errors.NONE
+    assert h.sync(GROUP_ID, 1, leader.member_id, {}).error == Errors.NONE
     for m in followers:
-        assert h.sync(GROUP_ID, 1, m.member_id).error == errors.NONE
+        assert h.sync(GROUP_ID, 1, m.member_id).error == Errors.NONE
     h.advance(REBALANCE_TIMEOUT // 2)
     for m in [leader] + followers:
-        assert h.heartbeat(member_id=m.member_id) == errors.NONE
+        assert h.heartbeat(member_id=m.member_id) == Errors.NONE
     h.advance(REBALANCE_TIMEOUT // 2 + 1)
     for m in [leader] + followers:
-        assert h.heartbeat(member_id=m.member_id) == errors.NONE
+        assert h.heartbeat(member_id=m.member_id) == Errors.NONE
 
 
 def test_sync_store_failure_propagates_error_and_rebalances(h: Harness) -> None:
     leader, follower = _two_members_joined(h)
     fbox = h.send_sync(GROUP_ID, 1, follower.member_id)
-    h.log.error = errors.NOT_ENOUGH_REPLICAS
+    h.log.error = Errors.NOT_ENOUGH_REPLICAS
     ls = h.sync(GROUP_ID, 1, leader.member_id, {})
-    assert ls.error == errors.COORDINATOR_NOT_AVAILABLE
-    assert fbox.value.error == errors.COORDINATOR_NOT_AVAILABLE
+    assert ls.error == Errors.COORDINATOR_NOT_AVAILABLE
+    assert fbox.value.error == Errors.COORDINATOR_NOT_AVAILABLE
     assert h.group().is_(PreparingRebalance)
 
 
@@ -183,49 +183,49 @@ def test_sync_answers_only_once_replicated(h: Harness) -> None:
 
 # ---------------------------------------------------------------------------- Heartbeat
 def test_heartbeat_wrong_coordinator(h: Harness) -> None:
-    assert h.heartbeat(OTHER_GROUP_ID, "m") == errors.NOT_COORDINATOR
+    assert h.heartbeat(OTHER_GROUP_ID, "m") == Errors.NOT_COORDINATOR
 
 
 def test_heartbeat_unknown_group(h: Harness) -> None:
-    assert h.heartbeat(member_id="m") == errors.UNKNOWN_MEMBER_ID
+    assert h.heartbeat(member_id="m") == Errors.UNKNOWN_MEMBER_ID
 
 
 def test_heartbeat_dead_group(h: Harness) -> None:
     _dead_group(h)
-    assert h.heartbeat(member_id="m") == errors.COORDINATOR_NOT_AVAILABLE
+    assert h.heartbeat(member_id="m") == Errors.COORDINATOR_NOT_AVAILABLE
 
 
 def test_heartbeat_empty_group(h: Harness) -> None:
     g = h.coordinator.group_manager.add_group(h.coordinator.group_manager.new_group(GROUP_ID))
     g.add(MemberMetadata("m", None, "c", "h", 500, 500, PROTOCOL_TYPE, PROTOCOLS))
-    assert h.heartbeat(member_id="m", generation=0) == errors.UNKNOWN_MEMBER_ID
+    assert h.heartbeat(member_id="m", generation=0) == Errors.UNKNOWN_MEMBER_ID
 
 
 def test_heartbeat_unknown_consumer_existing_group(h: Harness) -> None:
     r = h.dynamic_join()
     h.sync(GROUP_ID, 1, r.member_id, {})
-    assert h.heartbeat(member_id="unknown") == errors.UNKNOWN_MEMBER_ID
+    assert h.heartbeat(member_id="unknown") == Errors.UNKNOWN_MEMBER_ID
 
 
 def test_heartbeat_rebalance_in_progress(h: Harness) -> None:
     r = h.dynamic_join()
-    assert h.heartbeat(member_id=r.member_id) == errors.NONE  # CompletingRebalance
+    assert h.heartbeat(member_id=r.member_id) == Errors.NONE  # CompletingRebalance
 
 
 def test_heartbeat_illegal_generation(h: Harness) -> None:
     r = h.join_and_sync_single()
-    assert h.heartbeat(member_id=r.member_id, generation=2) == errors.ILLEGAL_GENERATION
+    assert h.heartbeat(member_id=r.member_id, generation=2) == Errors.ILLEGAL_GENERATION
 
 
 def test_valid_heartbeat(h: Harness) -> None:
     r = h.join_and_sync_single()
-    assert h.heartbeat(member_id=r.member_id) == errors.NONE
+    assert h.heartbeat(member_id=r.member_id) == Errors.NONE
 
 
 def test_session_timeout(h: Harness) -> None:
     r = h.join_and_sync_single()
     h.advance(SESSION_TIMEOUT + 100)
-    assert h.heartbeat(member_id=r.member_id) == errors.UNKNOWN_MEMBER_ID
+    assert h.heartbeat(member_id=r.member_id) == Errors.UNKNOWN_MEMBER_ID
     assert h.coordinator.heartbeat_expirations == 1
 
 
@@ -233,28 +233,28 @@ def test_heartbeat_maintains_session(h: Harness) -> None:
     r = h.join_and_sync_single()
     for _ in range(3):
         h.advance(SESSION_TIMEOUT // 2)
-        assert h.heartbeat(member_id=r.member_id) == errors.NONE
+        assert h.heartbeat(member_id=r.member_id) == Errors.NONE
     h.advance(SESSION_TIMEOUT // 2)
-    assert h.heartbeat(member_id=r.member_id) == errors.NONE
+    assert h.heartbeat(member_id=r.member_id) == Errors.NONE
 
 
 def test_commit_maintains_session(h: Harness) -> None:
     r = h.join_and_sync_single()
     tp = ("topic", 0)
     h.advance(SESSION_TIMEOUT // 2)
-    assert h.commit(GROUP_ID, r.member_id, 1, {tp: OffsetAndMetadata(0)})[tp] == errors.NONE
+    assert h.commit(GROUP_ID, r.member_id, 1, {tp: OffsetAndMetadata(0)})[tp] == Errors.NONE
     h.advance(SESSION_TIMEOUT // 2 + 100)
-    assert h.heartbeat(member_id=r.member_id) == errors.NONE
+    assert h.heartbeat(member_id=r.member_id) == Errors.NONE
 
 
 def test_session_timeout_during_rebalance(h: Harness) -> None:
     first = h.join_and_sync_single()
     other = h.send_join(session_timeout=5000, rebalance_timeout=5000)
-    assert h.heartbeat(member_id=first.member_id) == errors.REBALANCE_IN_PROGRESS
+    assert h.heartbeat(member_id=first.member_id) == Errors.REBALANCE_IN_PROGRESS
     h.advance(SESSION_TIMEOUT + 1)
     o = other.value
-    assert o.error == errors.NONE and o.generation_id == 2 and o.leader_id == o.member_id
-    assert h.heartbeat(member_id=first.member_id, generation=2) == errors.UNKNOWN_MEMBER_ID
+    assert o.error == Errors.NONE and o.generation_id == 2 and o.leader_id == o.member_id
+    assert h.heartbeat(member_id=first.member_id, generation=2) == Errors.UNKNOWN_MEMBER_ID
 
 
 def test_rebalance_completes_before_member_joins(h: Harness) -> None:
@@ -262,37 +262,37 @@ def test_rebalance_completes_before_member_joins(h: Harness) -> None:
     its heartbeats then get ILLEGAL_GENERATION; after its session lapses a rebalance follows."""
     long_session = REBALANCE_TIMEOUT * 3
     first = h.static_join(instance_id=LEADER_INSTANCE, session_timeout=long_session)
-    assert h.sync(GROUP_ID, 1, first.member_id, {}, LEADER_INSTANCE).error == errors.NONE
+    assert h.sync(GROUP_ID, 1, first.member_id, {}, LEADER_INSTANCE).error == Errors.NONE
     newbox = h.send_join(session_timeout=long_session)
     for _ in range(2):
         h.advance(REBALANCE_TIMEOUT // 2)
-        assert h.heartbeat(member_id=first.member_id, instance_id=LEADER_INSTANCE) == errors.REBALANCE_IN_PROGRESS
+        assert h.heartbeat(member_id=first.member_id, instance_id=LEADER_INSTANCE) == Errors.REBALANCE_IN_PROGRESS
     h.advance(2)
     new = newbox.value
-    assert new.error == errors.NONE and new.generation_id == 2
+    assert new.error == Errors.NONE and new.generation_id == 2
     # The static member was kept (not rejoined) in generation 2.
-    assert h.heartbeat(member_id=first.member_id, instance_id=LEADER_INSTANCE) == errors.ILLEGAL_GENERATION
-    assert h.sync(GROUP_ID, 2, new.member_id, {}).error == errors.NONE
+    assert h.heartbeat(member_id=first.member_id, instance_id=LEADER_INSTANCE) == Errors.ILLEGAL_GENERATION
+    assert h.sync(GROUP_ID, 2, new.member_id, {}).error == Errors.NONE
     # Let the static member's session lapse while the newcomer heartbeats.
     for _ in range(8):
         h.advance(REBALANCE_TIMEOUT // 4)
         hb = h.heartbeat(member_id=new.member_id, generation=2)
-        if hb != errors.NONE:
+        if hb != Errors.NONE:
             break
-    assert hb == errors.REBALANCE_IN_PROGRESS
+    assert hb == Errors.REBALANCE_IN_PROGRESS
     assert not h.group().has_static_member(LEADER_INSTANCE)
     rejoin = h.send_join(member_id=new.member_id, session_timeout=long_session)
     r = rejoin.value
-    assert r.error == errors.NONE and r.generation_id == 3
-    assert h.sync(GROUP_ID, 3, new.member_id, {}).error == errors.NONE
+    assert r.error == Errors.NONE and r.generation_id == 3
+    assert h.sync(GROUP_ID, 3, new.member_id, {}).error == Errors.NONE
     h.advance(REBALANCE_TIMEOUT // 2)
-    assert h.heartbeat(member_id=new.member_id, generation=3) == errors.NONE
+    assert h.heartbeat(member_id=new.member_id, generation=3) == Errors.NONE
 
 
 def test_heartbeat_during_rebalance_causes_rebalance_in_progress(h: Harness) -> None:
     first = h.join_and_sync_single()
     h.send_join()
-    assert h.heartbeat(member_id=first.member_id) == errors.REBALANCE_IN_PROGRESS
+    assert h.heartbeat(member_id=first.member_id) == Errors.REBALANCE_IN_PROGRESS
 
 
 def test_complete_heartbeat_with_group_dead(h: Harness) -> None:
@@ -314,18 +314,18 @@ def test_complete_heartbeat_with_member_already_removed(h: Harness) -> None:
 
 # ---------------------------------------------------------------------------- LeaveGroup
 def test_leave_group_wrong_coordinator(h: Harness) -> None:
-    assert h.leave_one("m", OTHER_GROUP_ID).top_level_error == errors.NOT_COORDINATOR
+    assert h.leave_one("m", OTHER_GROUP_ID).top_level_error == Errors.NOT_COORDINATOR
 
 
 def test_leave_group_unknown_group(h: Harness) -> None:
     r = h.leave_one("m")
-    assert r.top_level_error == errors.NONE and r.member_responses[0].error == errors.UNKNOWN_MEMBER_ID
+    assert r.top_level_error == Errors.NONE and r.member_responses[0].error == Errors.UNKNOWN_MEMBER_ID
 
 
 def test_leave_group_unknown_consumer_existing_group(h: Harness) -> None:
     h.join_and_sync_single()
     r = h.leave_one("other")
-    assert r.top_level_error == errors.NONE and r.member_responses[0].error == errors.UNKNOWN_MEMBER_ID
+    assert r.top_level_error == Errors.NONE and r.member_responses[0].error == Errors.UNKNOWN_MEMBER_ID
 
 
 @pytest.mark.parametrize("batch", [False, True])
@@ -333,68 +333,68 @@ def test_leave_dead_group(h: Harness, batch: bool) -> None:
     _dead_group(h)
     members = [("m1", None, None), ("m2", None, None)] if batch else [("m1", None, None)]
     r = h.leave(GROUP_ID, members)
-    assert r.top_level_error == errors.COORDINATOR_NOT_AVAILABLE and r.member_responses == []
+    assert r.top_level_error == Errors.COORDINATOR_NOT_AVAILABLE and r.member_responses == []
 
 
 def test_valid_leave_group(h: Harness) -> None:
     m = h.join_and_sync_single()
     r = h.leave_one(m.member_id)
-    assert r.top_level_error == errors.NONE and r.member_responses[0].error == errors.NONE
+    assert r.top_level_error == Errors.NONE and r.member_responses[0].error == Errors.NONE
 
 
 def test_leave_group_with_fenced_instance_id(h: Harness) -> None:
     h.static_members_join_and_rebalance()
     r = h.leave(GROUP_ID, [("some-id", LEADER_INSTANCE, None)])
-    assert r.member_responses[0].error == errors.FENCED_INSTANCE_ID
+    assert r.member_responses[0].error == Errors.FENCED_INSTANCE_ID
 
 
 def test_leave_group_static_member_with_unknown_member_id(h: Harness) -> None:
     h.static_members_join_and_rebalance()
     r = h.leave(GROUP_ID, [("", LEADER_INSTANCE, "admin")])
-    assert r.top_level_error == errors.NONE and r.member_responses[0].error == errors.NONE
+    assert r.top_level_error == Errors.NONE and r.member_responses[0].error == Errors.NONE
 
 
 def test_static_members_valid_batch_leave_group(h: Harness) -> None:
     h.static_members_join_and_rebalance()
     r = h.leave(GROUP_ID, [("", LEADER_INSTANCE, None), ("", FOLLOWER_INSTANCE, None)])
-    assert [m.error for m in r.member_responses] == [errors.NONE, errors.NONE]
+    assert [m.error for m in r.member_responses] == [Errors.NONE, Errors.NONE]
 
 
 def test_static_members_wrong_coordinator_batch_leave_group(h: Harness) -> None:
     r = h.leave(OTHER_GROUP_ID, [("", LEADER_INSTANCE, None), ("", FOLLOWER_INSTANCE, None)])
-    assert r.top_level_error == errors.NOT_COORDINATOR
+    assert r.top_level_error == Errors.NOT_COORDINATOR
 
 
 def test_static_members_unknown_group_batch_leave_group(h: Harness) -> None:
     r = h.leave(GROUP_ID, [("", LEADER_INSTANCE, None), ("", FOLLOWER_INSTANCE, None)])
-    assert r.top_level_error == errors.NONE
-    assert [m.error for m in r.member_responses] == [errors.UNKNOWN_MEMBER_ID] * 2
+    assert r.top_level_error == Errors.NONE
+    assert [m.error for m in r.member_responses] == [Errors.UNKNOWN_MEMBER_ID] * 2
 
 
 def test_static_members_fenced_instance_batch_leave_group(h: Harness) -> None:
     leader, _ = h.static_members_join_and_rebalance()
     r = h.leave(GROUP_ID, [(leader.member_id, LEADER_INSTANCE, None), ("invalid", FOLLOWER_INSTANCE, None)])
-    assert [m.error for m in r.member_responses] == [errors.NONE, errors.FENCED_INSTANCE_ID]
+    assert [m.error for m in r.member_responses] == [Errors.NONE, Errors.FENCED_INSTANCE_ID]
 
 
 def test_static_members_unknown_instance_batch_leave_group(h: Harness) -> None:
     h.static_members_join_and_rebalance()
     r = h.leave(GROUP_ID, [("", "unknown-instance", None), ("", FOLLOWER_INSTANCE, None)])
-    assert [m.error for m in r.member_responses] == [errors.UNKNOWN_MEMBER_ID, errors.NONE]
+    assert [m.error for m in r.member_responses] == [Errors.UNKNOWN_MEMBER_ID, Errors.NONE]
 
 
 def test_pending_member_batch_leave_group(h: Harness) -> None:
     h.join_and_sync_single()
     pending = h.join(require_known_member_id=True)
-    assert pending.error == errors.MEMBER_ID_REQUIRED
+    assert pending.error == Errors.MEMBER_ID_REQUIRED
     r = h.leave(GROUP_ID, [("", "unknown-instance", None), (pending.member_id, None, None)])
-    assert [m.error for m in r.member_responses] == [errors.UNKNOWN_MEMBER_ID, errors.NONE]
+    assert [m.error for m in r.member_responses] == [Errors.UNKNOWN_MEMBER_ID, Errors.NONE]
 
 
 def test_leave_last_member_makes_group_empty_and_persists(h: Harness) -> None:
     m = h.join_and_sync_single()
     appends = h.log.appends
-    assert h.leave_one(m.member_id).member_responses[0].error == errors.NONE
+    assert h.leave_one(m.member_id).member_responses[0].error == Errors.NONE
     group = h.group()
     assert group.is_(Empty) and group.generation_id == 2
     assert h.log.appends == appends + 1  # the empty group record

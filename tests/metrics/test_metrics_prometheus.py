@@ -27,6 +27,7 @@ import pytest
 from kafka_emu.metrics import ClusterMetrics, dashboard
 from kafka_emu.timer import DelayedOperation, DelayedOperationPurgatory
 from kafka_emu.timer import TopicPartitionOperationKey as TP
+from kafka_emu.timer.time import Time
 
 from prometheus_server import PrometheusServer, prometheus_binary
 
@@ -76,6 +77,7 @@ class RequestPathBroker:
 def request_path() -> Iterator[SimpleNamespace]:
     """One broker's real request path (no network): channel, 4 handler threads, a purgatory."""
     from kafka_emu.broker.action_queue import ActionQueue
+    from kafka_emu.broker.config import KafkaConfig
     from kafka_emu.broker.kafka_apis import KafkaApis
     from kafka_emu.broker.request_channel import RequestChannel
     from kafka_emu.broker.request_handler import KafkaRequestHandlerPool
@@ -84,7 +86,8 @@ def request_path() -> Iterator[SimpleNamespace]:
     channel = RequestChannel(queue_size=500, broker_id=0, request_listeners=listeners)
     produce_purgatory = DelayedOperationPurgatory("Produce", broker_id=0)
     acked = threading.Event()
-    apis = KafkaApis(config={"broker.id": 0}, request_channel=channel, register_all=False)
+    # only the two handlers registered below run; they touch nothing but the channel
+    apis = KafkaApis(KafkaConfig({"broker.id": 0}), channel, None, None, Time.SYSTEM, apis={})  # type: ignore[arg-type]
 
     def handle_metadata(_: Any, request: Any) -> None:
         channel.send_response(request, "metadata")

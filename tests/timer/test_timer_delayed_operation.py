@@ -1,5 +1,5 @@
-"""Kafka's DelayedOperationTest ported (real SystemTimer, reaper on), plus the conformance
-checklist of reference section 1.12 and the purge example A.4.
+"""Kafka's DelayedOperationTest ported (real SystemTimer, reaper on), plus the
+conformance checks of Kafka's ``DelayedOperationPurgatory`` contract and a purge scenario.
 
 ``testDelayedFuture`` is not ported: it tests the Scala-only ``DelayedFuturePurgatory``, which
 the emulator does not have.

@@ -1,4 +1,4 @@
-"""MockTimer keeps Kafka's test-double semantics (reference section 2.8)."""
+"""MockTimer keeps Kafka's test-double semantics (Kafka's ``MockTimer`` in server-common's test sources)."""
 from __future__ import annotations
 
 import threading

@@ -1,4 +1,5 @@
-"""Kafka's TimerTest ported, plus worked example A.1 and the emulator's extra guarantees."""
+"""Kafka's TimerTest ported, plus a placement-and-cascade scenario
+(tick 1 ms, 20 slots, clock at 1000 ms) and the emulator's extra guarantees."""
 from __future__ import annotations
 
 import threading
@@ -102,7 +103,7 @@ def _where(timer_wheel: TimingWheel, task: TimerTask) -> tuple[int, int]:
 
 @pytest.mark.timeout(10)
 def test_a1_placement_and_cascade(make_timer) -> None:
-    """Worked example A.1: tick 1, size 20, clock 1000."""
+    """Placement and cascade with tick 1 ms, 20 slots, clock at 1000 ms (``TimingWheel.add``)."""
     time = MockTime(start_ms=1000)
     timer = make_timer("a1", tick_ms=1, wheel_size=20, start_ms=1000, time=time)
     out: list = []
@@ -143,7 +144,7 @@ def test_a1_placement_and_cascade(make_timer) -> None:
 
 @pytest.mark.timeout(10)
 def test_a1_placement_on_bare_timing_wheel() -> None:
-    """The reference ``TimingWheel.add`` agrees with example A.1 too."""
+    """A bare ``TimingWheel`` places the same tasks in the same buckets."""
     offered: list = []
     wheel = TimingWheel(1, 20, 1000, TaskCounter(), offered.append, threading.Lock())
 

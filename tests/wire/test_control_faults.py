@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka import KafkaProducer
 from kafka.errors import RequestTimedOutError
 
-from kafka_emu.broker import errors
+from kafka_emu.coordinator.errors import Errors
 from wire_helpers import unique, wait_until
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.kafka_cluster(brokers=3)]
@@ -73,8 +73,8 @@ def test_confluent_idempotent_producer_retries_injected_not_leader(kafka_cluster
     assert delivered == [None] * len(values)
     assert read_values(bs, topic, len(values)) == values
     codes = produce_errors(kafka_cluster, topic)
-    assert codes[:3] == [[errors.NOT_LEADER_OR_FOLLOWER]] * 3
-    assert all(c == [errors.NONE] for c in codes[3:]) and len(codes) > 3
+    assert codes[:3] == [[Errors.NOT_LEADER_OR_FOLLOWER]] * 3
+    assert all(c == [Errors.NONE] for c in codes[3:]) and len(codes) > 3
     assert any(r.api == "InitProducerId" for r in kafka_cluster.requests())   # it was idempotent
     assert kafka_cluster.control.faults.pending() == []
 
@@ -96,7 +96,7 @@ def test_kafka_python_producer_retries_injected_not_leader(kafka_cluster: Any) -
     assert offsets == sorted(offsets) and len(set(offsets)) == len(values)
     assert read_values(bs, topic, len(values)) == values
     codes = produce_errors(kafka_cluster, topic)
-    assert codes[:3] == [[errors.NOT_LEADER_OR_FOLLOWER]] * 3
+    assert codes[:3] == [[Errors.NOT_LEADER_OR_FOLLOWER]] * 3
 
 
 def finds_before_join(cluster: Any, topic: str, group: str) -> list[Any]:
@@ -124,9 +124,9 @@ def test_injected_coordinator_not_available_delays_join_by_that_many_retries(kaf
     group = unique("g-fc")
     kafka_cluster.inject_errors("FindCoordinator", ["COORDINATOR_NOT_AVAILABLE"] * 2, group=group)
     finds = finds_before_join(kafka_cluster, topic, group)
-    assert [r.error_codes() for r in finds[:2]] == [[errors.COORDINATOR_NOT_AVAILABLE]] * 2
-    assert len(finds) > 2 and all(r.error_codes() == [errors.NONE] for r in finds[2:])
-    assert baseline and all(r.error_codes() == [errors.NONE] for r in baseline)
+    assert [r.error_codes() for r in finds[:2]] == [[Errors.COORDINATOR_NOT_AVAILABLE]] * 2
+    assert len(finds) > 2 and all(r.error_codes() == [Errors.NONE] for r in finds[2:])
+    assert baseline and all(r.error_codes() == [Errors.NONE] for r in baseline)
     assert [r.fault for r in finds].count("error") == 2
 
 
@@ -144,7 +144,7 @@ def test_disconnect_then_normal_service(kafka_cluster: Any) -> None:
     assert read_values(kafka_cluster.bootstrap_servers, topic, 3) == [b"d0", b"d1", b"d2"]
     recs = [r for r in kafka_cluster.requests(api="Produce") if r.request.topic_data[0].name == topic]
     assert recs[0].disconnected and recs[0].fault == "disconnect"
-    assert recs[1].fault is None and recs[1].error_codes() == [errors.NONE]
+    assert recs[1].fault is None and recs[1].error_codes() == [Errors.NONE]
 
 
 def test_acks0_injected_error_closes_connection_and_appends_nothing(kafka_cluster: Any) -> None:
@@ -234,8 +234,8 @@ def test_intercept_metadata_with_a_made_up_leader(kafka_cluster: Any) -> None:
     p.produce(topic, b"v", partition=0)
     assert p.flush(20) == 0
     produces = [r for r in kafka_cluster.requests(api="Produce", client_id="intercepted")]
-    assert produces[0].broker == wrong and produces[0].error_codes() == [errors.NOT_LEADER_OR_FOLLOWER]
-    assert produces[-1].broker == 0 and produces[-1].error_codes() == [errors.NONE]
+    assert produces[0].broker == wrong and produces[0].error_codes() == [Errors.NOT_LEADER_OR_FOLLOWER]
+    assert produces[-1].broker == 0 and produces[-1].error_codes() == [Errors.NONE]
     metas = kafka_cluster.requests(api="Metadata", client_id="intercepted")
     assert any(r.fault == "intercept" for r in metas)
     assert any(r.fault is None and r.time > produces[0].time for r in metas)   # it asked again

@@ -7,8 +7,8 @@ from datetime import timedelta
 import pytest
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
+from kio.schema.index import api_key_map
 
-from kafka_emu.broker.apis import fetch, produce
 from kafka_emu.broker.protocol.codec import (
     InvalidRequestError,
     UnknownApiKeyError,
@@ -21,7 +21,9 @@ from kafka_emu.broker.protocol.codec import (
     strip_unknown_tags,
 )
 from kafka_emu.broker.protocol.error_response import build_error_response
-from kafka_emu.broker.protocol.versions import API_VERSIONS
+from kafka_emu.broker.apis import APIS, is_supported
+
+API_VERSIONS = {key: (spec.min_version, spec.max_version) for key, spec in APIS.items()}
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -30,9 +32,17 @@ def frame_of(body: object, corr: int = 7, client_id: str | None = "cli") -> byte
     return encode_request(body, corr, client_id)[4:]
 
 
-def test_version_table_matches_produce_and_fetch_handlers() -> None:
-    assert API_VERSIONS[0] == (produce.MIN_VERSION, produce.MAX_VERSION)
-    assert API_VERSIONS[1] == (fetch.MIN_VERSION, fetch.MAX_VERSION)
+def test_declarations_name_apis_as_kafka_does_and_bound_the_version_check() -> None:
+    """Each declared name is Kafka's ``ApiKeys`` name for the key, and ``is_supported`` (the
+    processors' check) accepts exactly the declared range of each declared key."""
+    assert API_VERSIONS[0] == (3, 13) and API_VERSIONS[1] == (4, 18)
+    for key, spec in APIS.items():
+        kafka_name = "".join(part.capitalize() for part in api_key_map[key].split("_"))
+        assert spec.api_key == key and spec.name == kafka_name
+        assert not is_supported(key, spec.min_version - 1)
+        assert all(is_supported(key, v) for v in range(spec.min_version, spec.max_version + 1))
+        assert not is_supported(key, spec.max_version + 1)
+    assert not is_supported(68, 0)   # ConsumerGroupHeartbeat: known to kio, not declared
 
 
 @pytest.mark.parametrize("api_key", sorted(API_VERSIONS))

@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 import structlog
 
 from kafka_emu.broker import cpu_affinity
-from kafka_emu.coordinator.errors import Errors
 from kafka_emu.broker.config import LISTENER_PORT_REUSED, STRICT_CONFIG, KafkaConfig
 from kafka_emu.broker.control import ClusterControl, ControlCollector, ErrorInjection, RequestRecord
 from kafka_emu.broker.control.time_control import make_time
@@ -55,8 +54,9 @@ from kafka_emu.broker.inprocess_client import fetch_request, produce_request, se
 from kafka_emu.broker.kafka_server import KafkaServer
 from kafka_emu.broker.log import Log
 from kafka_emu.broker.log_config import validate_topic_configs
-from kafka_emu.broker.metadata import MetadataStore
+from kafka_emu.broker.metadata import MetadataStore, PartitionState, TopicInfo
 from kafka_emu.broker.record_batch import build_batch, iter_records
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.logsetup import ensure_configured as ensure_logging_configured
 from kafka_emu.timer.time import Time
 
@@ -211,7 +211,7 @@ class EmbeddedCluster:
     def __enter__(self) -> "EmbeddedCluster":
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
@@ -232,7 +232,7 @@ class EmbeddedCluster:
 
     # ------------------------------------------------------------------ topics
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
-                     configs: Mapping[str, Any] | None = None) -> Any:
+                     configs: Mapping[str, Any] | None = None) -> TopicInfo:
         cfg = self.broker_config(0)
         rf = replication_factor if replication_factor is not None else cfg["default.replication.factor"]
         overrides = validate_topic_configs(name, configs or {}, bool(cfg[STRICT_CONFIG]))
@@ -267,7 +267,7 @@ class EmbeddedCluster:
         st = self.metadata.partition_state(topic, partition)
         return st.leader if st is not None else -1
 
-    def partition_state(self, topic: str, partition: int = 0) -> Any:
+    def partition_state(self, topic: str, partition: int = 0) -> PartitionState | None:
         return self.metadata.partition_state(topic, partition)
 
     # ------------------------------------------------------------------ test control

@@ -11,14 +11,15 @@ Locking: no state of its own; the partition lock is taken briefly to copy the ba
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-from kafka_emu.coordinator.errors import Errors
 from kafka_emu.broker.metadata import OFFSETS_TOPIC
 from kafka_emu.broker.record_batch import build_batch, iter_records
+from kafka_emu.coordinator.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.replica_manager import ReplicaManager
+    from kafka_emu.coordinator.group_lock import GroupLock
 
 
 
@@ -30,7 +31,7 @@ class ReplicaManagerCoordinatorLog:
         self.default_timeout_ms = default_timeout_ms
 
     def append_records(self, partition: int, records: list[tuple[bytes, bytes | None]],
-                       timeout_ms: int, lock: Any, callback: Callable[[int], None]) -> None:
+                       timeout_ms: int, lock: GroupLock, callback: Callable[[int], None]) -> None:
         tp = (self.topic, partition)
         if not records:
             callback(Errors.NONE)

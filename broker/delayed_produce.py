@@ -14,13 +14,14 @@ state without partition locks (ints; a stale read is repeated by the next trigge
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from kafka_emu.coordinator.errors import Errors
 from kafka_emu.timer import DelayedOperation
 
 if TYPE_CHECKING:
     from kafka_emu.broker.replica_manager import ReplicaManager
+    from kafka_emu.coordinator.group_lock import GroupLock
 
 
 @dataclass
@@ -38,7 +39,7 @@ class DelayedProduce(DelayedOperation):
     def __init__(self, delay_ms: int, statuses: dict[tuple[str, int], ProducePartitionStatus],
                  replica_manager: "ReplicaManager",
                  response_callback: Callable[[dict[tuple[str, int], ProducePartitionStatus]], None],
-                 lock: Any = None) -> None:
+                 lock: GroupLock | None = None) -> None:
         super().__init__(delay_ms, lock)
         self.statuses = statuses
         self.replica_manager = replica_manager

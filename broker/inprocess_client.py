@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from kio.index import load_request_schema
 
-from kafka_emu.broker.request_channel import Request, Response
+from kafka_emu.broker.request_channel import Request, RequestChannel, Response
 
 _correlation = itertools.count(1)
 
@@ -22,14 +22,14 @@ class BrokerUnavailable(Exception):
     pass
 
 
-def send_async(channel: Any, api_key: int, api_version: int, body: Any,
+def send_async(channel: RequestChannel, api_key: int, api_version: int, body: Any,
                callback: Callable[[Response], None], client_id: str = "in-process") -> bool:
     req = Request(api_key=api_key, api_version=api_version, correlation_id=next(_correlation),
                   client_id=client_id, body=body, respond=callback)
     return channel.send_request(req, timeout_s=5.0)
 
 
-def send(channel: Any, api_key: int, api_version: int, body: Any, timeout_s: float = 30.0,
+def send(channel: RequestChannel | None, api_key: int, api_version: int, body: Any, timeout_s: float = 30.0,
          client_id: str = "in-process") -> Response:
     if channel is None:
         raise BrokerUnavailable("no request channel")

@@ -37,6 +37,7 @@ from kafka_emu.broker.kafka_apis import KafkaApis
 from kafka_emu.broker.log import Log
 from kafka_emu.broker.metadata import OFFSETS_TOPIC, BrokerInfo, MetadataStore
 from kafka_emu.broker.network.socket_server import SocketServer, SocketServerSnapshot
+from kafka_emu.broker.partition import Partition
 from kafka_emu.broker.replica_fetcher import ReplicaFetcherManager
 from kafka_emu.broker.replica_manager import ReplicaManager, ReplicaManagerSnapshot
 from kafka_emu.broker.request_channel import Request, RequestChannel, RequestChannelSnapshot
@@ -282,6 +283,6 @@ class KafkaServer:
                 _log.exception("coordinator_shutdown_failed", broker_id=self.broker_id)
 
     # convenience
-    def partition(self, topic: str, partition: int) -> Any:
+    def partition(self, topic: str, partition: int) -> Partition | None:
         return self.replica_manager.get_partition((topic, partition))
 

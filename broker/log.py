@@ -21,7 +21,6 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.broker.record_batch import (
     NO_PRODUCER_ID,
     NO_SEQUENCE,
@@ -29,6 +28,7 @@ from kafka_emu.broker.record_batch import (
     parse_batches,
     rewrite_batch_header,
 )
+from kafka_emu.coordinator.errors import Errors, KafkaError
 
 NO_PRODUCER_EPOCH = -1
 UNDEFINED_EPOCH = -1

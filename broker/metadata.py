@@ -24,9 +24,12 @@ from __future__ import annotations
 import threading
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import structlog
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.request_channel import RequestChannel
 
 _log = structlog.get_logger("broker.metadata")
 
@@ -61,7 +64,7 @@ class BrokerInfo:
     host: str = "127.0.0.1"
     port: int = 0
     rack: str | None = None
-    request_channel: Any = None  # the broker's RequestChannel (in-process requests)
+    request_channel: RequestChannel | None = None   # the broker's, for in-process requests
     live: bool = True
 
 

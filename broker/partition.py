@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import structlog
 
-from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.broker.log import UNDEFINED_EPOCH, Log, LogAppendInfo
+from kafka_emu.coordinator.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafka_emu.broker.metadata import MetadataStore, PartitionState

@@ -28,17 +28,18 @@ import queue
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.broker.partition import ISOLATION_LOG_END, LogReadResult
+from kafka_emu.broker.partition import ISOLATION_LOG_END, LogReadResult, Partition
 from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo
-from kafka_emu.broker.request_channel import Request
+from kafka_emu.broker.request_channel import Request, Response
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.timer import ShutdownableThread
 
 if TYPE_CHECKING:
+    from kafka_emu.broker.config import KafkaConfig
     from kafka_emu.broker.metadata import MetadataStore
     from kafka_emu.broker.replica_manager import ReplicaManager
 
@@ -65,7 +66,7 @@ class PartitionFetchState:
 
 class ReplicaFetcherThread(ShutdownableThread):
     def __init__(self, fetcher_id: int, leader_id: int, broker_id: int, replica_manager: "ReplicaManager",
-                 metadata: "MetadataStore", config: Any) -> None:
+                 metadata: "MetadataStore", config: KafkaConfig) -> None:
         super().__init__(name=f"ReplicaFetcherThread-{fetcher_id}-{leader_id}", log_context={"broker_id": broker_id})
         self.fetcher_id = fetcher_id
         self.leader_id = leader_id
@@ -138,7 +139,8 @@ class ReplicaFetcherThread(ShutdownableThread):
         if not self._process(snapshot, response):
             self._shutdown_initiated.wait(self.backoff_s)
 
-    def _send(self, body: ReplicaFetchRequestData) -> Any:
+    def _send(self, body: ReplicaFetchRequestData) -> object:
+        """The leader's answer (``fetch_messages``'s results, or an error response), None if none came."""
         info = self.metadata.broker(self.leader_id)
         channel = info.request_channel if info is not None and info.live else None
         if channel is None or channel.closed:
@@ -147,7 +149,7 @@ class ReplicaFetcherThread(ShutdownableThread):
         correlation = self._correlation
         responses = self._responses
 
-        def respond(response: Any) -> None:
+        def respond(response: Response) -> None:
             responses.put((correlation, response.body))
 
         request = Request(api_key=1, api_version=FETCH_VERSION, correlation_id=correlation,
@@ -167,7 +169,7 @@ class ReplicaFetcherThread(ShutdownableThread):
             if cid == -1 or self.is_shutdown_initiated():
                 return None
 
-    def _process(self, snapshot: dict[TP, PartitionFetchState], results: Any) -> bool:
+    def _process(self, snapshot: dict[TP, PartitionFetchState], results: object) -> bool:
         """Apply a fetch answer; false if every partition failed (back off). Anything but a
         list of results (an error response from a failing handler) counts as a failure."""
         if not isinstance(results, list):
@@ -199,7 +201,7 @@ class ReplicaFetcherThread(ShutdownableThread):
                     cur.fetch_offset = new_offset
         return ok > 0 or not snapshot
 
-    def _apply(self, tp: TP, partition: Any, r: LogReadResult) -> int | None:
+    def _apply(self, tp: TP, partition: Partition, r: LogReadResult) -> int | None:
         """One partition's answer; the next fetch offset, or None to leave it unchanged."""
         if r.error == Errors.NONE:
             div = r.diverging_epoch
@@ -216,7 +218,7 @@ class ReplicaFetcherThread(ShutdownableThread):
                    partition=tp[1], error=r.error, leader=self.leader_id)
         return None
 
-    def _truncate_on_divergence(self, partition: Any, leader_epoch: int, leader_end: int) -> int:
+    def _truncate_on_divergence(self, partition: Partition, leader_epoch: int, leader_end: int) -> int:
         log = partition.log
         f_epoch, f_end = log.end_offset_for_epoch(leader_epoch)
         if f_epoch < 0 or f_end < 0:
@@ -232,7 +234,7 @@ class ReplicaFetcherThread(ShutdownableThread):
                       leader_end_offset=leader_end)
         return log.log_end_offset
 
-    def _handle_out_of_range(self, partition: Any, leader_hw: int, leader_start: int) -> int:
+    def _handle_out_of_range(self, partition: Partition, leader_hw: int, leader_start: int) -> int:
         log = partition.log
         if log.log_end_offset > leader_hw >= 0:
             partition.truncate_to(leader_hw)
@@ -244,7 +246,7 @@ class ReplicaFetcherThread(ShutdownableThread):
 
 class ReplicaFetcherManager:
     def __init__(self, broker_id: int, replica_manager: "ReplicaManager", metadata: "MetadataStore",
-                 config: Any) -> None:
+                 config: KafkaConfig) -> None:
         self.broker_id = broker_id
         self.replica_manager = replica_manager
         self.metadata = metadata

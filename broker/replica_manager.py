@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
+from uuid import UUID
 
 import structlog
 
-from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.broker.action_queue import ActionQueue
 from kafka_emu.broker.delayed_fetch import DelayedFetch
 from kafka_emu.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
@@ -41,6 +41,7 @@ from kafka_emu.broker.partition import (
     Partition,
 )
 from kafka_emu.broker.stats import BrokerTopicStats, BrokerTopicStatsSnapshot
+from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.timer import DelayedOperationPurgatory, TopicPartitionOperationKey
 from kafka_emu.timer.purgatory import PurgatorySnapshot
 from kafka_emu.timer.time import Time
@@ -48,6 +49,8 @@ from kafka_emu.timer.time import Time
 if TYPE_CHECKING:
     from kafka_emu.broker.config import KafkaConfig
     from kafka_emu.broker.metadata import MetadataStore, PartitionState
+    from kafka_emu.broker.replica_fetcher import ReplicaFetcherManager
+    from kafka_emu.coordinator.group_lock import GroupLock
 
 _log = structlog.get_logger("broker.replica_manager")
 
@@ -119,7 +122,7 @@ class ReplicaManager:
             purge_interval=config["fetch.purgatory.purge.interval.requests"], time=self.time)
         self._lock = threading.Lock()
         self.partitions: dict[TP, Partition] = {}
-        self.fetcher_manager: Any = None  # ReplicaFetcherManager, set by KafkaServer
+        self.fetcher_manager: ReplicaFetcherManager | None = None   # set by KafkaServer
         # callbacks(topic, partition, is_leader, leader_epoch) after role changes, outside locks
         self.leadership_listeners: list[Callable[[str, int, bool, int], None]] = []
         self.max_message_bytes: int = config["message.max.bytes"]
@@ -139,7 +142,7 @@ class ReplicaManager:
             key = self._keys[tp] = TopicPartitionOperationKey(tp[0], tp[1])
         return key
 
-    def create_partition(self, topic: str, partition: int, topic_id: Any = None,
+    def create_partition(self, topic: str, partition: int, topic_id: UUID | None = None,
                          min_insync_replicas: int | None = None) -> Partition:
         """Create (or return) the local replica; its ``Log`` survives emulated restarts."""
         tp = (topic, partition)
@@ -206,7 +209,7 @@ class ReplicaManager:
     # ------------------------------------------------------------------ produce
     def append_records(self, timeout_ms: int, required_acks: int, entries: dict[TP, bytes],
                        response_callback: Callable[[dict[TP, ProducePartitionStatus]], None],
-                       delayed_produce_lock: Any = None, internal_topics_allowed: bool = False,
+                       delayed_produce_lock: GroupLock | None = None, internal_topics_allowed: bool = False,
                        single_batch: bool = True) -> None:
         """Kafka's ``appendRecords``; ``response_callback`` gets one status per partition."""
         if required_acks not in (-1, 0, 1):

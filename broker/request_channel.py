@@ -23,9 +23,12 @@ import queue
 import threading
 import time as _time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import structlog
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.control import ClusterControl
 
 FETCH_API_KEY = 1
 
@@ -98,7 +101,8 @@ class RequestChannel:
         self.queue_size = queue_size
         # A C ``SimpleQueue`` (fast hand-off to a waiting handler) bounded by ``queue_size``: a
         # sender finding it full waits on ``_not_full`` (the rare slow path).
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        # None items are the shutdown markers (``put_shutdown_markers``)
+        self._queue: queue.SimpleQueue[Request | _Wakeup | None] = queue.SimpleQueue()
         self._not_full = threading.Condition()
         self._full_waiters = 0
         # The broker's list (``KafkaServer.request_listeners``), so that metrics attached to a
@@ -107,7 +111,7 @@ class RequestChannel:
             request_listeners if request_listeners is not None else [])
         self.closed = False
         self._wakeup_pending = False
-        self.control: Any = None   # broker.control.ClusterControl, set by KafkaServer
+        self.control: ClusterControl | None = None   # set by KafkaServer
 
     # ------------------------------------------------------------------ senders
     def send_request(self, request: Request, timeout_s: float | None = None) -> bool:
@@ -146,8 +150,8 @@ class RequestChannel:
         self._queue.put(WAKEUP)
 
     # ------------------------------------------------------------------ handlers
-    def receive_request(self, timeout_s: float) -> Any:
-        """The next Request, ``WAKEUP``, or None on timeout."""
+    def receive_request(self, timeout_s: float) -> Request | _Wakeup | None:
+        """The next Request, ``WAKEUP``, or None on timeout (or a shutdown marker)."""
         try:
             item = self._queue.get(timeout=timeout_s)
         except queue.Empty:
@@ -162,14 +166,14 @@ class RequestChannel:
             item.dequeue_time_ns = _time.monotonic_ns()
         return item
 
-    def send_response(self, request: Request, body: Any, close_connection: bool = False) -> None:
+    def send_response(self, request: Request, body: object, close_connection: bool = False) -> None:
         control = self.control
         if control is not None and control.on_response(self.broker_id, request, body, close_connection,
                                                        self.deliver_response):
             return
         self.deliver_response(request, body, close_connection)
 
-    def deliver_response(self, request: Request, body: Any, close_connection: bool = False) -> None:
+    def deliver_response(self, request: Request, body: object, close_connection: bool = False) -> None:
         now = _time.monotonic_ns()
         if not request.api_local_complete_time_ns:
             request.api_local_complete_time_ns = now

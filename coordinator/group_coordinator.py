@@ -55,19 +55,24 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 import structlog
 
 from kafka_emu.coordinator import errors
-from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupCoordinatorConfig
 from kafka_emu.coordinator.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.group_metadata import (
     CompletingRebalance, Dead, Empty, GroupMetadata, GroupState, IllegalStateError,
     PreparingRebalance, Stable,
 )
-from kafka_emu.coordinator.group_metadata_manager import GroupMetadataManager, InlineScheduler, TopicPartition
+from kafka_emu.coordinator.group_metadata_manager import (
+    GroupMetadataManager,
+    InlineScheduler,
+    Scheduler,
+    TopicPartition,
+)
 from kafka_emu.coordinator.log import CoordinatorLog
 from kafka_emu.coordinator.member_metadata import MemberMetadata
 from kafka_emu.coordinator.results import (
@@ -77,7 +82,7 @@ from kafka_emu.coordinator.results import (
 )
 from kafka_emu.timer import (
     DelayedOperationPurgatory, GroupJoinKey, GroupSyncKey, MemberKey, PurgatorySnapshot, SystemTimer,
-    Time,
+    Time, Timer,
 )
 
 _log = structlog.get_logger("coordinator.group_coordinator")
@@ -98,9 +103,12 @@ class GroupCoordinatorSnapshot:
     heartbeat_expirations: int
     purgatories: tuple[PurgatorySnapshot, ...]   # Heartbeat and Rebalance
 
+
+R = TypeVar("R")
+
 UNKNOWN_MEMBER_ID = ""
-JoinCallback = Callable[[JoinGroupResult], Any]
-SyncCallback = Callable[[SyncGroupResult], Any]
+JoinCallback = Callable[[JoinGroupResult], None]
+SyncCallback = Callable[[SyncGroupResult], None]
 
 # APIs for which only a null group id is invalid (empty string allowed).
 _NULL_ONLY_APIS = {"offset_commit", "offset_fetch", "describe_groups", "delete_groups"}
@@ -112,7 +120,8 @@ class GroupCoordinator:
 
     def __init__(self, broker_id: int, config: GroupCoordinatorConfig, log: CoordinatorLog,
                  time: Time, heartbeat_purgatory: DelayedOperationPurgatory,
-                 rebalance_purgatory: DelayedOperationPurgatory, scheduler: Any | None = None) -> None:
+                 rebalance_purgatory: DelayedOperationPurgatory,
+                 scheduler: Scheduler | InlineScheduler | None = None) -> None:
         self.broker_id = broker_id
         self.config = config
         self.time = time
@@ -136,9 +145,9 @@ class GroupCoordinator:
     # ================================================================== construction / lifecycle
     @classmethod
     def create(cls, broker_id: int, config: Mapping[str, Any] | None, log: CoordinatorLog,
-               time: Time | None = None, timer: Any = None,
-               timer_factory: Callable[[str], Any] | None = None,
-               scheduler: Any | None = None) -> "GroupCoordinator":
+               time: Time | None = None, timer: Timer | None = None,
+               timer_factory: Callable[[str], Timer] | None = None,
+               scheduler: Scheduler | InlineScheduler | None = None) -> "GroupCoordinator":
         """Build a coordinator with its ``Heartbeat`` and ``Rebalance`` purgatories.
 
         * ``timer``: one shared timer (e.g. a ``MockTimer``) for both purgatories; reapers are
@@ -322,14 +331,14 @@ class GroupCoordinator:
                 self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
 
     @staticmethod
-    def _responder(group: GroupMetadata, callback: Callable[[Any], Any]) -> Callable[[Any], None]:
-        def respond(result: Any) -> None:
+    def _responder(group: GroupMetadata, callback: Callable[[R], None]) -> Callable[[R], None]:
+        def respond(result: R) -> None:
             group.lock.defer(lambda: callback(result))
         return respond
 
     @staticmethod
     def _join_rejected(group: GroupMetadata, member_id: str, protocol_type: str,
-                       protocols: list[tuple[str, bytes]], respond: Callable[[Any], None]) -> bool:
+                       protocols: list[tuple[str, bytes]], respond: JoinCallback) -> bool:
         """The checks both JoinGroup paths (unknown and known member) make first; true = answered."""
         if group.is_(Dead):
             respond(JoinGroupResult.error_result(member_id, Errors.COORDINATOR_NOT_AVAILABLE))
@@ -743,7 +752,7 @@ class GroupCoordinator:
 
     # ================================================================== Heartbeat
     def handle_heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
-                         generation_id: int, callback: Callable[[int], Any]) -> None:
+                         generation_id: int, callback: Callable[[int], None]) -> None:
         """Heartbeat (``handleHeartbeat``); ``callback(error_code)`` fires once, synchronously, outside the lock."""
         error = self._validate_group_status(group_id, "heartbeat")
         if error is not None:
@@ -813,7 +822,7 @@ class GroupCoordinator:
 
     # ================================================================== LeaveGroup
     def handle_leave_group(self, group_id: str, members: list[tuple[str, str | None, str | None]],
-                           callback: Callable[[LeaveGroupResult], Any]) -> None:
+                           callback: Callable[[LeaveGroupResult], None]) -> None:
         """LeaveGroup (``handleLeaveGroup``); ``members`` = [(member_id, group_instance_id, reason)].
         ``callback(LeaveGroupResult)`` fires once, synchronously, after the lock is released."""
         error = self._validate_group_status(group_id, "leave_group")
@@ -861,7 +870,7 @@ class GroupCoordinator:
     # ================================================================== OffsetCommit
     def handle_commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
                               generation_id: int, offset_metadata: dict[TopicPartition, OffsetAndMetadata],
-                              callback: Callable[[dict[TopicPartition, int]], Any]) -> None:
+                              callback: Callable[[dict[TopicPartition, int]], None]) -> None:
         """OffsetCommit (``handleCommitOffsets``). ``offset_metadata``: (topic, partition) -> OffsetAndMetadata.
         ``callback({(topic, partition): error})`` fires once, after the append is replicated
         (acks=-1) or failed, outside the group lock."""

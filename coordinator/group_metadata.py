@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import uuid
 from collections import Counter
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable, TypeVar
 
 import structlog
 
@@ -32,10 +32,13 @@ from kafka_emu.coordinator.group_lock import GroupLock
 from kafka_emu.coordinator.member_metadata import MemberMetadata
 from kafka_emu.coordinator.records import parse_consumer_subscription_topics
 from kafka_emu.logsetup import group_context
+from kafka_emu.timer.time import Time
 from kafka_emu.coordinator.results import (
     GroupOverview, GroupSummary, JoinGroupResult, JoinGroupResultMember, MemberSummary,
     OffsetAndMetadata, SyncGroupResult,
 )
+
+T = TypeVar("T")
 
 _log = structlog.get_logger("coordinator.group")
 
@@ -72,7 +75,7 @@ VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
 }
 
 
-def _invoke_join(cb: Callable[[JoinGroupResult], Any], result: JoinGroupResult, member_id: str) -> None:
+def _invoke_join(cb: Callable[[JoinGroupResult], None], result: JoinGroupResult, member_id: str) -> None:
     try:
         cb(result)
     except Exception:
@@ -80,7 +83,7 @@ def _invoke_join(cb: Callable[[JoinGroupResult], Any], result: JoinGroupResult, 
         cb(JoinGroupResult.error_result(member_id, Errors.UNKNOWN_SERVER_ERROR))
 
 
-def _invoke_sync(cb: Callable[[SyncGroupResult], Any], result: SyncGroupResult, member_id: str) -> None:
+def _invoke_sync(cb: Callable[[SyncGroupResult], None], result: SyncGroupResult, member_id: str) -> None:
     try:
         cb(result)
     except Exception:
@@ -89,7 +92,7 @@ def _invoke_sync(cb: Callable[[SyncGroupResult], Any], result: SyncGroupResult, 
 
 
 class GroupMetadata:
-    def __init__(self, group_id: str, initial_state: GroupState = Empty, time: Any = None,
+    def __init__(self, group_id: str, initial_state: GroupState = Empty, time: Time | None = None,
                  on_transition: Callable[["GroupMetadata", GroupState, GroupState, str], None] | None = None) -> None:
         self.group_id = group_id
         self.lock = GroupLock()
@@ -115,7 +118,7 @@ class GroupMetadata:
         self.rebalance_start_ms: int | None = None  # for the rebalance-time metric
 
     # ------------------------------------------------------------------ basics
-    def in_lock(self, fn: Callable[[], Any]) -> Any:
+    def in_lock(self, fn: Callable[[], T]) -> T:
         with self.lock:
             return fn()
 
@@ -163,7 +166,7 @@ class GroupMetadata:
         return f"{prefix}-{uuid.uuid4()}"
 
     # ------------------------------------------------------------------ membership
-    def add(self, member: MemberMetadata, callback: Callable[[JoinGroupResult], Any] | None = None) -> None:
+    def add(self, member: MemberMetadata, callback: Callable[[JoinGroupResult], None] | None = None) -> None:
         if member.group_instance_id is not None:
             if member.group_instance_id in self.static_members:
                 raise IllegalStateError(
@@ -237,7 +240,7 @@ class GroupMetadata:
 
     def update_member(self, member: MemberMetadata, protocols: list[tuple[str, bytes]],
                       rebalance_timeout_ms: int, session_timeout_ms: int,
-                      callback: Callable[[JoinGroupResult], Any] | None) -> None:
+                      callback: Callable[[JoinGroupResult], None] | None) -> None:
         self._dec_supported_protocols(member)
         member.supported_protocols = list(protocols)
         self._inc_supported_protocols(member)

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
 import structlog
 
 from kafka_emu.coordinator import errors
-from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.config import GroupCoordinatorConfig
+from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.group_metadata import Dead, Empty, GroupMetadata, Stable
 from kafka_emu.coordinator.log import CoordinatorLog
 from kafka_emu.coordinator.member_metadata import MemberMetadata
@@ -36,6 +36,7 @@ from kafka_emu.coordinator.records import (
     read_offset_value,
 )
 from kafka_emu.coordinator.results import INVALID_OFFSET_DATA, OffsetAndMetadata, OffsetFetchPartitionData
+from kafka_emu.timer.time import Time
 
 _log = structlog.get_logger("coordinator.group_metadata_manager")
 
@@ -67,7 +68,7 @@ class InlineScheduler:
 
 class GroupMetadataManager:
     def __init__(self, broker_id: int, config: GroupCoordinatorConfig, log: CoordinatorLog,
-                 time: Any, scheduler: Any | None = None,
+                 time: Time, scheduler: Scheduler | InlineScheduler | None = None,
                  on_transition: Callable[..., None] | None = None) -> None:
         self.broker_id = broker_id
         self.config = config

@@ -10,12 +10,14 @@ partition locks after the group lock, and must not hold any of them while it inv
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Protocol
+from typing import Callable, Iterable, Protocol
+
+from kafka_emu.coordinator.group_lock import GroupLock
 
 
 class CoordinatorLog(Protocol):
     def append_records(self, partition: int, records: list[tuple[bytes, bytes | None]],
-                       timeout_ms: int, lock: Any, callback: Callable[[int], None]) -> None:
+                       timeout_ms: int, lock: GroupLock, callback: Callable[[int], None]) -> None:
         """Append key/value records to __consumer_offsets-<partition> as one batch with acks=-1.
         callback(error_code) runs once the batch is replicated to the ISR (0) or failed
         (e.g. NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT). `lock` is the group lock, used as the

@@ -4,7 +4,7 @@ Not thread-safe: every field is guarded by the owning group's lock (``GroupMetad
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from kafka_emu.coordinator.results import JoinGroupResult, SyncGroupResult
 
@@ -29,8 +29,8 @@ class MemberMetadata:
         self.protocol_type = protocol_type
         self.supported_protocols: list[tuple[str, bytes]] = list(supported_protocols)
         self.assignment: bytes = b""
-        self.awaiting_join_callback: Callable[[JoinGroupResult], Any] | None = None
-        self.awaiting_sync_callback: Callable[[SyncGroupResult], Any] | None = None
+        self.awaiting_join_callback: Callable[[JoinGroupResult], None] | None = None
+        self.awaiting_sync_callback: Callable[[SyncGroupResult], None] | None = None
         self.is_new = False
         self.heartbeat_satisfied = False
         self.is_leaving = False

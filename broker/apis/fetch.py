@@ -1,4 +1,4 @@
-"""Fetch (key 1), versions 4..18, from consumers and from follower replicas.
+"""Fetch, from consumers and from follower replicas.
 
 Topics are named from v4 and identified by topic id from v13 (UNKNOWN_TOPIC_ID for unknown
 ids). The replica id is a top-level field before v15 and ``replica_state.replica_id`` from v15.

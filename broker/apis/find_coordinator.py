@@ -1,4 +1,4 @@
-"""FindCoordinator (key 10): which broker coordinates a group.
+"""FindCoordinator: which broker coordinates a group.
 
 The coordinator of group G is the leader of ``__consumer_offsets`` partition
 ``Utils.abs(G.hashCode()) % offsets.topic.num.partitions`` (the group coordinator's

@@ -1,6 +1,5 @@
-"""Classic group APIs → ``GroupCoordinator``: JoinGroup (11), SyncGroup (14), Heartbeat (12),
-LeaveGroup (13), OffsetCommit (8), OffsetFetch (9), DescribeGroups (15), ListGroups (16),
-DeleteGroups (42).
+"""Classic group APIs → ``GroupCoordinator``: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+OffsetCommit, OffsetFetch, DescribeGroups, ListGroups and DeleteGroups.
 
 These are Kafka's ``KafkaApis.handleJoinGroupRequest`` & co.: unpack the versioned kio request
 into the coordinator's plain arguments, and map its result (``coordinator.results``) back onto

@@ -1,4 +1,4 @@
-"""InitProducerId (key 22): producer ids for idempotent producers.
+"""InitProducerId: producer ids for idempotent producers.
 
 Ids are unique across the in-process cluster (``MetadataStore.next_producer_id``, the
 emulator's controller; Kafka hands out blocks of ids from the controller the same way).

@@ -1,4 +1,4 @@
-"""ListOffsets (key 2): earliest, latest, max-timestamp and by-timestamp offsets.
+"""ListOffsets: earliest, latest, max-timestamp and by-timestamp offsets.
 
 Special timestamps, as in Kafka: -1 LATEST (the HW for consumers, also the LSO for
 read_committed since there are no transactions; the LEO for a replica, ``replica_id >= 0``),

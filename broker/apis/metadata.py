@@ -1,4 +1,4 @@
-"""Metadata (key 3): brokers, controller, topics with stable ids, partition leaders and ISRs.
+"""Metadata: brokers, controller, topics with stable ids, partition leaders and ISRs.
 
 Auto topic creation follows Kafka: a missing topic is created with ``num.partitions`` and
 ``default.replication.factor`` when ``auto.create.topics.enable`` is true and the request allows

@@ -1,4 +1,4 @@
-"""Produce (key 0), versions 3..13: validate, append through the ReplicaManager, answer.
+"""Produce: validate, append through the ReplicaManager, answer.
 
 acks=0 sends no response (a failed acks=0 produce closes the connection, as Kafka does, so
 the client notices); acks=1 answers after the leader append; acks=-1 answers from the

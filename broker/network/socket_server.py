@@ -18,7 +18,8 @@ Structure (as in Kafka's ``kafka.network.SocketServer``):
 
 Hygiene: ``socket.request.max.bytes`` is checked against the 4-byte size prefix before any body
 byte is buffered; ``connections.max.idle.ms`` closes quiet connections; a frame that cannot be
-parsed (unknown API key, truncated body, a version kio cannot decode) closes that connection with
+parsed (unknown API key, truncated body, a version the broker does not serve: Kafka's
+``SocketServer.parseRequestHeader``) closes that connection with
 a structured ``connection_closed`` log line naming the peer and the reason. Every per-connection
 failure is caught per connection: one bad client never ends a processor or disturbs another
 client.
@@ -36,10 +37,6 @@ Differences from Kafka, on purpose:
   of the completed write when it next looks at its queue: before polling, when the connection
   becomes readable again (the client's next request), or within ``_IN_FLIGHT_POLL_S``. Set
   ``Processor.direct_writes = False`` to get Kafka's path.
-* A request for a known API at a version kio decodes but we do not advertise is answered with
-  UNSUPPORTED_VERSION by the processor itself (Kafka's handler would throw and answer
-  UNKNOWN_SERVER_ERROR); an ApiVersions request at any version is let through so its handler can
-  give the KIP-511 v0 reply.
 * Unknown tagged fields are skipped (see ``broker.protocol.codec``), as Kafka's generated parsers do.
 * No SSL/SASL, quotas, or per-IP connection limits.
 """
@@ -60,20 +57,17 @@ from typing import Any, Callable, Mapping
 
 import structlog
 
+from kafka_emu.broker.apis import api_name, is_supported
+from kafka_emu.broker.apis.api_versions import API_KEY as API_VERSIONS_KEY
 from kafka_emu.broker.config import KafkaConfig
 from kafka_emu.broker.protocol.codec import (
     InvalidRequestError,
     RequestHeaderData,
     UnsupportedVersionError,
-    decode_request,
     decode_request_fast,
     decode_request_header,
     encode_response,
 )
-from kafka_emu.broker.apis import api_name, is_supported
-from kafka_emu.broker.apis.api_versions import API_KEY as API_VERSIONS_KEY
-from kafka_emu.broker.protocol.error_response import build_error_response
-from kafka_emu.coordinator.errors import Errors
 from kafka_emu.timer.shutdownable_thread import ShutdownableThread
 
 _log = structlog.get_logger("broker.network")
@@ -535,17 +529,10 @@ class Processor(ShutdownableThread):
             if header.api_key == API_VERSIONS_KEY:
                 self._submit(channel, header, None, start_ns)
                 return
-            # known to kio, not advertised: answer like Kafka's error response, keep the link
-            try:
-                body = decode_request(header, frame)
-            except InvalidRequestError as exc:
-                self._malformed(channel, str(exc))
-                return
-            response = build_error_response(header.api_key, header.api_version, body, Errors.UNSUPPORTED_VERSION)
-            channel.muted = True
-            self._set_in_flight(channel)
-            self._responses.append((channel.connection_id, encode_response(header.correlation_id, response),
-                                    False, None))
+            # Kafka's SocketServer.parseRequestHeader: a version the broker does not enable is an
+            # InvalidRequestException, and the connection is closed
+            self._malformed(channel, f"version {header.api_version} of api key {header.api_key} is not enabled",
+                            api=api_name(header.api_key), api_version=header.api_version)
             return
         try:
             body = decode_request_fast(header, frame)

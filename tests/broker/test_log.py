@@ -1,8 +1,8 @@
 import pytest
 
-from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.broker.log import Log
 from kafka_emu.broker.record_batch import build_batch, iter_records
+from kafka_emu.coordinator.errors import Errors, KafkaError
 
 pytestmark = pytest.mark.timeout(10)
 

@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from kafka_emu.coordinator.errors import Errors
 from kafka_emu.broker.partition import LogReadResult
 from kafka_emu.broker.replica_fetcher import ReplicaFetchRequestData
 from kafka_emu.broker.request_channel import Request
+from kafka_emu.coordinator.errors import Errors
 from cluster_support import wait_until
 
 pytestmark = pytest.mark.timeout(30)

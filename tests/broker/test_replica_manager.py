@@ -2,9 +2,9 @@
 ``DelayedProduceTest`` and ``DelayedFetchTest`` (MockTimer)."""
 import pytest
 
-from kafka_emu.coordinator.errors import Errors
 from kafka_emu.broker.partition import ISOLATION_TXN_COMMITTED
 from kafka_emu.broker.record_batch import iter_records
+from kafka_emu.coordinator.errors import Errors
 from broker_harness import TP, Harness
 
 pytestmark = pytest.mark.timeout(20)

@@ -14,9 +14,12 @@ from typing import Any, Callable
 import pytest
 from kio.index import load_request_schema, load_response_schema
 
+from kafka_emu.broker.apis import APIS, is_supported
 from kafka_emu.broker.apis.api_versions import handle_api_versions
 from kafka_emu.broker.network import SocketServer
+from kafka_emu.broker.protocol.adapter import build
 from kafka_emu.broker.protocol.codec import decode_response, encode_request
+from kafka_emu.coordinator.errors import Errors
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -179,17 +182,31 @@ def test_unknown_tagged_fields_are_skipped(server: SocketServer) -> None:
     assert corr == 3 and resp.error_code == 0
 
 
-def test_unsupported_known_version_answers_error(server: SocketServer) -> None:
+@pytest.mark.parametrize("api_key,version", [(8, 10), (22, 6)])   # OffsetCommit, InitProducerId
+def test_undeclared_version_of_a_declared_api_closes_the_connection(server: SocketServer, api_key: int,
+                                                                     version: int) -> None:
+    """Kafka 4's path (``SocketServer.parseRequestHeader``: a version the broker does not enable is
+    an InvalidRequestException, the connection closes), for versions kio decodes but the handler
+    modules do not declare; nothing reaches the request channel."""
+    assert not is_supported(api_key, version)
+    cls = load_request_schema(api_key, version)
     s = connect(server)
-    from kio.schema.offset_commit.v10 import request as oc10
-    req = oc10.OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=1, member_id="m",
-                                   group_instance_id=None, topics=())
-    s.sendall(encode_request(req, 9))
-    corr, resp = decode_response(recv_frame(s), load_response_schema(8, 10))
-    assert corr == 9 and resp.topics == ()
-    # and the connection still works
-    s.sendall(encode_request(api_versions_req(3), 10))
-    assert decode_response(recv_frame(s), load_response_schema(18, 3))[0] == 10
+    s.sendall(encode_request(build(cls), 9))
+    assert is_closed(s)
+    assert not any(r.api_key == api_key for r in server.request_channel.seen)
+
+
+def test_api_versions_at_an_undeclared_version_gets_the_v0_error_reply(server: SocketServer) -> None:
+    """KIP-511 (Kafka's ``ApiKeys.isVersionEnabled`` accepts every ApiVersions version): the
+    answer is a v0 body with UNSUPPORTED_VERSION that lists the declared ApiVersions range."""
+    spec = APIS[18]
+    s = connect(server)
+    frame = struct.pack(">hhih", 18, spec.max_version + 1, 6, -1) + b"\x00"
+    s.sendall(struct.pack(">i", len(frame)) + frame)
+    corr, resp = decode_response(recv_frame(s), load_response_schema(18, 0))
+    assert corr == 6 and resp.error_code == Errors.UNSUPPORTED_VERSION
+    assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == \
+        [(18, spec.min_version, spec.max_version)]
 
 
 @pytest.mark.parametrize("payload", [

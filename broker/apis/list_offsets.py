@@ -18,7 +18,6 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING
 
-
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.log import Log
@@ -116,16 +115,16 @@ def _answer(partition: Partition, replica_id: int, isolation_level: int, timesta
         log = partition.log
         limit = log.log_end_offset if replica_id >= 0 else log.high_watermark
         if timestamp == LATEST:
-            return 0, -1, limit, epoch
+            return Errors.NONE, -1, limit, epoch
         if timestamp in (EARLIEST, EARLIEST_LOCAL, EARLIEST_TIERED):
-            return 0, -1, log.log_start_offset, epoch
+            return Errors.NONE, -1, log.log_start_offset, epoch
         if timestamp == MAX_TIMESTAMP:
             off, ts = offset_for_max_timestamp(log, limit)
-            return 0, ts, off, epoch if off >= 0 else -1
+            return Errors.NONE, ts, off, epoch if off >= 0 else -1
         if timestamp < 0:
             return Errors.INVALID_REQUEST, -1, -1, -1
         off, ts = offset_for_timestamp(log, timestamp, limit)
-        return 0, ts, off, epoch if off >= 0 else -1
+        return Errors.NONE, ts, off, epoch if off >= 0 else -1
 
 
 def handle_list_offsets(apis: KafkaApis, request: Request) -> None:

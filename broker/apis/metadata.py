@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-
 from kafka_emu.broker.apis._common import (
     AUTHORIZED_OPS_OMITTED,
     ZERO_THROTTLE,
@@ -53,7 +52,7 @@ def maybe_create_topic(apis: KafkaApis, name: str) -> int:
     except ValueError:
         if md.topic(name) is None:
             return Errors.UNKNOWN_TOPIC_OR_PARTITION
-    return 0
+    return Errors.NONE
 
 
 def handle_metadata(apis: KafkaApis, request: Request) -> None:

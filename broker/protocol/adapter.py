@@ -16,7 +16,7 @@ Stateless apart from per-class caches; safe from any thread.
 """
 from __future__ import annotations
 
-from dataclasses import MISSING, Field, dataclass, fields
+from dataclasses import MISSING, Field, fields
 from datetime import timedelta
 from functools import lru_cache
 from typing import Any
@@ -76,46 +76,66 @@ def field_plan(cls: type) -> tuple[tuple[Field, FieldClass], ...]:
     return tuple((f, classify_field(f)) for f in fields(cls))
 
 
-@dataclass(frozen=True, slots=True)
+# (given names to drop, (required name, default) pairs to fill, error-code names to convert)
+_Plan = tuple[tuple[str, ...], tuple[tuple[str, Any], ...], tuple[str, ...]]
+
+
 class _Shape:
-    names: frozenset[str]
-    defaults: tuple[tuple[str, Any], ...]   # required fields and their value when not given
-    error_fields: tuple[str, ...]
+    """What :func:`build` needs of one entity class, with a plan per set of given names.
+
+    Callers pass the same names in the same order on every call of a code path, so the plan is
+    found by the tuple of names (one plan per call site: a bounded number) and a build is three
+    short loops. Plans are added under the GIL and never change; a racing duplicate is harmless."""
+
+    __slots__ = ("names", "defaults", "error_fields", "plans")
+
+    def __init__(self, cls: type) -> None:
+        self.defaults: dict[str, Any] = {}   # required fields and their value when not given
+        error_fields: list[str] = []
+        for f, fc in field_plan(cls):
+            if is_error_code(f):
+                error_fields.append(f.name)
+            if f.default is not MISSING or f.default_factory is not MISSING:  # type: ignore[misc]
+                continue
+            if fc.is_array:
+                self.defaults[f.name] = ()
+            elif is_optional(f):
+                self.defaults[f.name] = None
+            elif isinstance(fc, EntityField):
+                self.defaults[f.name] = build(fc.type_)   # frozen, so one instance serves all
+            elif get_field_tag(f) is None:
+                self.defaults[f.name] = primitive_default(f, fc.type_)
+        self.names = frozenset(f.name for f in fields(cls))
+        self.error_fields = tuple(error_fields)
+        self.plans: dict[tuple[str, ...], _Plan] = {}
+
+    def plan(self, given: tuple[str, ...]) -> _Plan:
+        plan = self.plans.get(given)
+        if plan is None:
+            present = self.names.intersection(given)
+            plan = self.plans[given] = (
+                tuple(n for n in given if n not in self.names),
+                tuple((n, v) for n, v in self.defaults.items() if n not in present),
+                tuple(n for n in self.error_fields if n in present or n in self.defaults))
+        return plan
 
 
 @lru_cache(maxsize=None)
 def _shape(cls: type) -> _Shape:
-    defaults: list[tuple[str, Any]] = []
-    error_fields: list[str] = []
-    for f, fc in field_plan(cls):
-        if is_error_code(f):
-            error_fields.append(f.name)
-        if f.default is not MISSING or f.default_factory is not MISSING:  # type: ignore[misc]
-            continue
-        if fc.is_array:
-            defaults.append((f.name, ()))
-        elif is_optional(f):
-            defaults.append((f.name, None))
-        elif isinstance(fc, EntityField):
-            defaults.append((f.name, build(fc.type_)))   # frozen, so one instance serves all
-        elif get_field_tag(f) is None:
-            defaults.append((f.name, primitive_default(f, fc.type_)))
-    return _Shape(frozenset(f.name for f in fields(cls)), tuple(defaults), tuple(error_fields))
+    return _Shape(cls)
 
 
 def build(cls: type, **values: Any) -> Any:
     """An instance of ``cls`` from ``values`` (extra names ignored, missing ones defaulted,
     error codes converted to kio's enum)."""
-    shape = _shape(cls)
-    names = shape.names
-    kwargs = {k: v for k, v in values.items() if k in names}
-    for name, default in shape.defaults:
-        if name not in kwargs:
-            kwargs[name] = default
-    for name in shape.error_fields:
-        if name in kwargs:
-            kwargs[name] = _KIO_ERRORS[kwargs[name]]
-    return cls(**kwargs)
+    drop, fill, errors = _shape(cls).plan(tuple(values))
+    for name in drop:
+        del values[name]
+    for name, default in fill:
+        values[name] = default
+    for name in errors:
+        values[name] = _KIO_ERRORS[values[name]]
+    return cls(**values)
 
 
 def has_field(cls: type, name: str) -> bool:

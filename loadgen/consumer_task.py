@@ -126,7 +126,7 @@ def run_consumer(params: dict[str, Any], bootstrap: str, t0: float, start_s: flo
     how = consume_loop(consumer, list(params["topics"]), False, sink, params, t0 + params["produce_end_s"], None,
                        t0 + stop_s, stop_event)
     consumer.close()
-    sink.add("leave", None, detail=how)
+    sink.add("close", None, detail=how)   # not a group member: no LeaveGroup, no rebalance
 
 
 class StreamSink(SampleSink):

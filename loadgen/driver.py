@@ -1,23 +1,26 @@
 """The load pipeline on the driver: spec to task DataFrame, barrier stage of clients, report.
 
-The samples DataFrame is persisted before anything reads it: it is the output of a barrier stage
-that drives a real cluster, and recomputing it for a second query would run the whole load again.
+The samples come back from the barrier stage in one action (``toArrow``): the stage drives a
+real cluster, so nothing may ever ask Spark to compute it twice, and once the samples are on the
+driver the report needs no further Spark job (``aggregate``). ``after_stage`` lets the caller
+release Spark (stop the session) while the report is being built.
 """
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from pyspark import StorageLevel
+import pyarrow as pa
 
 from kafka_emu.loadgen.executor import START_LEAD_S, partition_runner
 from kafka_emu.loadgen.live_progress import LiveProgress
-from kafka_emu.loadgen.report import build_report, save_samples
+from kafka_emu.loadgen.live_stats import StatsReceiver
+from kafka_emu.loadgen.report import build_report, save_samples, write_summary
 from kafka_emu.loadgen.samples import SPARK_SCHEMA
 from kafka_emu.loadgen.spec import TopicSpec, WorkloadSpec
 from kafka_emu.loadgen.target import create_topics, delete_topic
-from kafka_emu.loadgen.tasks import TASK_SCHEMA, build_tasks
+from kafka_emu.loadgen.tasks import TASK_SCHEMA, Task, build_tasks
 
 
 def audiences(spec: WorkloadSpec) -> dict[str, list[str]]:
@@ -26,39 +29,51 @@ def audiences(spec: WorkloadSpec) -> dict[str, list[str]]:
     return out
 
 
-def run_load(spark: Any, spec: WorkloadSpec, bootstrap: str, report_dir: Path, run_info: dict[str, Any],
-             show_progress: bool = True) -> dict[str, Any]:
-    """Run the workload against ``bootstrap`` (topics already created) and write the report."""
-    control = f"_loadgen-done-{run_info.get('run_id') or int(time.time())}"
-    create_topics(bootstrap, (TopicSpec(control, 1, 1),), 1)
-    slots = max(1, spark.sparkContext.defaultParallelism)
-    partitions = min(len(build_tasks(spec, slots, control)), slots)
-    tasks = build_tasks(spec, partitions, control)
+def driver_host(spark: Any) -> str:
+    """The address executors reach the driver at (Spark's own spark.driver.host)."""
+    return spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1")
+
+
+def run_stage(spark: Any, tasks: list[Task], partitions: int, bootstrap: str, stats: StatsReceiver | None) -> pa.Table:
+    """Run ``tasks`` as one barrier stage of ``partitions`` and return every sample."""
     # One Spark partition per slot, exactly as planned (parallelize alone slices by position).
     rdd = (spark.sparkContext.parallelize([(t.slot, t.row()) for t in tasks], partitions)
            .partitionBy(partitions, lambda slot: slot).values())
     task_df = spark.createDataFrame(rdd, TASK_SCHEMA)
-    samples = task_df.mapInArrow(partition_runner(bootstrap), SPARK_SCHEMA, barrier=True)
-    samples = samples.persist(StorageLevel.MEMORY_AND_DISK)
-    topics = sorted({t for p in spec.producers for t in p.topics})
-    watcher = LiveProgress(bootstrap, topics, spec.duration_s + spec.drain_s + START_LEAD_S, show_progress)
+    stats_addr = stats.address if stats is not None else None
+    return task_df.mapInArrow(partition_runner(bootstrap, stats_addr), SPARK_SCHEMA, barrier=True).toArrow()
+
+
+def plan(spark: Any, spec: WorkloadSpec, control: str) -> tuple[list[Task], int]:
+    slots = max(1, spark.sparkContext.defaultParallelism)
+    partitions = min(len(build_tasks(spec, slots, control)), slots)
+    return build_tasks(spec, partitions, control), partitions
+
+
+def run_load(spark: Any, spec: WorkloadSpec, bootstrap: str, report_dir: Path, run_info: dict[str, Any],
+             show_progress: bool = True, after_stage: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Run the workload against ``bootstrap`` (topics already created) and write the report."""
+    control = f"_loadgen-done-{run_info.get('run_id') or int(time.time())}"
+    create_topics(bootstrap, (TopicSpec(control, 1, 1),), 1)
+    tasks, partitions = plan(spark, spec, control)
+    stats = StatsReceiver(driver_host(spark))
+    watcher = LiveProgress(stats, spec.duration_s, spec.drain_s + START_LEAD_S, show_progress)
     watcher.start()
     began = time.time()
     try:
-        count = samples.count()
+        table = run_stage(spark, tasks, partitions, bootstrap, stats)
     finally:
         watcher.stop()
+        stats.close()
         delete_topic(bootstrap, control)
-    info = {**run_info, "tasks": len(tasks), "partitions": partitions, "samples": count,
-            "load_wall_s": round(time.time() - began, 2), "spec": spec.to_dict()}
+    stage_wall = time.time() - began
+    if after_stage is not None:
+        after_stage()
     began = time.time()
-    try:
-        saved = save_samples(samples, report_dir).persist(StorageLevel.MEMORY_AND_DISK)
-    finally:
-        samples.unpersist()
-    try:
-        summary = build_report(saved, report_dir, info, audiences(spec))
-        summary["run"]["report_s"] = round(time.time() - began, 2)
-        return summary
-    finally:
-        saved.unpersist()
+    info = {**run_info, "tasks": len(tasks), "partitions": partitions, "stage_wall_s": round(stage_wall, 2),
+            "spec": spec.to_dict()}
+    save_samples(table, report_dir)
+    summary = build_report(table, report_dir, info, audiences(spec))
+    summary["phases_s"]["report"] = round(time.time() - began, 2)
+    write_summary(summary, report_dir)
+    return summary

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterator
 import pyarrow as pa
 import structlog
 
+from kafka_emu.loadgen.live_stats import StatsReporter
 from kafka_emu.loadgen.samples import SampleSink
 
 START_LEAD_S = 1.5      # gives threads and crashable members' child processes time to start
@@ -54,8 +55,12 @@ def _sink_for(task: dict[str, Any], params: dict[str, Any]) -> SampleSink:
     return SampleSink(task["task_id"], params.get("client", "confluent"))
 
 
-def run_tasks(tasks: list[dict[str, Any]], bootstrap: str, t0: float) -> list[SampleSink]:
-    """Run every task on its own thread from ``t0``; return their sinks once all have ended."""
+def run_tasks(tasks: list[dict[str, Any]], bootstrap: str, t0: float,
+              reporter: StatsReporter | None = None) -> list[SampleSink]:
+    """Run every task on its own thread from ``t0``; return their sinks once all have ended.
+
+    ``reporter`` (if any) is given the sinks before the tasks start and is stopped, after a last
+    report, once they have ended."""
     runners = _runners()
     stop_event = threading.Event()
     sinks: list[SampleSink] = []
@@ -80,6 +85,9 @@ def run_tasks(tasks: list[dict[str, Any]], bootstrap: str, t0: float) -> list[Sa
 
         thread = threading.Thread(target=body, name=f"loadgen-{task['task_id']}", daemon=True)
         threads.append(thread)
+    if reporter is not None:
+        reporter.watch(sinks)
+        reporter.start()
     for thread in threads:
         thread.start()
     deadline = t0 + max((t["stop_s"] for t in tasks), default=0.0) + STOP_GRACE_S
@@ -93,11 +101,22 @@ def run_tasks(tasks: list[dict[str, Any]], bootstrap: str, t0: float) -> list[Sa
         if thread.is_alive():
             sink.add("task_error", None, error="_TASK_HUNG", detail="thread still running after stop")
             _log.warning("load_task_hung", thread=thread.name)
+    if reporter is not None:
+        reporter.stop()
     return sinks
 
 
-def partition_runner(bootstrap: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function for a run against ``bootstrap``."""
+def _partition_id() -> int:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return ctx.partitionId() if ctx is not None else 0
+
+
+def partition_runner(bootstrap: str, stats_address: str | None = None
+                     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The ``mapInArrow`` function for a run against ``bootstrap``; live counts go to
+    ``stats_address`` (host:port of the driver's ``StatsReceiver``) when given."""
 
     def run_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from kafka_emu.logsetup import ensure_configured
@@ -107,7 +126,8 @@ def partition_runner(bootstrap: str) -> Callable[[Iterator[pa.RecordBatch]], Ite
         for batch in batches:
             tasks.extend(batch.to_pylist())
         t0 = agree_start_time()
-        for sink in run_tasks(tasks, bootstrap, t0):
+        reporter = StatsReporter(stats_address, _partition_id()) if stats_address else None
+        for sink in run_tasks(tasks, bootstrap, t0, reporter):
             if sink.rows:
                 yield sink.to_arrow()
 

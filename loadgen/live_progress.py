@@ -1,9 +1,9 @@
 """Progress of a running load, shown by the driver while Spark executes the barrier stage.
 
-The driver cannot see executor samples until the stage ends, so it watches the cluster instead:
-the sum of the workload topics' high watermarks is exactly the number of messages the brokers
-have accepted so far. On a terminal this is a tqdm bar over the planned seconds; otherwise a
-line every ``LINE_EVERY_S`` seconds on stderr (CI logs stay short).
+The numbers come from the executors (``live_stats``): messages acknowledged and consumed so far
+and the produce p99 of the last few seconds. On a terminal this is a tqdm bar over the planned
+load seconds (elapsed and ETA are tqdm's), followed by the drain; otherwise a line every
+``LINE_EVERY_S`` seconds on stderr, so CI logs stay readable.
 """
 from __future__ import annotations
 
@@ -13,61 +13,59 @@ import time
 
 import structlog
 
+from kafka_emu.loadgen.live_stats import Snapshot, StatsReceiver
 from kafka_emu.metrics.progress import progress
-from kafka_emu.loadgen.target import QUIET
 
-LINE_EVERY_S = 10.0
+LINE_EVERY_S = 5.0
+REFRESH_S = 0.5
 _log = structlog.get_logger("loadgen.progress")
 
 
+def describe(snap: Snapshot) -> dict[str, str]:
+    p99 = "-" if snap.produce_p99_ms is None else f"{snap.produce_p99_ms:.0f}ms"
+    out = {"acked": str(snap.acked), "consumed": str(snap.consumed), "p99": p99}
+    if snap.failed:
+        out["failed"] = str(snap.failed)
+    return out
+
+
 class LiveProgress(threading.Thread):
-    def __init__(self, bootstrap: str, topics: list[str], planned_s: float, enabled: bool = True) -> None:
+    def __init__(self, stats: StatsReceiver, load_s: float, drain_s: float, enabled: bool = True) -> None:
         super().__init__(name="loadgen-progress", daemon=True)
-        self._servers = bootstrap
-        self._topics = topics
-        self._planned = planned_s
+        self._stats = stats
+        self._load_s = load_s
+        self._drain_s = drain_s
         self._enabled = enabled
         self._stop_event = threading.Event()
-        self.messages = 0
-
-    def _offsets(self, consumer: object) -> int:
-        from confluent_kafka import TopicPartition
-
-        md = consumer.list_topics(timeout=2)  # type: ignore[attr-defined]
-        total = 0
-        for t in self._topics:
-            for p in (md.topics[t].partitions if t in md.topics else ()):
-                total += consumer.get_watermark_offsets(TopicPartition(t, p), timeout=2)[1]  # type: ignore[attr-defined]
-        return total
 
     def run(self) -> None:
-        from confluent_kafka import Consumer
-
         reason = "stopped"
-        consumer = Consumer({"bootstrap.servers": self._servers, "group.id": "loadgen-progress", **QUIET})
-        bar = progress(total=int(self._planned), desc="load", enabled=self._enabled, unit="s")
-        tty = sys.stderr.isatty()
+        bar = progress(total=round(self._load_s), desc="load", enabled=self._enabled, unit="s")
+        tty = not bar.disable
         began = time.time()
         last_line = began
         try:
-            baseline = self._offsets(consumer)
-            while not self._stop_event.wait(1.0):
+            while not self._stop_event.wait(REFRESH_S):
+                snap = self._stats.snapshot()
+                if not snap.partitions:
+                    began = time.time()   # the clients have not started yet (Spark is scheduling)
+                    bar.set_description("starting", refresh=True)
+                    continue
                 elapsed = time.time() - began
-                try:
-                    self.messages = self._offsets(consumer) - baseline
-                except Exception:
-                    pass  # a broker restarting mid-run: keep the last count
-                bar.n = min(int(elapsed), int(self._planned))
-                bar.set_postfix(messages=self.messages, refresh=True)
-                if self._enabled and not tty and time.time() - last_line >= LINE_EVERY_S:
+                phase = "load" if elapsed <= self._load_s else "drain"
+                fields = describe(snap)
+                if tty:
+                    bar.set_description(phase, refresh=False)
+                    bar.n = min(round(elapsed), bar.total)
+                    bar.set_postfix(fields, refresh=True)
+                elif self._enabled and time.time() - last_line >= LINE_EVERY_S:
                     last_line = time.time()
-                    print(f"load: {elapsed:.0f}s of up to {self._planned:.0f}s, {self.messages} messages accepted",
-                          file=sys.stderr, flush=True)
+                    text = ", ".join(f"{k} {v}" for k, v in fields.items())
+                    print(f"load: {phase} {elapsed:.0f}/{self._load_s:.0f}s, {text}", file=sys.stderr, flush=True)
         except Exception as exc:
             reason = f"error: {exc!r}"
         finally:
             bar.close()
-            consumer.close()
             _log.info("thread_stopped", thread=self.name, reason=reason)
 
     def stop(self) -> None:

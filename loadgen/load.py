@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -64,15 +65,44 @@ def _raw(spec: object) -> dict:
     return json.loads(json.dumps(dataclasses.asdict(spec)))  # type: ignore[arg-type]
 
 
+class _Stopper:
+    """Stops the Spark session on its own thread, so the report is built meanwhile."""
+
+    def __init__(self, spark: object) -> None:
+        self._spark = spark
+        self._thread: threading.Thread | None = None
+        self.seconds: float | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._stop, name="loadgen-spark-stop", daemon=True)
+            self._thread.start()
+
+    def _stop(self) -> None:
+        began = time.time()
+        try:
+            self._spark.stop()  # type: ignore[attr-defined]
+        finally:
+            self.seconds = round(time.time() - began, 2)
+
+    def join(self) -> None:
+        self.start()
+        assert self._thread is not None
+        self._thread.join(60)
+
+
 def _run(args: argparse.Namespace, spec: object) -> int:
     from kafka_emu.loadgen.driver import run_load
+    from kafka_emu.loadgen.report import write_summary
     from kafka_emu.loadgen.spark_session import start_session
     from kafka_emu.loadgen.target import create_topics, check_reachable, open_target, scrape_metrics
     from kafka_emu.metrics.progress import progress_enabled
 
+    wall_began = time.time()
     run_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out_dir = Path(args.report_dir or Path("reports") / f"load-{run_id}")
     show = progress_enabled(args)
+    verbose = getattr(args, "log_level", None) == "debug"
     with open_target(args.bootstrap_servers, brokers=args.brokers, timeout_s=args.connect_timeout) as target:
         brokers = check_reachable(target.bootstrap, args.connect_timeout)
         create_topics(target.bootstrap, spec.topics, brokers)  # type: ignore[attr-defined]
@@ -80,28 +110,33 @@ def _run(args: argparse.Namespace, spec: object) -> int:
             print(f"load: target {target.bootstrap} ({'embedded' if target.embedded else 'external'}, "
                   f"{brokers} brokers); starting Spark ({args.master})", file=sys.stderr, flush=True)
         began = time.time()
-        spark = start_session(args.master)
+        spark = start_session(args.master, jvm_log=out_dir / "spark.log", verbose=verbose)
         spark_start_s = round(time.time() - began, 2)
+        stopper = _Stopper(spark)
         try:
             info = {"run_id": run_id, "target": target.bootstrap, "embedded": target.embedded,
                     "brokers": brokers, "master": args.master, "spec_file": args.spec,
                     "metrics_url": target.metrics_url, "spark_start_s": spark_start_s}
             try:
-                summary = run_load(spark, spec, target.bootstrap, out_dir, info, show_progress=show)  # type: ignore[arg-type]
+                summary = run_load(spark, spec, target.bootstrap, out_dir, info, show_progress=show,  # type: ignore[arg-type]
+                                   after_stage=stopper.start)
             except Exception as exc:
                 if type(exc).__module__.startswith(("pyspark", "py4j")):
                     first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-                    raise LoadgenError(f"the Spark job failed: {first[:300]}") from None
+                    raise LoadgenError(f"the Spark job failed: {first[:300]} (Spark's log: {out_dir / 'spark.log'})"
+                                       ) from None
                 raise
         finally:
-            spark.stop()
+            stopper.join()
         metrics = scrape_metrics(target.metrics_url, SCRAPED)
         if metrics:
             summary["cluster_metrics"] = metrics
-        (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    summary["phases_s"]["spark_stop"] = stopper.seconds
+    summary["run"]["wall_s"] = round(time.time() - wall_began, 2)
+    write_summary(summary, out_dir)
     if args.json:
         print(json.dumps(summary, default=str))
     else:
         print((out_dir / "summary.md").read_text())
-    print(f"report: {out_dir.resolve()}", file=sys.stderr if args.json else sys.stdout)
+    print(f"report: {out_dir.resolve()} (open report.html in a browser)", file=sys.stderr if args.json else sys.stdout)
     return 0

@@ -1,54 +1,93 @@
-"""The report folder of a load run: summary.json, summary.md, samples.parquet/ and charts.
+"""The report folder of a load run: summary.json, summary.md, report.html, samples.parquet and charts.
 
-The JSON is the machine-readable result (tests and CI read it); the Markdown is the short
-human version printed at the end of ``kafka-emu load``; the Parquet keeps every raw sample so a
-question the summary does not answer can still be asked later with Spark or pandas.
+The JSON is the machine-readable result (tests and CI read it); the Markdown is the short human
+version printed at the end of ``kafka-emu load``; report.html shows the same summary with the
+charts, for a browser; the Parquet keeps every raw sample so a question the summary does not
+answer can still be asked later with Spark or pandas.
+
+The Markdown and the HTML are two renderings of one list of blocks (``summary_blocks``), so
+they cannot disagree.
 """
 from __future__ import annotations
 
+import html
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import DataFrame
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from kafka_emu.loadgen import aggregate, charts
 
+SAMPLES_FILE = "samples.parquet"
+LATENCY_DEFINITIONS = (
+    "produce: delivery latency, from send() to the broker's acknowledgement as the client measures it",
+    "consume: end to end, from the record's CreateTime (set by the producer) to the moment a consumer read it; "
+    "it includes producer batching, replication and any time a partition had no owner during a rebalance",
+    "commit: offset commit request to its callback",
+    "rebalance: a member's revoke (or its join) to its next assignment",
+    "admin:*: the admin request's future, send to result",
+)
+# Operations that are not requests of their own (a member's start, its revoke callback).
+_NOT_REQUESTS = ("task_end", "revoke", "join")
 
-def save_samples(samples: DataFrame, out_dir: Path) -> DataFrame:
-    """Write the raw samples as Parquet and return them read back from it.
 
-    Aggregating the re-read copy keeps the barrier stage that produced the samples out of every
-    later query plan: nothing can ask Spark to recompute (re-run) the load.
+def save_samples(samples: pa.Table, out_dir: Path) -> Path:
+    """Write the raw samples as one Parquet file (readable with pandas, pyarrow or Spark)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / SAMPLES_FILE
+    pq.write_table(samples, path)
+    return path
+
+
+def phases(run_info: dict[str, Any], samples: pd.DataFrame, span: tuple[float, float]) -> dict[str, float]:
+    """Seconds spent in each phase of the run that the samples and the driver's clocks can tell.
+
+    ``load``: first sample to the last produce outcome (producers' end, flush included);
+    ``drain``: from there to the last sample (readers catching up, members closing);
+    ``stage_overhead``: the barrier stage's wall time outside that span (task launch, the agreed
+    start lead, returning the samples).
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = str(out_dir / "samples.parquet")
-    samples.write.mode("overwrite").parquet(path)
-    return samples.sparkSession.read.parquet(path)
+    start, end = span
+    produce_ts = samples.loc[samples["op"] == "produce", "ts"]
+    produce_end = float(produce_ts.max()) if len(produce_ts) else start
+    out = {"spark_start": run_info.get("spark_start_s"), "load": round(produce_end - start, 2),
+           "drain": round(end - produce_end, 2)}
+    if run_info.get("stage_wall_s") is not None:
+        out["stage_overhead"] = round(max(0.0, run_info["stage_wall_s"] - (end - start)), 2)
+    return {k: v for k, v in out.items() if v is not None}
 
 
-def build_report(samples: DataFrame, out_dir: Path, run_info: dict[str, Any],
+def build_report(samples: pa.Table | pd.DataFrame, out_dir: Path, run_info: dict[str, Any],
                  audiences: dict[str, list[str]]) -> dict[str, Any]:
-    """Aggregate ``samples`` (already saved by ``save_samples``) into the report files."""
+    """Aggregate ``samples`` into the summary and draw the charts; ``write_summary`` writes the text files."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    ops, errors, (start, end) = aggregate.op_summary(samples)
-    per_second = aggregate.per_second(samples, start)
-    hist = aggregate.latency_histogram(samples)
-    events = aggregate.member_events(samples, start)
-    delivery = aggregate.delivery_check(samples, audiences)
+    frame = samples.to_pandas() if isinstance(samples, pa.Table) else samples
+    ops, errors, (start, end) = aggregate.op_summary(frame)
+    per_second = aggregate.per_second(frame, start)
+    hist = aggregate.latency_histogram(frame)
+    events = aggregate.member_events(frame, start)
+    churn = aggregate.churn_events(events)
+    delivery = aggregate.delivery_check(frame, audiences)
 
     throughput: dict[str, Any] = {}
-    for op in ("produce", "consume"):
-        frame = per_second[per_second["op"] == op]
-        if len(frame):
-            active = max(1, int(frame["second"].max()) - int(frame["second"].min()) + 1)
-            throughput[op] = {"messages_per_s_avg": round(float(frame["messages"].sum()) / active, 1),
-                              "messages_per_s_peak": int(frame["messages"].max()),
-                              "mb_per_s_avg": round(float(frame["bytes"].sum()) / active / 1e6, 3),
+    for op in aggregate.LATENCY_OPS:
+        sub = per_second[per_second["op"] == op]
+        if len(sub):
+            active = max(1, int(sub["second"].max()) - int(sub["second"].min()) + 1)
+            throughput[op] = {"messages_per_s_avg": round(float(sub["messages"].sum()) / active, 1),
+                              "messages_per_s_peak": int(sub["messages"].max()),
+                              "mb_per_s_avg": round(float(sub["bytes"].sum()) / active / 1e6, 3),
                               "active_seconds": active}
     produce = ops.get("produce", {"count": 0, "ok": 0, "errors": 0, "bytes": 0})
     summary: dict[str, Any] = {
-        "run": {**run_info, "start_ts": start, "end_ts": end, "elapsed_s": round(end - start, 3)},
+        "run": {**run_info, "samples": int(len(frame)), "start_ts": start, "end_ts": end,
+                "elapsed_s": round(end - start, 3)},
+        "phases_s": phases(run_info, frame, (start, end)),
+        "latency_definitions": list(LATENCY_DEFINITIONS),
         "produced": {"attempted": produce["count"], "acked": produce["ok"], "failed": produce["errors"],
                      "bytes": produce["bytes"]},
         "consumed": delivery,
@@ -56,22 +95,41 @@ def build_report(samples: DataFrame, out_dir: Path, run_info: dict[str, Any],
         "operations": ops,
         "errors": errors,
         "rebalances": aggregate.rebalance_summary(events),
+        "churn": [{"t_s": round(float(r["t"]), 2), "op": r["op"], "group": r["group_id"], "member": r["member"]}
+                  for _, r in churn.iterrows()],
         "task_errors": [e for e in errors if e["op"] == "task_error"],
     }
-    files = ["samples.parquet/"]
+    files = [SAMPLES_FILE]
     if len(per_second):
-        files.append(charts.throughput_chart(per_second, out_dir / "throughput.png"))
-        files.append(charts.latency_chart(per_second, out_dir / "latency_over_time.png"))
+        files.append(charts.throughput_chart(per_second, churn, out_dir / "throughput.png"))
+        files.append(charts.latency_chart(per_second, churn, out_dir / "latency_over_time.png"))
     if len(hist):
         files.append(charts.histogram_chart(hist, out_dir / "latency_histogram.png"))
     if len(events):
         files.append(charts.rebalance_chart(events, end - start, out_dir / "rebalance_timeline.png"))
     per_second.to_csv(out_dir / "per_second.csv", index=False)
     files.append("per_second.csv")
-    summary["files"] = files + ["summary.json", "summary.md"]
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
-    (out_dir / "summary.md").write_text(render_markdown(summary))
+    summary["files"] = files + ["summary.json", "summary.md", "report.html"]
     return summary
+
+
+def write_summary(summary: dict[str, Any], out_dir: Path) -> None:
+    """summary.json, summary.md and report.html (the charts are already in ``out_dir``)."""
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    blocks = summary_blocks(summary)
+    (out_dir / "summary.md").write_text(render_markdown(blocks))
+    (out_dir / "report.html").write_text(render_html(blocks, summary))
+
+
+@dataclass
+class Block:
+    """A paragraph (``text``) or a table (``header`` and ``rows``, first column left-aligned)."""
+
+    text: str = ""
+    header: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+    items: list[str] = field(default_factory=list)
+    heading: int = 0
 
 
 def _ms(entry: dict[str, Any], key: str) -> str:
@@ -79,37 +137,87 @@ def _ms(entry: dict[str, Any], key: str) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
-def render_markdown(s: dict[str, Any]) -> str:
+def _phase_line(ph: dict[str, Any], run: dict[str, Any]) -> str:
+    names = (("spark_start", "Spark start"), ("load", "load"), ("drain", "drain"),
+             ("stage_overhead", "stage overhead"), ("report", "report"), ("spark_stop", "Spark stop"))
+    parts = [f"{label} {ph[k]:.1f} s" for k, label in names if ph.get(k) is not None]
+    total = f" (wall {run['wall_s']:.1f} s)" if run.get("wall_s") is not None else ""
+    return "Time: " + " · ".join(parts) + total + "."
+
+
+def summary_blocks(s: dict[str, Any]) -> list[Block]:
     run = s["run"]
-    lines = [f"# Load run {run.get('run_id', '')}", "",
-             f"Target: {run.get('target')} · master {run.get('master')} · {run.get('tasks')} client tasks on "
-             f"{run.get('partitions')} Spark partitions · elapsed {run['elapsed_s']:.1f} s", ""]
+    blocks = [Block(text=f"Load run {run.get('run_id', '')}", heading=1),
+              Block(text=f"Target: {run.get('target')} · master {run.get('master')} · {run.get('tasks')} client tasks "
+                         f"on {run.get('partitions')} Spark partitions · {run.get('samples')} samples over "
+                         f"{run['elapsed_s']:.1f} s")]
+    if s.get("phases_s"):
+        blocks.append(Block(text=_phase_line(s["phases_s"], run)))
     p = s["produced"]
-    lines += [f"Produced: {p['acked']} acked of {p['attempted']} attempted ({p['failed']} failed), "
-              f"{p['bytes'] / 1e6:.2f} MB.", ""]
+    blocks.append(Block(text=f"Produced: {p['acked']} acked of {p['attempted']} attempted ({p['failed']} failed), "
+                             f"{p['bytes'] / 1e6:.2f} MB."))
     if s["throughput"]:
-        lines += ["| throughput | avg msgs/s | peak msgs/s | avg MB/s |", "|---|---:|---:|---:|"]
-        for op, t in s["throughput"].items():
-            lines.append(f"| {op} | {t['messages_per_s_avg']} | {t['messages_per_s_peak']} | {t['mb_per_s_avg']} |")
-        lines.append("")
-    lines += ["| operation | count | errors | p50 ms | p99 ms | p99.9 ms | max ms |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for op, e in s["operations"].items():
-        if op in ("task_end", "revoke", "join"):
-            continue
-        lines.append(f"| {op} | {e['count']} | {e['errors']} | {_ms(e, 'p50')} | {_ms(e, 'p99')} | "
-                     f"{_ms(e, 'p99.9')} | {_ms(e, 'max')} |")
-    lines.append("")
+        blocks.append(Block(header=["throughput", "avg msgs/s", "peak msgs/s", "avg MB/s"],
+                            rows=[[op, str(t["messages_per_s_avg"]), str(t["messages_per_s_peak"]),
+                                   str(t["mb_per_s_avg"])] for op, t in s["throughput"].items()]))
+    blocks.append(Block(header=["operation", "count", "errors", "p50 ms", "p99 ms", "p99.9 ms", "max ms"],
+                        rows=[[op, str(e["count"]), str(e["errors"]), _ms(e, "p50"), _ms(e, "p99"), _ms(e, "p99.9"),
+                               _ms(e, "max")] for op, e in s["operations"].items() if op not in _NOT_REQUESTS]))
+    blocks.append(Block(text="What the latencies measure:", items=list(s.get("latency_definitions", ()))))
     if s["consumed"]:
-        lines += ["| reader | records | unique | duplicates | missing (acked, unread) |", "|---|---:|---:|---:|---:|"]
-        for who, c in s["consumed"].items():
-            lines.append(f"| {who} | {c['records']} | {c['unique']} | {c['duplicates']} | {c['missing']} |")
-        lines.append("")
+        blocks.append(Block(header=["reader", "records", "unique", "duplicates", "missing (acked, unread)"],
+                            rows=[[who, str(c["records"]), str(c["unique"]), str(c["duplicates"]), str(c["missing"])]
+                                  for who, c in s["consumed"].items()]))
     r = s["rebalances"]
     if r["count"]:
-        lines += [f"Rebalances: {r['count']} member assignments (p50 {r.get('p50_ms', 0):.0f} ms, max "
-                  f"{r.get('max_ms', 0):.0f} ms); joins {r['joins']}, leaves {r['leaves']}, crashes {r['crashes']}.", ""]
+        blocks.append(Block(text=f"Rebalances: {r['count']} member assignments (p50 {r.get('p50_ms', 0):.0f} ms, max "
+                                 f"{r.get('max_ms', 0):.0f} ms); joins {r['joins']}, planned leaves {r['leaves']}, "
+                                 f"crashes {r['crashes']}, members closed at the end {r.get('closes_at_end', 0)}."))
+    if s.get("churn"):
+        blocks.append(Block(text="Churn: " + ", ".join(f"{c['op']} {c['member']} at {c['t_s']:.1f} s"
+                                                      for c in s["churn"]) + "."))
     if s["errors"]:
         top = ", ".join(f"{e['op']} {e['error']} x{e['count']}" for e in s["errors"][:6])
-        lines += [f"Errors: {top}.", ""]
-    lines += ["Files: " + ", ".join(s["files"]), ""]
+        blocks.append(Block(text=f"Errors: {top}."))
+    blocks.append(Block(text="Files: " + ", ".join(s["files"])))
+    return blocks
+
+
+def render_markdown(blocks: list[Block]) -> str:
+    lines: list[str] = []
+    for b in blocks:
+        if b.header:
+            lines += ["| " + " | ".join(b.header) + " |", "|---|" + "---:|" * (len(b.header) - 1)]
+            lines += ["| " + " | ".join(row) + " |" for row in b.rows]
+        elif b.heading:
+            lines.append("#" * b.heading + " " + b.text)
+        else:
+            lines.append(b.text)
+            lines += [f"- {item}" for item in b.items]
+        lines.append("")
     return "\n".join(lines)
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1000px;color:#222}
+table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:3px 8px}
+td:not(:first-child){text-align:right}th{background:#f3f3f3}img{max-width:100%;border:1px solid #eee;margin:.5em 0}"""
+
+
+def render_html(blocks: list[Block], summary: dict[str, Any]) -> str:
+    e = html.escape
+    body: list[str] = []
+    for b in blocks:
+        if b.header:
+            body.append("<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in b.header) + "</tr>"
+                        + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in b.rows)
+                        + "</table>")
+        elif b.heading:
+            body.append(f"<h{b.heading}>{e(b.text)}</h{b.heading}>")
+        else:
+            body.append(f"<p>{e(b.text)}</p>" + ("<ul>" + "".join(f"<li>{e(i)}</li>" for i in b.items) + "</ul>"
+                                                 if b.items else ""))
+    body += [f'<h2>{e(name)}</h2><img src="{e(name)}" alt="{e(name)}">'
+             for name in summary["files"] if name.endswith(".png")]
+    title = e(f"kafka-emu load {summary['run'].get('run_id', '')}")
+    return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title><style>{_CSS}</style>"
+            f"</head><body>\n" + "\n".join(body) + "\n</body></html>\n")

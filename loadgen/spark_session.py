@@ -5,6 +5,7 @@ able to import this package (the session ships it with ``addPyFile`` when it is 
 """
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
@@ -36,36 +37,45 @@ def check_java() -> str:
 
 
 def _package_zip() -> str:
-    """This project's packages zipped for remote executors."""
-    root = Path(__file__).resolve().parent.parent
+    """The ``kafka_emu`` package (the Python files the executors import) zipped for remote executors."""
     out = Path(tempfile.mkdtemp(prefix="loadgen-pyfiles-")) / "kafka_emu_pkgs.zip"
     with zipfile.ZipFile(out, "w") as zf:
+        zf.writestr("kafka_emu/__init__.py", "")
         for pkg in ("loadgen", "metrics"):
-            for f in (root / pkg).rglob("*.py"):
-                zf.write(f, f.relative_to(root))
+            base = Path(str(importlib.import_module(f"kafka_emu.{pkg}").__file__)).resolve().parent
+            for f in base.rglob("*.py"):
+                zf.write(f, Path("kafka_emu", pkg, f.relative_to(base)))
     return str(out)
 
 
-LOG4J2 = """rootLogger.level = error
+LOG4J2 = """rootLogger.level = {level}
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
 """
 
 
-def _quiet_log4j() -> str:
-    """A log4j2 file that keeps only errors (Spark's default prints WARN banners on every start)."""
-    path = Path(tempfile.gettempdir()) / "kafka-emu-spark-log4j2.properties"
-    if not path.exists() or path.read_text() != LOG4J2:
-        path.write_text(LOG4J2)
+def _log4j_file(level: str) -> str:
+    """A log4j2 file at ``level`` (Spark's default prints WARN banners on every start)."""
+    text = LOG4J2.format(level=level)
+    path = Path(tempfile.gettempdir()) / f"kafka-emu-spark-log4j2-{level}.properties"
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
     return str(path)
 
 
 def start_session(master: str = DEFAULT_MASTER, app_name: str = "kafka-emu-load",
-                  extra_conf: dict[str, str] | None = None) -> Any:
+                  extra_conf: dict[str, str] | None = None, jvm_log: Path | None = None,
+                  verbose: bool = False) -> Any:
+    """A SparkSession on ``master``.
+
+    ``jvm_log``: a file that gets the Spark JVM's own stdout and stderr (its start-up lines such
+    as "Using incubator modules", log4j output at WARN, the Python workers' stderr in local mode)
+    instead of the terminal. ``verbose`` keeps them on the terminal, with log4j at INFO.
+    """
     check_java()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -74,30 +84,38 @@ def start_session(master: str = DEFAULT_MASTER, app_name: str = "kafka-emu-load"
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     warnings.filterwarnings("ignore", message=".*does not yet fully support pandas.*")
     warnings.filterwarnings("ignore", message=".*copy keyword is deprecated.*")
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.master(master).appName(app_name)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2" if local else "16")
-               .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.driver.memory", "1g")
-               .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-               .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{_quiet_log4j()}"))
+    level = "info" if verbose else ("warn" if jvm_log is not None else "error")
+    conf = (SparkConf().setMaster(master).setAppName(app_name)
+            .set("spark.ui.enabled", "false")
+            .set("spark.ui.showConsoleProgress", "false")
+            .set("spark.sql.shuffle.partitions", "2" if local else "16")
+            .set("spark.sql.execution.arrow.pyspark.enabled", "true")
+            .set("spark.sql.session.timeZone", "UTC")
+            .set("spark.driver.memory", "1g")
+            .set("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+            .set("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{_log4j_file(level)}")
+            .set("spark.executor.extraJavaOptions", f"-Dlog4j.configurationFile=file:{_log4j_file(level)}"))
     if local:
-        builder = (builder.config("spark.driver.host", "127.0.0.1")
-                   .config("spark.driver.bindAddress", "127.0.0.1"))
+        conf = conf.set("spark.driver.host", "127.0.0.1").set("spark.driver.bindAddress", "127.0.0.1")
     for key, value in (extra_conf or {}).items():
-        builder = builder.config(key, value)
+        conf = conf.set(key, value)
     try:
-        spark = builder.getOrCreate()
+        if jvm_log is not None and not verbose and SparkContext._gateway is None:
+            jvm_log.parent.mkdir(parents=True, exist_ok=True)
+            with open(jvm_log, "ab") as out:   # the JVM keeps its own descriptor
+                gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})
+            SparkContext(conf=conf, gateway=gateway)
+        spark = SparkSession.builder.config(conf=conf).getOrCreate()
     except Exception as exc:
         text = str(exc)
         if "JAVA_GATEWAY_EXITED" in text or "Java gateway" in text:
             raise JavaMissingError("the Spark JVM did not start (is a working Java 17/21 installed?)") from None
         raise LoadgenError(f"Spark session did not start: {text.splitlines()[0] if text else type(exc).__name__}") from None
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel(level.upper())
     if not local:
         spark.sparkContext.addPyFile(_package_zip())
     return spark

@@ -1,20 +1,27 @@
-"""The driver's Spark aggregations and the report folder, on samples whose answers are known."""
+"""The driver's aggregations and the report folder, on samples whose answers are known.
+
+No Spark here: the report is built from the samples' Arrow table on the driver (``aggregate``).
+"""
 from __future__ import annotations
 
 import json
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from kafka_emu.loadgen.report import build_report, save_samples
-from kafka_emu.loadgen.samples import SampleSink, SPARK_SCHEMA
+from kafka_emu.loadgen import aggregate
+from kafka_emu.loadgen.report import build_report, save_samples, write_summary
+from kafka_emu.loadgen.samples import SampleSink
 
-PYSPARK_PANDAS3_NOISE = [pytest.mark.filterwarnings("ignore:.*does not yet fully support pandas.*:FutureWarning"),
-                         pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")]
-pytestmark = [*PYSPARK_PANDAS3_NOISE, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.timeout(60)]
 
 
-def _samples(spark):
-    """Producer acks offsets 0..99 on t-0; group g reads 0..97 plus 10..19 again; consumer c reads all."""
+def _samples() -> pa.Table:
+    """Producer acks offsets 0..99 on t-0; group g reads 0..97 plus 10..19 again; consumer c reads all.
+
+    Member g-m0 is there from the start, g-m1 joins at +1.5 s and leaves (planned) at +2.0 s, g-m0
+    crashes at +2.5 s, consumer c closes at the end (not a group leave)."""
     prod = SampleSink("producer:p:0", "confluent")
     for i in range(100):
         prod.add("produce", float(i + 1), topic="t", partition=0, offset=i, nbytes=10, ts=1000.0 + i / 50)
@@ -22,34 +29,86 @@ def _samples(spark):
     g = SampleSink("member:g-m0", "confluent", "g", "g-m0")
     g.add("join", ts=1000.0)
     g.add("rebalance", 250.0, detail="assigned=1", ts=1000.3)
+    g.add("revoke", ts=1001.5)
+    g.add("rebalance", 2.0, detail="assigned=1", ts=1001.502)
     for i in list(range(98)) + list(range(10, 20)):
         g.add("consume", 5.0, topic="t", partition=0, offset=i, nbytes=10, ts=1000.5 + i / 50)
     g.add("crash", ts=1002.5)
+    g1 = SampleSink("member:g-m1", "confluent", "g", "g-m1")
+    g1.add("join", ts=1001.5)
+    g1.add("rebalance", 3.0, detail="assigned=0", ts=1001.503)
+    g1.add("leave", 4.0, detail="leave", ts=1002.0)
     c = SampleSink("consumer:c", "kafka-python")
     for i in range(100):
         c.add("consume", 7.0, topic="t", partition=0, offset=i, nbytes=10, ts=1000.5 + i / 50)
-    table = [b for s in (prod, g, c) for b in [s.to_arrow()]]
-    rows = [r for b in table for r in b.to_pylist()]
-    return spark.createDataFrame(rows, SPARK_SCHEMA)
+    c.add("close", None, detail="drained", ts=1002.6)
+    return pa.Table.from_batches([s.to_arrow() for s in (prod, g, g1, c)])
 
 
-def test_report_counts_latencies_and_files(spark, tmp_path):
-    df = save_samples(_samples(spark), tmp_path)
-    summary = build_report(df, tmp_path, {"run_id": "t", "target": "x", "master": "local[2]"},
+def test_report_counts_latencies_and_files(tmp_path):
+    table = _samples()
+    save_samples(table, tmp_path)
+    summary = build_report(table, tmp_path, {"run_id": "t", "target": "x", "master": "local[2]",
+                                             "spark_start_s": 7.5, "stage_wall_s": 5.0},
                            {"g": ["t"], "consumer:c": ["t"]})
+    write_summary(summary, tmp_path)
     assert summary["produced"] == {"attempted": 101, "acked": 100, "failed": 1, "bytes": 1000}
     assert summary["consumed"]["g"] == {"records": 108, "unique": 98, "duplicates": 10, "expected": 100,
                                         "missing": 2, "unexpected": 0}
     assert summary["consumed"]["consumer:c"]["missing"] == 0
     lat = summary["operations"]["produce"]["latency_ms"]
-    assert lat["p50"] == pytest.approx(50.5) and lat["max"] == 100.0
+    assert lat["p50"] == pytest.approx(50.5) and lat["max"] == 100.0 and lat["p99.9"] == pytest.approx(99.901)
     assert summary["errors"] == [{"op": "produce", "error": "REQUEST_TIMED_OUT", "count": 1}]
-    assert summary["rebalances"]["count"] == 1 and summary["rebalances"]["crashes"] == 1
+    reb = summary["rebalances"]
+    assert (reb["count"], reb["joins"], reb["leaves"], reb["crashes"], reb["closes_at_end"]) == (3, 2, 1, 1, 0)
+    # The standalone consumer's close is not a group leave: the table and the rebalance line agree.
+    assert summary["operations"]["leave"]["count"] == reb["leaves"] + reb["closes_at_end"]
+    assert [(c["op"], c["member"]) for c in summary["churn"]] == [("join", "g-m1"), ("leave", "g-m1"),
+                                                                   ("crash", "g-m0")]
     assert summary["throughput"]["produce"]["messages_per_s_peak"] == 50
-    for name in ("summary.json", "summary.md", "throughput.png", "latency_over_time.png",
+    assert summary["phases_s"]["spark_start"] == 7.5
+    assert summary["phases_s"]["load"] == pytest.approx(1.98)
+    assert summary["phases_s"]["drain"] == pytest.approx(0.62)
+    assert summary["phases_s"]["stage_overhead"] == pytest.approx(2.4)
+    for name in ("summary.json", "summary.md", "report.html", "throughput.png", "latency_over_time.png",
                  "latency_histogram.png", "rebalance_timeline.png"):
         assert (tmp_path / name).stat().st_size > 0, name
     assert json.loads((tmp_path / "summary.json").read_text())["produced"]["acked"] == 100
-    assert spark.read.parquet(str(tmp_path / "samples.parquet")).count() == df.count()
+    assert pq.read_table(tmp_path / "samples.parquet").num_rows == table.num_rows == summary["run"]["samples"]
     md = (tmp_path / "summary.md").read_text()
     assert "| g | 108 | 98 | 10 | 2 |" in md
+    assert "consume: end to end" in md and "produce: delivery latency" in md
+    assert "Spark start 7.5 s" in md
+    page = (tmp_path / "report.html").read_text()
+    assert "<td>108</td>" in page and 'src="rebalance_timeline.png"' in page and "end to end" in page
+
+
+def test_per_second_and_histogram_add_up_to_the_totals():
+    frame = _samples().to_pandas()
+    per_second = aggregate.per_second(frame, 1000.0)
+    assert per_second[per_second["op"] == "produce"]["messages"].sum() == 100
+    assert per_second[per_second["op"] == "consume"]["messages"].sum() == 208
+    first = per_second[(per_second["op"] == "produce") & (per_second["second"] == 0)].iloc[0]
+    assert first["messages"] == 50 and first["p50_ms"] == pytest.approx(25.5)
+    hist = aggregate.latency_histogram(frame)
+    assert hist.groupby("op")["count"].sum().to_dict() == {"consume": 208, "produce": 100}
+    # 5.0 ms lands in the bucket [10**0.6, 10**0.7) = [3.98, 5.01)
+    consume = hist[hist["op"] == "consume"].set_index("bucket")["count"]
+    assert consume[6] == 108 and consume[8] == 100
+
+
+def test_rebalance_chart_draws_millisecond_assignments_visibly(tmp_path):
+    """A 2 ms rebalance on a 40 s axis is narrower than a pixel; the chart widens it to a mark."""
+    import numpy as np
+    from PIL import Image
+
+    from kafka_emu.loadgen import charts
+
+    events = aggregate.member_events(_samples().to_pandas(), 1000.0)
+    events = events[(events["op"] != "rebalance") | (events["latency_ms"] < 10)]   # the 2 ms and 3 ms ones
+    path = tmp_path / "r.png"
+    charts.rebalance_chart(events, 40.0, path)
+    px = np.asarray(Image.open(path).convert("RGB")).astype(int)
+    orange = ((px[..., 0] > 240) & (px[..., 1] > 110) & (px[..., 1] < 140) & (px[..., 2] < 40)).sum()
+    # Drawn to scale each would be a sliver under a pixel wide; as marks, each is >= 3 px x 8 px.
+    assert orange >= 2 * 3 * 8

@@ -36,9 +36,10 @@ def driver_host(spark: Any) -> str:
 
 def run_stage(spark: Any, tasks: list[Task], partitions: int, bootstrap: str, stats: StatsReceiver | None) -> pa.Table:
     """Run ``tasks`` as one barrier stage of ``partitions`` and return every sample."""
-    # One Spark partition per slot, exactly as planned (parallelize alone slices by position).
-    rdd = (spark.sparkContext.parallelize([(t.slot, t.row()) for t in tasks], partitions)
-           .partitionBy(partitions, lambda slot: slot).values())
+    # One Spark partition per slot, exactly as planned: parallelize slices a list of as many
+    # elements as partitions one element each, so no shuffle (another stage) is needed.
+    per_slot = [[t.row() for t in tasks if t.slot == slot] for slot in range(partitions)]
+    rdd = spark.sparkContext.parallelize(per_slot, partitions).flatMap(lambda rows: rows)
     task_df = spark.createDataFrame(rdd, TASK_SCHEMA)
     stats_addr = stats.address if stats is not None else None
     return task_df.mapInArrow(partition_runner(bootstrap, stats_addr), SPARK_SCHEMA, barrier=True).toArrow()
@@ -59,18 +60,19 @@ def run_load(spark: Any, spec: WorkloadSpec, bootstrap: str, report_dir: Path, r
     stats = StatsReceiver(driver_host(spark))
     watcher = LiveProgress(stats, spec.duration_s, spec.drain_s + START_LEAD_S, show_progress)
     watcher.start()
-    began = time.time()
+    submitted = time.time()
     try:
         table = run_stage(spark, tasks, partitions, bootstrap, stats)
+        done = time.time()
     finally:
         watcher.stop()
         stats.close()
         delete_topic(bootstrap, control)
-    stage_wall = time.time() - began
     if after_stage is not None:
         after_stage()
     began = time.time()
-    info = {**run_info, "tasks": len(tasks), "partitions": partitions, "stage_wall_s": round(stage_wall, 2),
+    info = {**run_info, "tasks": len(tasks), "partitions": partitions, "stage_submit_ts": round(submitted, 3),
+            "stage_done_ts": round(done, 3),
             "spec": spec.to_dict()}
     save_samples(table, report_dir)
     summary = build_report(table, report_dir, info, audiences(spec))

@@ -23,6 +23,12 @@ class SpecError(LoadgenError):
     exit_code = 2
 
 
+class UsageError(LoadgenError):
+    """A command-line option is malformed."""
+
+    exit_code = 2
+
+
 class JavaMissingError(LoadgenError):
     exit_code = 3
 

@@ -41,6 +41,7 @@ class LiveProgress(threading.Thread):
     def run(self) -> None:
         reason = "stopped"
         bar = progress(total=round(self._load_s), desc="load", enabled=self._enabled, unit="s")
+        bar.bar_format = "{desc}: {percentage:3.0f}%|{bar}| {n}/{total} s [{elapsed}<{remaining}{postfix}]"
         tty = not bar.disable
         began = time.time()
         last_line = began

@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from kafka_emu.loadgen.errors import LoadgenError
+from kafka_emu.loadgen.errors import LoadgenError, UsageError
 
 SCRAPED = ("kafka_",)
 
@@ -27,7 +27,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bootstrap-servers",
                         help="target cluster (default: start an embedded cluster of --brokers brokers)")
     parser.add_argument("--brokers", type=positive_int, default=3, help="brokers of the embedded cluster")
-    parser.add_argument("--master", default="local[2]", help="Spark master (local[N] or spark://host:port)")
+    parser.add_argument("--master", default="local[2]",
+                        help="Spark master: local[N], spark://host:port, yarn, k8s://https://host:port")
+    parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark property for the session, e.g. spark.driver.host=10.0.0.5 (repeatable)")
+    parser.add_argument("--advertised-host", default=None,
+                        help="embedded cluster: listen on all interfaces and tell clients to connect to HOST "
+                             "(needed when executors run on other machines; default: 127.0.0.1 only)")
     parser.add_argument("--duration", type=positive_float, default=None,
                         help=f"seconds of producing (default: the spec's duration_s, {DEFAULT_DURATION_S:g} without --spec)")
     parser.add_argument("--report-dir", default=None, help="report folder (default: reports/load-<time>)")
@@ -35,6 +41,22 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--connect-timeout", type=positive_float, default=5.0,
                         help="seconds to wait for the target cluster's metadata before giving up")
     add_options(parser)
+
+
+def spark_conf(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--spark-conf expects KEY=VALUE, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def embedded_config(advertised_host: str | None) -> dict[str, str]:
+    if not advertised_host:
+        return {}
+    return {"listeners": "PLAINTEXT://0.0.0.0:0", "advertised.listeners": f"PLAINTEXT://{advertised_host}:0"}
 
 
 def _fail(message: str, code: int) -> int:
@@ -103,14 +125,16 @@ def _run(args: argparse.Namespace, spec: object) -> int:
     out_dir = Path(args.report_dir or Path("reports") / f"load-{run_id}")
     show = progress_enabled(args)
     verbose = getattr(args, "log_level", None) == "debug"
-    with open_target(args.bootstrap_servers, brokers=args.brokers, timeout_s=args.connect_timeout) as target:
+    conf = spark_conf(args.spark_conf)
+    with open_target(args.bootstrap_servers, brokers=args.brokers, config=embedded_config(args.advertised_host),
+                     timeout_s=args.connect_timeout) as target:
         brokers = check_reachable(target.bootstrap, args.connect_timeout)
         create_topics(target.bootstrap, spec.topics, brokers)  # type: ignore[attr-defined]
         if show:
             print(f"load: target {target.bootstrap} ({'embedded' if target.embedded else 'external'}, "
                   f"{brokers} brokers); starting Spark ({args.master})", file=sys.stderr, flush=True)
         began = time.time()
-        spark = start_session(args.master, jvm_log=out_dir / "spark.log", verbose=verbose)
+        spark = start_session(args.master, extra_conf=conf, jvm_log=out_dir / "spark.log", verbose=verbose)
         spark_start_s = round(time.time() - began, 2)
         stopper = _Stopper(spark)
         try:

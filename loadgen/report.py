@@ -46,18 +46,20 @@ def save_samples(samples: pa.Table, out_dir: Path) -> Path:
 def phases(run_info: dict[str, Any], samples: pd.DataFrame, span: tuple[float, float]) -> dict[str, float]:
     """Seconds spent in each phase of the run that the samples and the driver's clocks can tell.
 
-    ``load``: first sample to the last produce outcome (producers' end, flush included);
-    ``drain``: from there to the last sample (readers catching up, members closing);
-    ``stage_overhead``: the barrier stage's wall time outside that span (task launch, the agreed
-    start lead, returning the samples).
+    ``stage_start``: the barrier stage's submission to the first sample (scheduling, Python
+    workers starting and importing the clients, the agreed start lead); ``load``: first sample
+    to the last produce outcome (producers' end, flush included); ``drain``: from there to the
+    last sample (readers catching up, members closing); ``stage_end``: the last sample to the
+    samples being on the driver.
     """
     start, end = span
     produce_ts = samples.loc[samples["op"] == "produce", "ts"]
     produce_end = float(produce_ts.max()) if len(produce_ts) else start
     out = {"spark_start": run_info.get("spark_start_s"), "load": round(produce_end - start, 2),
            "drain": round(end - produce_end, 2)}
-    if run_info.get("stage_wall_s") is not None:
-        out["stage_overhead"] = round(max(0.0, run_info["stage_wall_s"] - (end - start)), 2)
+    if run_info.get("stage_submit_ts") is not None and run_info.get("stage_done_ts") is not None:
+        out["stage_start"] = round(max(0.0, start - run_info["stage_submit_ts"]), 2)
+        out["stage_end"] = round(max(0.0, run_info["stage_done_ts"] - end), 2)
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -138,8 +140,8 @@ def _ms(entry: dict[str, Any], key: str) -> str:
 
 
 def _phase_line(ph: dict[str, Any], run: dict[str, Any]) -> str:
-    names = (("spark_start", "Spark start"), ("load", "load"), ("drain", "drain"),
-             ("stage_overhead", "stage overhead"), ("report", "report"), ("spark_stop", "Spark stop"))
+    names = (("spark_start", "Spark start"), ("stage_start", "stage start"), ("load", "load"), ("drain", "drain"),
+             ("stage_end", "stage end"), ("report", "report"), ("spark_stop", "Spark stop"))
     parts = [f"{label} {ph[k]:.1f} s" for k, label in names if ph.get(k) is not None]
     total = f" (wall {run['wall_s']:.1f} s)" if run.get("wall_s") is not None else ""
     return "Time: " + " · ".join(parts) + total + "."

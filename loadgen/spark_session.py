@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 import zipfile
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 from kafka_emu.loadgen.errors import JavaMissingError, LoadgenError
 
 DEFAULT_MASTER = "local[2]"
+EXECUTOR_WAIT_S = 60.0
 
 
 def check_java() -> str:
@@ -118,4 +120,35 @@ def start_session(master: str = DEFAULT_MASTER, app_name: str = "kafka-emu-load"
     spark.sparkContext.setLogLevel(level.upper())
     if not local:
         spark.sparkContext.addPyFile(_package_zip())
+        wait_for_executors(spark)
     return spark
+
+
+def registered_executors(spark: Any) -> int:
+    """Executors registered with the driver (the driver's own entry excluded)."""
+    infos = spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos()
+    return max(0, len(infos) - 1)
+
+
+def wait_for_executors(spark: Any, timeout_s: float = EXECUTOR_WAIT_S, settle_s: float = 2.0) -> int:
+    """On a cluster master, wait until executors have registered and their number has settled.
+
+    A barrier stage is refused while fewer slots than its tasks are registered (Spark retries the
+    check every 15 s), and the plan's partition count is read from ``defaultParallelism``, which
+    only counts registered cores; so the plan is made once the executors are there.
+    """
+    if spark.sparkContext.master.startswith("local"):
+        return 0
+    deadline = time.monotonic() + timeout_s
+    seen, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        count = registered_executors(spark)
+        if count != seen:
+            seen, since = count, time.monotonic()
+        elif count > 0 and time.monotonic() - since >= settle_s:
+            return count
+        time.sleep(0.25)
+    if seen <= 0:
+        raise LoadgenError(f"no Spark executor registered within {timeout_s:g} s on {spark.sparkContext.master} "
+                           "(do the workers have free cores and memory for this application?)")
+    return seen

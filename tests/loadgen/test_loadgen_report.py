@@ -49,7 +49,7 @@ def test_report_counts_latencies_and_files(tmp_path):
     table = _samples()
     save_samples(table, tmp_path)
     summary = build_report(table, tmp_path, {"run_id": "t", "target": "x", "master": "local[2]",
-                                             "spark_start_s": 7.5, "stage_wall_s": 5.0},
+                                             "spark_start_s": 7.5, "stage_submit_ts": 998.0, "stage_done_ts": 1003.0},
                            {"g": ["t"], "consumer:c": ["t"]})
     write_summary(summary, tmp_path)
     assert summary["produced"] == {"attempted": 101, "acked": 100, "failed": 1, "bytes": 1000}
@@ -69,7 +69,8 @@ def test_report_counts_latencies_and_files(tmp_path):
     assert summary["phases_s"]["spark_start"] == 7.5
     assert summary["phases_s"]["load"] == pytest.approx(1.98)
     assert summary["phases_s"]["drain"] == pytest.approx(0.62)
-    assert summary["phases_s"]["stage_overhead"] == pytest.approx(2.4)
+    assert summary["phases_s"]["stage_start"] == pytest.approx(2.0)
+    assert summary["phases_s"]["stage_end"] == pytest.approx(0.4)
     for name in ("summary.json", "summary.md", "report.html", "throughput.png", "latency_over_time.png",
                  "latency_histogram.png", "rebalance_timeline.png"):
         assert (tmp_path / name).stat().st_size > 0, name

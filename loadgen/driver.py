@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import pyarrow as pa
 
-from kafka_emu.loadgen.executor import START_LEAD_S, partition_runner
+from kafka_emu.loadgen.executor import partition_runner
 from kafka_emu.loadgen.live_progress import LiveProgress
 from kafka_emu.loadgen.live_stats import StatsReceiver
 from kafka_emu.loadgen.report import build_report, save_samples, write_summary
@@ -58,7 +58,7 @@ def run_load(spark: Any, spec: WorkloadSpec, bootstrap: str, report_dir: Path, r
     create_topics(bootstrap, (TopicSpec(control, 1, 1),), 1)
     tasks, partitions = plan(spark, spec, control)
     stats = StatsReceiver(driver_host(spark))
-    watcher = LiveProgress(stats, spec.duration_s, spec.drain_s + START_LEAD_S, show_progress)
+    watcher = LiveProgress(stats, spec.duration_s, show_progress)
     watcher.start()
     submitted = time.time()
     try:

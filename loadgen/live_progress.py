@@ -30,17 +30,18 @@ def describe(snap: Snapshot) -> dict[str, str]:
 
 
 class LiveProgress(threading.Thread):
-    def __init__(self, stats: StatsReceiver, load_s: float, drain_s: float, enabled: bool = True) -> None:
+    def __init__(self, stats: StatsReceiver, load_s: float, enabled: bool = True,
+                 label: str = "load") -> None:
         super().__init__(name="loadgen-progress", daemon=True)
+        self._label = label
         self._stats = stats
         self._load_s = load_s
-        self._drain_s = drain_s
         self._enabled = enabled
         self._stop_event = threading.Event()
 
     def run(self) -> None:
         reason = "stopped"
-        bar = progress(total=round(self._load_s), desc="load", enabled=self._enabled, unit="s")
+        bar = progress(total=round(self._load_s), desc=self._label, enabled=self._enabled, unit="s")
         bar.bar_format = "{desc}: {percentage:3.0f}%|{bar}| {n}/{total} s [{elapsed}<{remaining}{postfix}]"
         tty = not bar.disable
         began = time.time()
@@ -53,7 +54,7 @@ class LiveProgress(threading.Thread):
                     bar.set_description("starting", refresh=True)
                     continue
                 elapsed = time.time() - began
-                phase = "load" if elapsed <= self._load_s else "drain"
+                phase = self._label if elapsed <= self._load_s else "drain"
                 fields = describe(snap)
                 if tty:
                     bar.set_description(phase, refresh=False)
@@ -62,7 +63,7 @@ class LiveProgress(threading.Thread):
                 elif self._enabled and time.time() - last_line >= LINE_EVERY_S:
                     last_line = time.time()
                     text = ", ".join(f"{k} {v}" for k, v in fields.items())
-                    print(f"load: {phase} {elapsed:.0f}/{self._load_s:.0f}s, {text}", file=sys.stderr, flush=True)
+                    print(f"load: {phase} {elapsed:.0f}/{self._load_s:.0f} s, {text}", file=sys.stderr, flush=True)
         except Exception as exc:
             reason = f"error: {exc!r}"
         finally:

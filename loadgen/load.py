@@ -20,7 +20,7 @@ SCRAPED = ("kafka_",)
 
 def configure(parser: argparse.ArgumentParser) -> None:
     from kafka_emu.cli import positive_float, positive_int
-    from kafka_emu.loadgen.spec_cli import DEFAULT_DURATION_S, add_options
+    from kafka_emu.loadgen.spec_cli import DEFAULT_DURATION_S, add_options, add_ramp_options
 
     parser.add_argument("--spec", help="workload spec (YAML; see examples/workload.yaml; default: from the "
                                        "workload options below)")
@@ -40,7 +40,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print summary.json on stdout instead of Markdown")
     parser.add_argument("--connect-timeout", type=positive_float, default=5.0,
                         help="seconds to wait for the target cluster's metadata before giving up")
+    parser.add_argument("--metrics-url", default=None,
+                        help="Prometheus /metrics of an external cluster (the embedded one's is known)")
     add_options(parser)
+    add_ramp_options(parser)
 
 
 def spark_conf(items: list[str]) -> dict[str, str]:
@@ -66,15 +69,14 @@ def _fail(message: str, code: int) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from kafka_emu.loadgen.spec import load_spec, parse_spec
-    from kafka_emu.loadgen.spec_cli import spec_from_args
+    from kafka_emu.loadgen.spec_cli import ramp_from_args, spec_from_args
 
     try:
-        if args.spec:
-            spec = load_spec(args.spec)
-            if args.duration is not None:
-                spec = parse_spec({**_raw(spec), "duration_s": args.duration})
-        else:
-            spec = parse_spec(spec_from_args(args))
+        raw = _raw(load_spec(args.spec)) if args.spec else spec_from_args(args)
+        if args.spec and args.duration is not None:
+            raw["duration_s"] = args.duration
+        raw["ramp"] = ramp_from_args(args, raw.get("ramp"))
+        spec = parse_spec(raw)
         from kafka_emu.loadgen.spark_session import check_java
 
         check_java()
@@ -84,7 +86,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _raw(spec: object) -> dict:
-    return json.loads(json.dumps(dataclasses.asdict(spec)))  # type: ignore[arg-type]
+    raw = json.loads(json.dumps(dataclasses.asdict(spec)))  # type: ignore[arg-type]
+    if raw.get("ramp") is None:
+        raw.pop("ramp", None)
+    return raw
 
 
 class _Stopper:
@@ -115,6 +120,7 @@ class _Stopper:
 
 def _run(args: argparse.Namespace, spec: object) -> int:
     from kafka_emu.loadgen.driver import run_load
+    from kafka_emu.loadgen.ramp import run_ramp
     from kafka_emu.loadgen.report import write_summary
     from kafka_emu.loadgen.spark_session import start_session
     from kafka_emu.loadgen.target import create_topics, check_reachable, open_target, scrape_metrics
@@ -142,6 +148,11 @@ def _run(args: argparse.Namespace, spec: object) -> int:
                     "brokers": brokers, "master": args.master, "spec_file": args.spec,
                     "metrics_url": target.metrics_url, "spark_start_s": spark_start_s}
             try:
+                if spec.ramp is not None:  # type: ignore[attr-defined]
+                    summary = run_ramp(spark, spec, target.bootstrap, out_dir, info,  # type: ignore[arg-type]
+                                       target.metrics_url or args.metrics_url, show_progress=show)
+                    _print(summary, out_dir, args.json)
+                    return 0
                 summary = run_load(spark, spec, target.bootstrap, out_dir, info, show_progress=show,  # type: ignore[arg-type]
                                    after_stage=stopper.start)
             except Exception as exc:
@@ -158,9 +169,13 @@ def _run(args: argparse.Namespace, spec: object) -> int:
     summary["phases_s"]["spark_stop"] = stopper.seconds
     summary["run"]["wall_s"] = round(time.time() - wall_began, 2)
     write_summary(summary, out_dir)
-    if args.json:
+    _print(summary, out_dir, args.json)
+    return 0
+
+
+def _print(summary: dict, out_dir: Path, as_json: bool) -> None:
+    if as_json:
         print(json.dumps(summary, default=str))
     else:
         print((out_dir / "summary.md").read_text())
-    print(f"report: {out_dir.resolve()} (open report.html in a browser)", file=sys.stderr if args.json else sys.stdout)
-    return 0
+    print(f"report: {out_dir.resolve()} (open report.html in a browser)", file=sys.stderr if as_json else sys.stdout)

@@ -16,6 +16,16 @@ from kafka_emu.loadgen.payloads import PayloadSource
 from kafka_emu.loadgen.samples import SampleSink
 
 FLUSH_TIMEOUT_S = 15.0
+# Client settings per ``batching`` mode. "latency": small batches sent almost at once (what the
+# mixed workloads measure); "throughput": wait longer and send bigger batches, so the generator
+# itself is not what limits a saturation ramp (Kafka's own producer-perf-test advice).
+BATCHING = {
+    "confluent": {"latency": {"linger.ms": 5},
+                  "throughput": {"linger.ms": 20, "batch.size": 1_000_000, "batch.num.messages": 10_000,
+                                 "queue.buffering.max.messages": 1_000_000}},
+    "kafka-python": {"latency": {"linger_ms": 5},
+                     "throughput": {"linger_ms": 20, "batch_size": 262_144, "buffer_memory": 128 * 1024 * 1024}},
+}
 
 
 def run_producer(params: dict[str, Any], bootstrap: str, t0: float, start_s: float, stop_s: float,
@@ -49,8 +59,8 @@ def _run_confluent(params: dict[str, Any], bootstrap: str, pacer: Pacer, payload
     from confluent_kafka import KafkaError, Producer
 
     acks = {-1: "all", 0: "0", 1: "1"}[params["acks"]]
-    conf = {"bootstrap.servers": bootstrap, "acks": acks, "client.id": sink.task, "linger.ms": 5,
-            "message.timeout.ms": 30000, **params["config"]}
+    conf = {"bootstrap.servers": bootstrap, "acks": acks, "client.id": sink.task, "message.timeout.ms": 30000,
+            **BATCHING["confluent"][params.get("batching", "latency")], **params["config"]}
     producer = Producer(conf)
     topics = params["topics"]
 
@@ -88,9 +98,9 @@ def _run_kafka_python(params: dict[str, Any], bootstrap: str, pacer: Pacer, payl
     from kafka import KafkaProducer
 
     acks = {-1: "all", 0: 0, 1: 1}[params["acks"]]
-    extra = {k.replace(".", "_"): v for k, v in params["config"].items()}
-    producer = KafkaProducer(bootstrap_servers=bootstrap.split(","), acks=acks, client_id=sink.task,
-                             linger_ms=5, **extra)
+    extra = {**BATCHING["kafka-python"][params.get("batching", "latency")],
+             **{k.replace(".", "_"): v for k, v in params["config"].items()}}
+    producer = KafkaProducer(bootstrap_servers=bootstrap.split(","), acks=acks, client_id=sink.task, **extra)
     topics = params["topics"]
 
     def ok(started: float, size: int, md: Any) -> None:

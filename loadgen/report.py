@@ -149,10 +149,11 @@ def _phase_line(ph: dict[str, Any], run: dict[str, Any]) -> str:
 
 def summary_blocks(s: dict[str, Any]) -> list[Block]:
     run = s["run"]
-    blocks = [Block(text=f"Load run {run.get('run_id', '')}", heading=1),
-              Block(text=f"Target: {run.get('target')} · master {run.get('master')} · {run.get('tasks')} client tasks "
-                         f"on {run.get('partitions')} Spark partitions · {run.get('samples')} samples over "
-                         f"{run['elapsed_s']:.1f} s")]
+    where = [f"Target: {run.get('target')}", f"master {run.get('master')}"]
+    if run.get("tasks") is not None:
+        where.append(f"{run['tasks']} client tasks on {run.get('partitions')} Spark partitions")
+    where.append(f"{run.get('samples')} samples over {run['elapsed_s']:.1f} s")
+    blocks = [Block(text=f"Load run {run.get('run_id', '')}", heading=1), Block(text=" · ".join(where))]
     if s.get("phases_s"):
         blocks.append(Block(text=_phase_line(s["phases_s"], run)))
     p = s["produced"]
@@ -218,8 +219,10 @@ def render_html(blocks: list[Block], summary: dict[str, Any]) -> str:
         else:
             body.append(f"<p>{e(b.text)}</p>" + ("<ul>" + "".join(f"<li>{e(i)}</li>" for i in b.items) + "</ul>"
                                                  if b.items else ""))
-    body += [f'<h2>{e(name)}</h2><img src="{e(name)}" alt="{e(name)}">'
-             for name in summary["files"] if name.endswith(".png")]
+    for name in summary["files"]:
+        if name.endswith(".png"):
+            title = name.removesuffix(".png").replace("_", " ").capitalize()
+            body.append(f'<h2>{e(title)}</h2><img src="{e(name)}" alt="{e(title)}">')
     title = e(f"kafka-emu load {summary['run'].get('run_id', '')}")
     return (f"<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title><style>{_CSS}</style>"
             f"</head><body>\n" + "\n".join(body) + "\n</body></html>\n")

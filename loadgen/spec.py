@@ -25,6 +25,7 @@ SIZE_DISTS = ("fixed", "uniform", "normal", "lognormal")
 KEY_MODES = ("none", "random", "sequential")
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
 CHURN_ACTIONS = ("join", "leave", "crash")
+BATCHING = ("latency", "throughput")
 ADMIN_ACTIONS = ("create_topic", "delete_topic", "list_topics", "describe_groups", "describe_cluster",
                  "list_groups")
 
@@ -65,6 +66,7 @@ class ProducerSpec:
     client: str = "confluent"
     start_s: float = 0.0
     stop_s: float | None = None  # None: the spec's duration
+    batching: str = "latency"   # "throughput": the clients' batching settings (``producer_task.BATCHING``)
     config: dict[str, Any] = field(default_factory=dict)
 
 
@@ -109,6 +111,29 @@ class AdminAction:
 
 
 @dataclass(frozen=True)
+class RampLimits:
+    """A step crosses the limit when any of these is exceeded (None: not checked)."""
+
+    p99_ms: float | None = 100.0           # produce delivery p99 over the step
+    error_rate: float | None = 0.01        # failed / attempted produces
+    lag_growth_s: float | None = 5.0       # a group's lag grew in this many consecutive seconds
+
+
+@dataclass(frozen=True)
+class RampSpec:
+    """A saturation ramp: steps of offered produce rate (all producers together), each ``step_s``
+    long, from ``start_rate`` by ``step_rate`` up to ``max_rate`` or the first step over a limit.
+    Producers' ``rate`` fields become their shares of the step's rate."""
+
+    start_rate: float
+    step_rate: float
+    max_rate: float
+    step_s: float = 10.0
+    consumers_step: int = 0                # members added to every group at each step
+    limits: RampLimits = RampLimits()
+
+
+@dataclass(frozen=True)
 class WorkloadSpec:
     duration_s: float = 30.0
     drain_s: float = 20.0       # most time consumers get to catch up after producers stop
@@ -118,6 +143,7 @@ class WorkloadSpec:
     consumers: tuple[ConsumerSpec, ...] = ()
     groups: tuple[GroupSpec, ...] = ()
     admin: tuple[AdminAction, ...] = ()
+    ramp: RampSpec | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -223,7 +249,7 @@ def _parse_size(c: _Checker, raw: Any, path: str) -> SizeSpec:
 
 def _parse_producer(c: _Checker, raw: Any, path: str, duration: float) -> ProducerSpec:
     d = c.mapping(raw, path, {"name", "topics", "topic", "rate", "instances", "size", "keys", "acks",
-                              "client", "start_s", "stop_s", "config"})
+                              "client", "start_s", "stop_s", "batching", "config"})
     keys_raw = d.get("keys", {})
     if isinstance(keys_raw, str):
         keys_raw = {"mode": keys_raw}
@@ -243,6 +269,7 @@ def _parse_producer(c: _Checker, raw: Any, path: str, duration: float) -> Produc
         client=c.choice(d, "client", path, "confluent", CLIENTS),
         start_s=c.number(d, "start_s", path, 0.0, minimum=0),
         stop_s=c.number(d, "stop_s", path, None, minimum=0, optional=True),
+        batching=c.choice(d, "batching", path, "latency", BATCHING),
         config=c.config(d, path),
     )
     stop = p.stop_s if p.stop_s is not None else duration
@@ -311,11 +338,39 @@ def _parse_admin(c: _Checker, raw: Any, path: str, duration: float) -> AdminActi
     return a
 
 
+def _parse_ramp(c: _Checker, raw: Any) -> RampSpec | None:
+    if raw is None:
+        return None
+    d = c.mapping(raw, "ramp", {"start_rate", "step_rate", "max_rate", "step_s", "consumers_step", "limits"})
+    ld = c.mapping(d.get("limits", {}), "ramp.limits", {"p99_ms", "error_rate", "lag_growth_s"})
+
+    def limit(key: str, default: float, minimum: float, exclusive: bool = False) -> float | None:
+        if key in ld and ld[key] is None:
+            return None   # explicitly switched off
+        return c.number(ld, key, "ramp.limits", default, minimum=minimum, exclusive=exclusive)
+
+    limits = RampLimits(p99_ms=limit("p99_ms", 100.0, 0, exclusive=True), error_rate=limit("error_rate", 0.01, 0),
+                        lag_growth_s=limit("lag_growth_s", 5.0, 1))
+    ramp = RampSpec(start_rate=c.number(d, "start_rate", "ramp", None, minimum=0, exclusive=True),
+                    step_rate=c.number(d, "step_rate", "ramp", None, minimum=0, exclusive=True),
+                    max_rate=c.number(d, "max_rate", "ramp", None, minimum=0, exclusive=True),
+                    step_s=c.number(d, "step_s", "ramp", 10.0, minimum=2),
+                    consumers_step=c.number(d, "consumers_step", "ramp", 0, minimum=0, integer=True),
+                    limits=limits)
+    if ramp.start_rate and ramp.max_rate and ramp.max_rate < ramp.start_rate:
+        c.fail("ramp.max_rate", f"is below start_rate ({ramp.start_rate:g})")
+    if ramp.max_rate and ramp.max_rate > 200_000:
+        c.fail("ramp.max_rate", "above 200000 messages/s is beyond what one load run can pace")
+    if ramp.limits == RampLimits(None, None, None):
+        c.fail("ramp.limits", "names no limit: the ramp would only stop at max_rate")
+    return ramp
+
+
 def parse_spec(raw: Any) -> WorkloadSpec:
     """Validate a decoded YAML/JSON document; raise SpecError listing every problem."""
     c = _Checker()
     d = c.mapping(raw, "", {"duration_s", "drain_s", "seed", "topics", "producers", "consumers", "groups",
-                            "admin"})
+                            "admin", "ramp"})
     if raw is not None and not isinstance(raw, dict):
         raise SpecError("workload spec: the document must be a mapping")
     duration = c.number(d, "duration_s", "", 30.0, minimum=0, exclusive=True)
@@ -358,11 +413,18 @@ def parse_spec(raw: Any) -> WorkloadSpec:
                     c.fail(f"{kind}[{i}].topics", f"topic {t!r} is not declared under topics")
     if not producers and not consumers and not groups and not admin:
         c.fail("", "the spec drives no load: add producers, consumers, groups or admin actions")
+    ramp = _parse_ramp(c, d.get("ramp"))
+    if ramp is not None:
+        if not producers:
+            c.fail("ramp", "needs at least one producer (the ramp steps their rate)")
+        if admin or any(g.churn for g in groups) or any(p.start_s or p.stop_s is not None for p in producers):
+            c.fail("ramp", "a ramp runs every producer for every whole step: churn, admin actions and producer "
+                           "start_s/stop_s are not supported in a ramp workload")
     if c.problems:
         raise SpecError("invalid workload spec: " + "; ".join(p.lstrip(": ") for p in c.problems))
     return WorkloadSpec(duration_s=duration, drain_s=drain, seed=seed, topics=tuple(topics),
                         producers=tuple(producers), consumers=tuple(consumers), groups=tuple(groups),
-                        admin=tuple(admin))
+                        admin=tuple(admin), ramp=ramp)
 
 
 def load_spec(path: str | Path) -> WorkloadSpec:

@@ -26,6 +26,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--acks", default="all", choices=["0", "1", "all"], help="producer acks")
     g.add_argument("--client", default="confluent", choices=["confluent", "kafka-python"],
                    help="Kafka client library of the producers and consumers")
+    g.add_argument("--batching", default="latency", choices=["latency", "throughput"],
+                   help="producer batching: small prompt batches, or the clients' throughput settings")
     g.add_argument("--group-members", type=non_negative_int, default=3,
                    help="members of the consumer group (0: none)")
     g.add_argument("--churn", default="",
@@ -45,6 +47,44 @@ def parse_churn(text: str) -> list[dict[str, Any]]:
     return events
 
 
+def add_ramp_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("saturation ramp (with or without --spec; overrides the spec's ramp)")
+    g.add_argument("--ramp", default=None, metavar="START,STEP,MAX",
+                   help="step the offered produce rate (messages/s, all producers together) from START by STEP "
+                        "up to MAX or the first step over a limit")
+    g.add_argument("--ramp-step-s", type=float, default=None, help="seconds per step (default 10)")
+    g.add_argument("--ramp-p99-ms", type=float, default=None, help="produce p99 limit (default 100; 0: none)")
+    g.add_argument("--ramp-max-error-rate", type=float, default=None, help="failed/attempted limit (default 0.01)")
+    g.add_argument("--ramp-lag-growth-s", type=float, default=None,
+                   help="limit: a group's lag grows this many seconds in a row (default 5; 0: none)")
+    g.add_argument("--ramp-consumers-step", type=int, default=None, help="members added to each group per step")
+
+
+def ramp_from_args(args: argparse.Namespace, ramp: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The spec's ``ramp`` mapping with the command line's ramp options applied (None: no ramp)."""
+    out = dict(ramp or {})
+    if args.ramp is not None:
+        try:
+            start, step, top = (float(x) for x in args.ramp.split(","))
+        except ValueError:
+            raise SpecError(f"invalid --ramp {args.ramp!r}: expected START,STEP,MAX in messages/s") from None
+        out.update(start_rate=start, step_rate=step, max_rate=top)
+    if not out:
+        return None
+    limits = dict(out.get("limits") or {})
+    for option, key in (("ramp_p99_ms", "p99_ms"), ("ramp_max_error_rate", "error_rate"),
+                        ("ramp_lag_growth_s", "lag_growth_s")):
+        value = getattr(args, option)
+        if value is not None:
+            limits[key] = value or None
+    if limits:
+        out["limits"] = limits
+    for option, key in (("ramp_step_s", "step_s"), ("ramp_consumers_step", "consumers_step")):
+        if getattr(args, option) is not None:
+            out[key] = getattr(args, option)
+    return out
+
+
 def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
     topic = args.topic
     spec: dict[str, Any] = {
@@ -58,6 +98,7 @@ def spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
             "name": "cli", "topics": [topic], "rate": args.rate, "instances": args.producers,
             "size": {"dist": "lognormal", "mean": args.size, "sigma": 0.5, "min": 1, "max": max(args.size * 8, 64)},
             "keys": {"mode": "random", "cardinality": 1000}, "acks": args.acks, "client": args.client,
+            "batching": args.batching,
         })
     if args.group_members > 0:
         spec["groups"].append({"group_id": "load-group", "topics": [topic], "members": args.group_members,

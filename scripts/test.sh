@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Installs the project with its test extra (and the system packages the tests use), then runs all tests.
+# Installs the project with its test extra (and the system packages the tests use: prometheus, a JRE for
+# Spark, chromium for the report.html screenshot), then runs all tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v prometheus >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
+if ! command -v prometheus >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >/dev/null
-    apt-get install -y -qq prometheus default-jre-headless >/dev/null
+    apt-get install -y -qq prometheus default-jre-headless chromium >/dev/null
   fi
 fi
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'

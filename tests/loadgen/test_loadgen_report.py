@@ -6,47 +6,17 @@ from __future__ import annotations
 
 import json
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from kafka_emu.loadgen import aggregate
 from kafka_emu.loadgen.report import build_report, save_samples, write_summary
-from kafka_emu.loadgen.samples import SampleSink
 
 pytestmark = [pytest.mark.timeout(60)]
 
 
-def _samples() -> pa.Table:
-    """Producer acks offsets 0..99 on t-0; group g reads 0..97 plus 10..19 again; consumer c reads all.
-
-    Member g-m0 is there from the start, g-m1 joins at +1.5 s and leaves (planned) at +2.0 s, g-m0
-    crashes at +2.5 s, consumer c closes at the end (not a group leave)."""
-    prod = SampleSink("producer:p:0", "confluent")
-    for i in range(100):
-        prod.add("produce", float(i + 1), topic="t", partition=0, offset=i, nbytes=10, ts=1000.0 + i / 50)
-    prod.add("produce", None, error="REQUEST_TIMED_OUT", topic="t", ts=1001.0)
-    g = SampleSink("member:g-m0", "confluent", "g", "g-m0")
-    g.add("join", ts=1000.0)
-    g.add("rebalance", 250.0, detail="assigned=1", ts=1000.3)
-    g.add("revoke", ts=1001.5)
-    g.add("rebalance", 2.0, detail="assigned=1", ts=1001.502)
-    for i in list(range(98)) + list(range(10, 20)):
-        g.add("consume", 5.0, topic="t", partition=0, offset=i, nbytes=10, ts=1000.5 + i / 50)
-    g.add("crash", ts=1002.5)
-    g1 = SampleSink("member:g-m1", "confluent", "g", "g-m1")
-    g1.add("join", ts=1001.5)
-    g1.add("rebalance", 3.0, detail="assigned=0", ts=1001.503)
-    g1.add("leave", 4.0, detail="leave", ts=1002.0)
-    c = SampleSink("consumer:c", "kafka-python")
-    for i in range(100):
-        c.add("consume", 7.0, topic="t", partition=0, offset=i, nbytes=10, ts=1000.5 + i / 50)
-    c.add("close", None, detail="drained", ts=1002.6)
-    return pa.Table.from_batches([s.to_arrow() for s in (prod, g, g1, c)])
-
-
-def test_report_counts_latencies_and_files(tmp_path):
-    table = _samples()
+def test_report_counts_latencies_and_files(known_samples, tmp_path):
+    table = known_samples
     save_samples(table, tmp_path)
     summary = build_report(table, tmp_path, {"run_id": "t", "target": "x", "master": "local[2]",
                                              "spark_start_s": 7.5, "stage_submit_ts": 998.0, "stage_done_ts": 1003.0},
@@ -84,8 +54,8 @@ def test_report_counts_latencies_and_files(tmp_path):
     assert "<td>108</td>" in page and 'src="rebalance_timeline.png"' in page and "end to end" in page
 
 
-def test_per_second_and_histogram_add_up_to_the_totals():
-    frame = _samples().to_pandas()
+def test_per_second_and_histogram_add_up_to_the_totals(known_samples):
+    frame = known_samples.to_pandas()
     per_second = aggregate.per_second(frame, 1000.0)
     assert per_second[per_second["op"] == "produce"]["messages"].sum() == 100
     assert per_second[per_second["op"] == "consume"]["messages"].sum() == 208
@@ -98,14 +68,14 @@ def test_per_second_and_histogram_add_up_to_the_totals():
     assert consume[6] == 108 and consume[8] == 100
 
 
-def test_rebalance_chart_draws_millisecond_assignments_visibly(tmp_path):
+def test_rebalance_chart_draws_millisecond_assignments_visibly(known_samples, tmp_path):
     """A 2 ms rebalance on a 40 s axis is narrower than a pixel; the chart widens it to a mark."""
     import numpy as np
     from PIL import Image
 
     from kafka_emu.loadgen import charts
 
-    events = aggregate.member_events(_samples().to_pandas(), 1000.0)
+    events = aggregate.member_events(known_samples.to_pandas(), 1000.0)
     events = events[(events["op"] != "rebalance") | (events["latency_ms"] < 10)]   # the 2 ms and 3 ms ones
     path = tmp_path / "r.png"
     charts.rebalance_chart(events, 40.0, path)

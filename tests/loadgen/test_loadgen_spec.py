@@ -89,3 +89,59 @@ def test_cli_options_make_a_valid_spec():
     assert [(e.action, e.at_s) for e in spec.groups[0].churn] == [("join", 5.0), ("crash", 8.0)]
     with pytest.raises(SpecError):
         parse_churn("explode")
+
+
+def test_ramp_spec_and_command_line_overrides():
+    import argparse
+
+    from kafka_emu.loadgen.spec_cli import add_options, add_ramp_options, ramp_from_args, spec_from_args
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--duration", type=float, default=None)
+    add_options(parser)
+    add_ramp_options(parser)
+    args = parser.parse_args(["--ramp", "1000,500,3000", "--ramp-step-s", "4", "--ramp-lag-growth-s", "0",
+                              "--batching", "throughput"])
+    raw = spec_from_args(args)
+    raw["ramp"] = ramp_from_args(args, raw.get("ramp"))
+    spec = parse_spec(raw)
+    assert spec.ramp is not None and (spec.ramp.start_rate, spec.ramp.step_rate, spec.ramp.max_rate) == (1000, 500, 3000)
+    assert spec.ramp.step_s == 4 and spec.ramp.limits.lag_growth_s is None and spec.ramp.limits.p99_ms == 100
+    assert spec.producers[0].batching == "throughput"
+
+    from kafka_emu.loadgen.ramp import step_rates, step_spec
+
+    assert step_rates(spec.ramp) == [1000, 1500, 2000, 2500, 3000]
+    step = step_spec(spec, 1500, 2)
+    assert sum(p.rate * p.instances for p in step.producers) == pytest.approx(1500)
+    assert step.duration_s == 4 and step.ramp is None
+
+
+def test_ramp_spec_refuses_what_it_cannot_run():
+    base = {"topics": [{"name": "t"}], "producers": [{"name": "p", "topics": ["t"]}],
+            "groups": [{"group_id": "g", "topics": ["t"], "churn": [{"at_s": 1, "action": "join"}]}]}
+    with pytest.raises(SpecError) as err:
+        parse_spec({**base, "ramp": {"start_rate": 10, "step_rate": 10, "max_rate": 5,
+                                     "limits": {"p99_ms": None, "error_rate": None, "lag_growth_s": None}}})
+    text = str(err.value)
+    assert "ramp.max_rate: is below start_rate" in text
+    assert "ramp.limits: names no limit" in text
+    assert "churn, admin actions" in text
+
+
+def test_ramp_judgement_and_lag_growth():
+    import pandas as pd
+
+    from kafka_emu.loadgen.ramp import judge_step, longest_growth_s
+    from kafka_emu.loadgen.spec import RampSpec
+
+    assert longest_growth_s([0, 5, 3, 4, 6, 9, 9, 10]) == 3
+    rows = [{"op": "produce", "error": "", "latency_ms": float(i % 100)} for i in range(950)]
+    rows += [{"op": "produce", "error": "_MSG_TIMED_OUT", "latency_ms": None}] * 50
+    ramp = RampSpec(100, 100, 1000, step_s=10)
+    verdict = judge_step(pd.DataFrame(rows), 100.0, 10.0, {"g": [0, 1, 2, 3, 4, 5, 6]}, ramp)
+    assert verdict["acked"] == 950 and verdict["error_rate"] == 0.05 and verdict["lag_growth_s"] == {"g": 6}
+    assert any("error rate" in c for c in verdict["crossed"]) and any("g lag grew" in c for c in verdict["crossed"])
+    assert not any("p99" in c for c in verdict["crossed"])      # p99 of 0..99 ms is 98 ms
+    short = judge_step(pd.DataFrame(rows[:500]), 100.0, 10.0, {}, ramp)
+    assert any("of offered" in c for c in short["crossed"])

@@ -77,10 +77,11 @@ def run(args: argparse.Namespace) -> int:
             raw["duration_s"] = args.duration
         raw["ramp"] = ramp_from_args(args, raw.get("ramp"))
         spec = parse_spec(raw)
+        conf = spark_conf(args.spark_conf)
         from kafka_emu.loadgen.spark_session import check_java
 
         check_java()
-        return _run(args, spec)
+        return _run(args, spec, conf)
     except LoadgenError as exc:
         return _fail(exc.message, exc.exit_code)
 
@@ -118,7 +119,7 @@ class _Stopper:
         self._thread.join(60)
 
 
-def _run(args: argparse.Namespace, spec: object) -> int:
+def _run(args: argparse.Namespace, spec: object, conf: dict[str, str]) -> int:
     from kafka_emu.loadgen.driver import run_load
     from kafka_emu.loadgen.ramp import run_ramp
     from kafka_emu.loadgen.report import write_summary
@@ -131,7 +132,6 @@ def _run(args: argparse.Namespace, spec: object) -> int:
     out_dir = Path(args.report_dir or Path("reports") / f"load-{run_id}")
     show = progress_enabled(args)
     verbose = getattr(args, "log_level", None) == "debug"
-    conf = spark_conf(args.spark_conf)
     with open_target(args.bootstrap_servers, brokers=args.brokers, config=embedded_config(args.advertised_host),
                      timeout_s=args.connect_timeout) as target:
         brokers = check_reachable(target.bootstrap, args.connect_timeout)

@@ -43,3 +43,14 @@ def test_java_missing(tmp_path):
     result = _load(["--duration", "5"], env=env)
     assert result.returncode == 3
     assert "Java was not found" in _one_line(result.stderr)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--ramp", "100,x,300"], "invalid --ramp '100,x,300': expected START,STEP,MAX"),
+    (["--ramp", "500,100,300"], "ramp.max_rate: is below start_rate"),
+    (["--spark-conf", "spark.executor.cores"], "--spark-conf expects KEY=VALUE"),
+])
+def test_bad_ramp_and_spark_options(args, message):
+    result = _load(["--duration", "5", *args])
+    assert result.returncode == 2
+    assert message in _one_line(result.stderr)

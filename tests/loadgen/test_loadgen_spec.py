@@ -145,3 +145,9 @@ def test_ramp_judgement_and_lag_growth():
     assert not any("p99" in c for c in verdict["crossed"])      # p99 of 0..99 ms is 98 ms
     short = judge_step(pd.DataFrame(rows[:500]), 100.0, 10.0, {}, ramp)
     assert any("of offered" in c for c in short["crossed"])
+
+
+@pytest.mark.parametrize("name", ["ramp.yaml", "ceiling.yaml"])
+def test_example_ramp_specs_are_valid(name):
+    spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / name)
+    assert spec.ramp is not None and all(p.batching == "throughput" for p in spec.producers)

@@ -21,8 +21,9 @@ MIN_MARK_FRACTION = 0.004   # of the time axis: about 3 pixels of a 900-pixel-wi
 LATENCY_MEANING = {"produce": "delivery (send to ack)", "consume": "end to end (CreateTime to read)"}
 
 
-def _save(fig: Any, path: Path) -> str:
-    fig.tight_layout()
+def save_figure(fig: Any, path: Path, left: float = 0.08, right: float = 0.98) -> str:
+    """Fixed margins: ``tight_layout`` would draw the whole figure once more just to measure it."""
+    fig.subplots_adjust(left=left, right=right, top=0.9, bottom=0.13)
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path.name
@@ -56,7 +57,7 @@ def throughput_chart(per_second: Any, churn: Any, path: Path) -> str:
     ax.set_title("Throughput (vertical lines: group joins, leaves, crashes)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower center")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def latency_chart(per_second: Any, churn: Any, path: Path) -> str:
@@ -72,7 +73,7 @@ def latency_chart(per_second: Any, churn: Any, path: Path) -> str:
     ax.set_title("Latency over time (vertical lines: group joins, leaves, crashes)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8, loc="lower center")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def histogram_chart(hist: Any, path: Path) -> str:
@@ -87,7 +88,7 @@ def histogram_chart(hist: Any, path: Path) -> str:
     ax.set_ylabel("messages / records per bucket")
     ax.set_title("Latency histogram")
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def rebalance_chart(events: Any, end_t: float, path: Path) -> str:
@@ -119,4 +120,4 @@ def rebalance_chart(events: Any, end_t: float, path: Path) -> str:
     ax.set_title("Group membership: join (>), assignment (orange, ends at the tick), leave/close (o), crash (x)",
                  fontsize=10)
     ax.grid(axis="x", alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path, left=0.16)

@@ -86,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(exc.message, exc.exit_code)
 
 
-def _raw(spec: object) -> dict:
-    raw = json.loads(json.dumps(dataclasses.asdict(spec)))  # type: ignore[arg-type]
+def _raw(spec: WorkloadSpec) -> dict:
+    raw = json.loads(json.dumps(dataclasses.asdict(spec)))
     if raw.get("ramp") is None:
         raw.pop("ramp", None)
     return raw

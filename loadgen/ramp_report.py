@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kafka_emu.loadgen.charts import plt
+from kafka_emu.loadgen.charts import plt, save_figure
 from kafka_emu.loadgen.report import Block, render_html, render_markdown
 
 
@@ -74,10 +74,7 @@ def ramp_chart(steps: list[dict[str, Any]], path: Path) -> str:
     ax.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="upper left")
     ax.set_title("Ramp: offered vs acknowledged rate, produce p99 (red line: step over a limit)")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path.name
+    return save_figure(fig, path, right=0.9)
 
 
 def write_ramp_report(summary: dict[str, Any], out_dir: Path) -> None:

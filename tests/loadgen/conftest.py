@@ -2,7 +2,7 @@
 and a small table of samples whose report is known."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 import pytest
@@ -19,6 +19,23 @@ def spark() -> Iterator[Any]:
         yield session
     finally:
         session.stop()
+
+
+def messages_in_log(bootstrap: str, topic: str, partitions: int) -> int:
+    """Sum of the topic's high watermarks: what the brokers hold."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "loadgen-test-check"})
+    try:
+        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
+                   for p in range(partitions))
+    finally:
+        c.close()
+
+
+@pytest.fixture
+def in_log() -> Callable[[str, str, int], int]:
+    return messages_in_log
 
 
 @pytest.fixture

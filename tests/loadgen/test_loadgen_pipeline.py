@@ -41,24 +41,15 @@ SPEC = {
 }
 
 
-def _high_watermarks(bootstrap: str, topic: str, partitions: int) -> int:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "pipeline-test-check"})
-    try:
-        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
-                   for p in range(partitions))
-    finally:
-        c.close()
 
 
-def test_pipeline_report_matches_the_cluster(spark, tmp_path):
+def test_pipeline_report_matches_the_cluster(spark, tmp_path, in_log):
     spec = parse_spec(SPEC)
     with open_target(None) as target:
         create_topics(target.bootstrap, spec.topics, 3)
         summary = run_load(spark, spec, target.bootstrap, tmp_path, {"run_id": "pipeline-test"},
                            show_progress=False)
-        in_log = {t.name: _high_watermarks(target.bootstrap, t.name, t.partitions) for t in spec.topics}
+        logs = {t.name: in_log(target.bootstrap, t.name, t.partitions) for t in spec.topics}
         assert target.metrics_url is None or target.metrics_url.startswith("http://127.0.0.1:")
 
     produced = summary["produced"]
@@ -68,7 +59,7 @@ def test_pipeline_report_matches_the_cluster(spark, tmp_path):
     assert produced["acked"] + produced["failed"] == produced["attempted"]
     # Every acknowledged message is in a log; what the logs hold beyond that are sends the producer
     # gave up on (flush timeout) that the broker still wrote, and the report finds exactly those.
-    total_in_log = in_log["pipe"] + in_log["pipe-kp"]
+    total_in_log = logs["pipe"] + logs["pipe-kp"]
     assert produced["acked"] <= total_in_log <= produced["attempted"]
     audit = summary["consumed"]["consumer:audit"]
     assert audit["missing"] == 0 and audit["duplicates"] == 0
@@ -76,7 +67,7 @@ def test_pipeline_report_matches_the_cluster(spark, tmp_path):
     assert audit["unexpected"] == total_in_log - produced["acked"]
     group = summary["consumed"]["pipe-app"]
     assert group["missing"] == 0
-    assert group["unique"] == in_log["pipe"]
+    assert group["unique"] == logs["pipe"]
     # The plan: 2 initial members + 1 join; one leaves, one crashes (SIGKILL), the rest drain.
     reb = summary["rebalances"]
     assert reb["joins"] == 3 and reb["crashes"] == 1 and reb["leaves"] == 1 and reb["closes_at_end"] == 1

@@ -28,26 +28,18 @@ SPEC = {
 }
 
 
-def _in_log(bootstrap: str) -> int:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "ramp-test-check"})
-    try:
-        return sum(c.get_watermark_offsets(TopicPartition("ramp", p), timeout=10, cached=False)[1] for p in range(3))
-    finally:
-        c.close()
 
 
-def test_ramp_steps_up_and_reports_each_step(spark, tmp_path):
+def test_ramp_steps_up_and_reports_each_step(spark, tmp_path, in_log):
     spec = parse_spec(SPEC)
     with open_target(None) as target:
         create_topics(target.bootstrap, spec.topics, 3)
         summary = run_ramp(spark, spec, target.bootstrap, tmp_path, {"run_id": "ramp-test"}, target.metrics_url,
                            show_progress=False)
-        in_log = _in_log(target.bootstrap)
+        held = in_log(target.bootstrap, "ramp", 3)
     steps = summary["ramp"]["steps"]
     assert [s["offered_rate"] for s in steps] == [100, 200]
-    assert sum(s["acked"] for s in steps) == in_log
+    assert sum(s["acked"] for s in steps) == held
     for s in steps:
         assert s["failed"] == 0 and s["attempted"] == pytest.approx(s["offered_rate"] * 3, abs=20)
         assert s["members_per_group"] == {"ramp-app": 1}

@@ -31,17 +31,6 @@ SPEC = {
 }
 
 
-def _in_log(bootstrap: str, topic: str, partitions: int) -> int:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "standalone-test-check"})
-    try:
-        return sum(c.get_watermark_offsets(TopicPartition(topic, p), timeout=10, cached=False)[1]
-                   for p in range(partitions))
-    finally:
-        c.close()
-
-
 def _processes_under(directory: Path) -> list[int]:
     """Live processes whose working directory is inside ``directory`` (executors run in the worker's work dir)."""
     found = []
@@ -63,7 +52,7 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
 
 
-def test_load_from_a_two_worker_standalone_cluster(tmp_path):
+def test_load_from_a_two_worker_standalone_cluster(tmp_path, in_log):
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(yaml.safe_dump(SPEC))
     report = tmp_path / "report"
@@ -81,15 +70,15 @@ def test_load_from_a_two_worker_standalone_cluster(tmp_path):
                 capture_output=True, text=True, timeout=200)
             assert proc.returncode == 0, proc.stderr[-2000:]
             assert "Using incubator modules" not in proc.stderr   # the JVM's own lines go to spark.log
-            in_log = _in_log(target.bootstrap, "sa", 3)
+            held = in_log(target.bootstrap, "sa", 3)
         summary = json.loads(proc.stdout)
     assert summary["run"]["master"] == cluster.master_url
     assert summary["run"]["partitions"] == 2              # one per worker core
     produced = summary["produced"]
     assert 1400 <= produced["attempted"] <= 1800           # 2 x 200/s x 4 s
-    assert produced["failed"] == 0 and produced["acked"] == produced["attempted"] == in_log
+    assert produced["failed"] == 0 and produced["acked"] == produced["attempted"] == held
     group = summary["consumed"]["sa-app"]
-    assert group["missing"] == 0 and group["unique"] == in_log
+    assert group["missing"] == 0 and group["unique"] == held
     assert (report / "report.html").exists() and (report / "spark.log").exists()
     # Every Spark process this test started is gone, executors included.
     assert [p for p in pids if _alive(p)] == []

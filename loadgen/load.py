@@ -12,8 +12,12 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafka_emu.loadgen.errors import LoadgenError, UsageError
+
+if TYPE_CHECKING:
+    from kafka_emu.loadgen.spec import WorkloadSpec
 
 SCRAPED = ("kafka_",)
 
@@ -163,10 +167,12 @@ def _run(args: argparse.Namespace, spec: object, conf: dict[str, str]) -> int:
                 raise
         finally:
             stopper.join()
-        metrics = scrape_metrics(target.metrics_url, SCRAPED)
+        metrics = scrape_metrics(target.metrics_url or args.metrics_url, SCRAPED)
         if metrics:
             summary["cluster_metrics"] = metrics
     summary["phases_s"]["spark_stop"] = stopper.seconds
+    if (out_dir / "spark.log").exists():
+        summary["files"].append("spark.log")
     summary["run"]["wall_s"] = round(time.time() - wall_began, 2)
     write_summary(summary, out_dir)
     _print(summary, out_dir, args.json)

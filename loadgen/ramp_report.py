@@ -59,7 +59,8 @@ def ramp_chart(steps: list[dict[str, Any]], path: Path) -> str:
     offered = [st["offered_rate"] for st in steps]
     ax.plot(offered, offered, color="lightgray", linestyle=":", label="offered = acknowledged")
     ax.plot(offered, [st["acked_rate"] for st in steps], marker="o", color="tab:blue", label="acknowledged messages/s")
-    ax.plot(offered, [st["consumed_rate"] for st in steps], marker="s", color="tab:green", label="consumed records/s")
+    if any(st["consumed_rate"] for st in steps):
+        ax.plot(offered, [st["consumed_rate"] for st in steps], marker="s", color="tab:green", label="consumed records/s")
     ax.set_xlabel("offered produce rate (messages/s)")
     ax.set_ylabel("messages per second")
     lat = ax.twinx()
@@ -74,7 +75,7 @@ def ramp_chart(steps: list[dict[str, Any]], path: Path) -> str:
     ax.legend(handles, [h.get_label() for h in handles], fontsize=8, loc="upper left")
     ax.set_title("Ramp: offered vs acknowledged rate, produce p99 (red line: step over a limit)")
     ax.grid(alpha=0.3)
-    return save_figure(fig, path, right=0.9)
+    return save_figure(fig, path, left=0.1, right=0.9)
 
 
 def write_ramp_report(summary: dict[str, Any], out_dir: Path) -> None:

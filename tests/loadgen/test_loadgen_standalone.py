@@ -69,7 +69,7 @@ def test_load_from_a_two_worker_standalone_cluster(tmp_path, in_log):
                  "--bootstrap-servers", target.bootstrap, "--spec", str(spec_file), "--report-dir", str(report),
                  "--json", "--no-progress", "--spark-conf", "spark.driver.host=127.0.0.1",
                  "--spark-conf", "spark.executor.memory=512m"],
-                capture_output=True, text=True, timeout=200)
+                capture_output=True, text=True, timeout=250)
             assert proc.returncode == 0, proc.stderr[-2000:]
             assert "Using incubator modules" not in proc.stderr   # the JVM's own lines go to spark.log
             held = in_log(target.bootstrap, "sa", 3)

@@ -34,7 +34,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", default="local[2]",
                         help="Spark master: local[N], spark://host:port, yarn, k8s://https://host:port")
     parser.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a Spark property for the session, e.g. spark.driver.host=10.0.0.5 (repeatable)")
+                        help="a Spark property for the session, e.g. spark.driver.host=10.0.0.5 (repeatable; default: none)")
     parser.add_argument("--advertised-host", default=None,
                         help="embedded cluster: listen on all interfaces and tell clients to connect to HOST "
                              "(needed when executors run on other machines; default: 127.0.0.1 only)")
@@ -45,7 +45,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--connect-timeout", type=positive_float, default=5.0,
                         help="seconds to wait for the target cluster's metadata before giving up")
     parser.add_argument("--metrics-url", default=None,
-                        help="Prometheus /metrics of an external cluster (the embedded one's is known)")
+                        help="Prometheus /metrics of an external cluster (default: none; the embedded cluster's is known)")
     add_options(parser)
     add_ramp_options(parser)
 
@@ -123,7 +123,7 @@ class _Stopper:
         self._thread.join(60)
 
 
-def _run(args: argparse.Namespace, spec: object, conf: dict[str, str]) -> int:
+def _run(args: argparse.Namespace, spec: WorkloadSpec, conf: dict[str, str]) -> int:
     from kafka_emu.loadgen.driver import run_load
     from kafka_emu.loadgen.ramp import run_ramp
     from kafka_emu.loadgen.report import write_summary
@@ -139,7 +139,7 @@ def _run(args: argparse.Namespace, spec: object, conf: dict[str, str]) -> int:
     with open_target(args.bootstrap_servers, brokers=args.brokers, config=embedded_config(args.advertised_host),
                      timeout_s=args.connect_timeout) as target:
         brokers = check_reachable(target.bootstrap, args.connect_timeout)
-        create_topics(target.bootstrap, spec.topics, brokers)  # type: ignore[attr-defined]
+        create_topics(target.bootstrap, spec.topics, brokers)
         if show:
             print(f"load: target {target.bootstrap} ({'embedded' if target.embedded else 'external'}, "
                   f"{brokers} brokers); starting Spark ({args.master})", file=sys.stderr, flush=True)
@@ -152,13 +152,13 @@ def _run(args: argparse.Namespace, spec: object, conf: dict[str, str]) -> int:
                     "brokers": brokers, "master": args.master, "spec_file": args.spec,
                     "metrics_url": target.metrics_url, "spark_start_s": spark_start_s}
             try:
-                if spec.ramp is not None:  # type: ignore[attr-defined]
-                    summary = run_ramp(spark, spec, target.bootstrap, out_dir, info,  # type: ignore[arg-type]
+                if spec.ramp is not None:
+                    summary = run_ramp(spark, spec, target.bootstrap, out_dir, info,
                                        target.metrics_url or args.metrics_url, show_progress=show)
                     _print(summary, out_dir, args.json)
                     return 0
-                summary = run_load(spark, spec, target.bootstrap, out_dir, info, show_progress=show,  # type: ignore[arg-type]
-                                   after_stage=stopper.start)
+                summary = run_load(spark, spec, target.bootstrap, out_dir, info,
+                                   show_progress=show, after_stage=stopper.start)
             except Exception as exc:
                 if type(exc).__module__.startswith(("pyspark", "py4j")):
                     first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)

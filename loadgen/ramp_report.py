@@ -60,7 +60,8 @@ def ramp_chart(steps: list[dict[str, Any]], path: Path) -> str:
     ax.plot(offered, offered, color="lightgray", linestyle=":", label="offered = acknowledged")
     ax.plot(offered, [st["acked_rate"] for st in steps], marker="o", color="tab:blue", label="acknowledged messages/s")
     if any(st["consumed_rate"] for st in steps):
-        ax.plot(offered, [st["consumed_rate"] for st in steps], marker="s", color="tab:green", label="consumed records/s")
+        ax.plot(offered, [st["consumed_rate"] for st in steps], marker="s", color="tab:green",
+                label="consumed records/s")
     ax.set_xlabel("offered produce rate (messages/s)")
     ax.set_ylabel("messages per second")
     lat = ax.twinx()

@@ -48,16 +48,20 @@ def parse_churn(text: str) -> list[dict[str, Any]]:
 
 
 def add_ramp_options(parser: argparse.ArgumentParser) -> None:
+    from kafka_emu.cli import fraction, non_negative_float, non_negative_int, positive_float
+
     g = parser.add_argument_group("saturation ramp (with or without --spec; overrides the spec's ramp)")
     g.add_argument("--ramp", default=None, metavar="START,STEP,MAX",
                    help="step the offered produce rate (messages/s, all producers together) from START by STEP "
-                        "up to MAX or the first step over a limit")
-    g.add_argument("--ramp-step-s", type=float, default=None, help="seconds per step (default 10)")
-    g.add_argument("--ramp-p99-ms", type=float, default=None, help="produce p99 limit (default 100; 0: none)")
-    g.add_argument("--ramp-max-error-rate", type=float, default=None, help="failed/attempted limit (default 0.01)")
-    g.add_argument("--ramp-lag-growth-s", type=float, default=None,
+                        "up to MAX or the first step over a limit (default: no ramp)")
+    g.add_argument("--ramp-step-s", type=positive_float, default=None, help="seconds per step (default 10)")
+    g.add_argument("--ramp-p99-ms", type=non_negative_float, default=None,
+                   help="produce p99 limit (default 100; 0: none)")
+    g.add_argument("--ramp-max-error-rate", type=fraction, default=None, help="failed/attempted limit (default 0.01)")
+    g.add_argument("--ramp-lag-growth-s", type=non_negative_float, default=None,
                    help="limit: a group's lag grows this many seconds in a row (default 5; 0: none)")
-    g.add_argument("--ramp-consumers-step", type=int, default=None, help="members added to each group per step")
+    g.add_argument("--ramp-consumers-step", type=non_negative_int, default=None,
+                   help="members added to each group per step (default 0)")
 
 
 def ramp_from_args(args: argparse.Namespace, ramp: dict[str, Any] | None) -> dict[str, Any] | None:

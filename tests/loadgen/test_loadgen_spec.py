@@ -105,7 +105,8 @@ def test_ramp_spec_and_command_line_overrides():
     raw = spec_from_args(args)
     raw["ramp"] = ramp_from_args(args, raw.get("ramp"))
     spec = parse_spec(raw)
-    assert spec.ramp is not None and (spec.ramp.start_rate, spec.ramp.step_rate, spec.ramp.max_rate) == (1000, 500, 3000)
+    assert spec.ramp is not None
+    assert (spec.ramp.start_rate, spec.ramp.step_rate, spec.ramp.max_rate) == (1000, 500, 3000)
     assert spec.ramp.step_s == 4 and spec.ramp.limits.lag_growth_s is None and spec.ramp.limits.p99_ms == 100
     assert spec.producers[0].batching == "throughput"
 

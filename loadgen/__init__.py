@@ -5,9 +5,12 @@ table (``tasks``) that Spark runs as one barrier stage (``driver``, ``executor``
 partition runs its producers (``producer_task``), consumers and group members
 (``consumer_task``, ``consumer_clients``, ``member_child`` for members that crash) and admin
 calls (``admin_task``) with real clients, returning one sample row per request outcome
-(``samples``). The driver aggregates them with Spark (``aggregate``) into a report folder
-(``report``, ``charts``), watching progress from the cluster's high watermarks
-(``live_progress``); ``target`` starts the embedded cluster or checks an external one.
+(``samples``) and sending live counts to the driver (``live_stats``, shown by
+``live_progress``). The driver collects the samples once as Arrow and aggregates them
+(``aggregate``) into a report folder (``report``, ``charts``); ``target`` starts the embedded
+cluster or checks an external one. A ``ramp`` runs one stage per step of offered rate until a
+limit is crossed (``ramp``, ``ramp_report``); ``standalone`` runs a local Spark standalone
+master and workers.
 
 ``kafka-emu stress purgatory|rebalance|replication``: ``stress_*`` with a shared verdict table
 (``verdict``); rebalance members run as processes (``stress_member``).

@@ -16,7 +16,7 @@ from kafka_emu.loadgen.live_stats import Snapshot, StatsReceiver
 from kafka_emu.metrics.progress import progress
 
 REFRESH_S = 0.5
-BAR_FORMAT = "{desc}: {percentage:3.0f}%|{bar}| {n}/{total} s [{elapsed}<{remaining}{postfix}]"
+BAR_FORMAT = "{desc}{percentage:3.0f}%|{bar}| {n}/{total} s [{elapsed}<{remaining}{postfix}]"
 _log = structlog.get_logger("loadgen.progress")
 
 
@@ -43,14 +43,17 @@ class LiveProgress(threading.Thread):
         reason = "stopped"
         bar = progress(total=round(self._load_s), desc="starting", enabled=True, unit="s")
         bar.bar_format = BAR_FORMAT
-        began = time.time()
+        bar.set_description("starting", refresh=False)   # set_description adds the ": "
+        began: float | None = None
         try:
             while not self._stop_event.wait(REFRESH_S):
                 snap = self._stats.snapshot()
-                if not snap.partitions:
-                    began = time.time()   # the clients have not started yet (Spark is scheduling)
+                if not snap.partitions:   # the clients have not started yet (Spark is scheduling)
                     bar.refresh()
                     continue
+                if began is None:         # elapsed and ETA count from the clients' start
+                    began = time.time()
+                    bar.reset(total=round(self._load_s))
                 elapsed = time.time() - began
                 bar.set_description(self._label if elapsed <= self._load_s else "drain", refresh=False)
                 bar.n = min(round(elapsed), bar.total)

@@ -39,10 +39,15 @@ def check_java() -> str:
 
 
 def _package_zip() -> str:
-    """The ``kafka_emu`` package (the Python files the executors import) zipped for remote executors."""
+    """What the executors import of ``kafka_emu`` (its top-level modules, ``loadgen`` and
+    ``metrics``) zipped for remote executors."""
+    import kafka_emu
+
     out = Path(tempfile.mkdtemp(prefix="loadgen-pyfiles-")) / "kafka_emu_pkgs.zip"
+    top = Path(str(kafka_emu.__file__)).resolve().parent
     with zipfile.ZipFile(out, "w") as zf:
-        zf.writestr("kafka_emu/__init__.py", "")
+        for f in top.glob("*.py"):
+            zf.write(f, Path("kafka_emu", f.name))
         for pkg in ("loadgen", "metrics"):
             base = Path(str(importlib.import_module(f"kafka_emu.{pkg}").__file__)).resolve().parent
             for f in base.rglob("*.py"):

@@ -25,13 +25,13 @@ class BucketDelayQueue:
 
     def offer(self, bucket: TimerTaskList) -> bool:
         """Enqueue ``bucket``; true iff it is now the earliest (a waiting poller must re-check)."""
-        expiration = bucket._expiration_ms
+        expiration = bucket.get_expiration()
         heapq.heappush(self._heap, (expiration, next(self._seq), bucket))
         return self._heap[0][2] is bucket
 
     def _drop_stale(self) -> None:
         heap = self._heap
-        while heap and heap[0][2]._expiration_ms != heap[0][0]:
+        while heap and heap[0][2].get_expiration() != heap[0][0]:
             heapq.heappop(heap)
 
     def head_expiration(self) -> int | None:

@@ -18,19 +18,7 @@ import threading
 
 from kafka_emu.timer.system_timer import Timer, TimerSnapshot
 from kafka_emu.timer.time import MockTime
-from kafka_emu.timer.timer_task import FIRED, TimerTask
-
-
-class _MockEntry:
-    """One scheduling of a task (Kafka's ``TimerTaskEntry``): valid while the task points to it.
-
-    Re-adding a task creates a new entry, so the old heap element is recognised as superseded
-    even when both have the same expiration. ``_entries`` is empty so ``TimerTask.cancel``
-    treats it like any other placement.
-    """
-
-    __slots__ = ()
-    _entries: dict = {}
+from kafka_emu.timer.timer_task import FIRED, Marker, TimerTask
 
 
 class MockTimer(Timer):
@@ -39,7 +27,9 @@ class MockTimer(Timer):
         self.name = name
         self.expired_task_count = 0   # tasks run by advance_clock (written under _lock)
         self._lock = threading.Lock()
-        self._heap: list[tuple[int, int, _MockEntry, TimerTask]] = []
+        # One ``Marker`` per add stands for Kafka's ``TimerTaskEntry``: valid while the task points
+        # to it, so a superseded heap element is recognised even at the same expiration.
+        self._heap: list[tuple[int, int, Marker, TimerTask]] = []
         self._seq = itertools.count()
 
     def add(self, task: TimerTask) -> None:
@@ -49,7 +39,7 @@ class MockTimer(Timer):
                 task._bucket = FIRED
             task.run()
             return
-        entry = _MockEntry()
+        entry = Marker("MockTimer entry")
         with self._lock:
             task._timer_lock = self._lock
             task._bucket = entry

@@ -19,11 +19,9 @@ Where the emulator departs from Kafka's code, on purpose, for speed under CPytho
   every task's placement; ``_cond`` is a condition on it used by pollers. Kafka uses a
   read/write lock so that adds run in parallel; under the GIL they cannot anyway, and a Python
   read/write lock costs several times a plain lock on the hot path.
-* ``add`` inlines ``TimingWheel.add`` and, instead of climbing level by level, jumps to the
-  first level whose interval exceeds the delay (``bisect`` over the level intervals): every
-  coarser clock is the finest clock rounded down, so each level skipped would have rejected
-  the task too. The placement is Kafka's; ``TimingWheel.add`` remains the reference and the
-  tests check that both agree.
+* ``TimingWheel.add``, the one placement routine (for new tasks and cascading ones alike), jumps
+  straight to the first level whose interval exceeds the delay instead of climbing level by
+  level; the placement is Kafka's (see ``TimingWheel``).
 * The tasks found due in one ``advance_clock`` pass are handed to the executor as one batch
   (one future instead of one per task); they still run one by one, in order, each re-checked
   for cancellation.
@@ -40,7 +38,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
-from bisect import bisect_right as _bisect_right
 from time import monotonic_ns as _monotonic_ns
 from time import sleep as _sleep
 from typing import Callable, Iterable
@@ -49,7 +46,7 @@ import structlog
 
 from kafka_emu.timer.delay_queue import BucketDelayQueue
 from kafka_emu.timer.time import MockTime, Time
-from kafka_emu.timer.timer_task import _ABSENT, FIRED, SUBMITTED, TimerTask
+from kafka_emu.timer.timer_task import FIRED, SUBMITTED, TimerTask
 from kafka_emu.timer.timer_task_list import TaskCounter, TimerTaskList
 from kafka_emu.timer.timing_wheel import TimingWheel
 
@@ -115,28 +112,24 @@ class SystemTimer(Timer):
         # Set by ``wakeup``, consumed by the next wait in ``advance_clock`` (which then returns):
         # sticky, so a wakeup that arrives just before the poller starts waiting is not lost.
         self._wakeup_pending = False
-        thread_name = SYSTEM_TIMER_THREAD_PREFIX + executor_name
+        # The executor's one thread, recorded by itself when it starts (for ``close`` to join).
+        self._executor_thread: threading.Thread | None = None
         self._executor = ThreadPoolExecutor(
             max_workers=1,
-            thread_name_prefix=thread_name,
-            initializer=_name_executor_thread,
-            initargs=(thread_name,),
+            thread_name_prefix=SYSTEM_TIMER_THREAD_PREFIX + executor_name,
+            initializer=self._on_executor_thread_start,
         )
         self._wheel = TimingWheel(
             tick_ms, wheel_size,
             self._clock() if start_ms is None else start_ms,
-            self._counter, self._offer, self._lock,
+            self._counter, self._offer,
         )
-        # The wheel levels created so far and their intervals, for ``add``'s direct jump.
-        self._levels = [self._wheel]
-        self._spans = [self._wheel.interval]
         # Tasks found due while flushing buckets, handed to the executor in one batch.
         self._due: list[TimerTask] = []
-        # Buckets of a large cascade still holding tasks to place (see ``_flush_locked``).
-        self._staged: list[TimerTaskList] = []
+        # Buckets of large cascades that left the wheel with tasks still to place, each with the
+        # wheel its tasks cascade into (see ``_flush_locked``).
+        self._staged: list[tuple[TimerTaskList, TimingWheel]] = []
         self._cascade_chunk = CASCADE_CHUNK
-        # The wheel each staged bucket cascades into (parallel to ``_staged``).
-        self._staged_finer: list[TimingWheel] = []
         # Every staged task expiring before this has been placed.
         self._staged_low = 0
         # Expiration counter read by metrics (written only under ``_lock``).
@@ -147,229 +140,92 @@ class SystemTimer(Timer):
 
     # ------------------------------------------------------------------ adding
     def add(self, task: TimerTask) -> None:
-        # The hot path of every purgatory: ``TimingWheel.add`` is inlined here (same steps, same
-        # invariants) because a Python frame per call is a large share of an insertion.
         lock = self._lock
         with lock:
             task._timer_lock = lock
-            expiration = task._expiration_ms = task.delay_ms + self._clock_ns() // 1_000_000
-            wheel = self._wheel
-            current = wheel.current_time_ms
-            if expiration < current + wheel.tick_ms:
-                self._mark_submitted_locked(task)
-                self._submit([task])
-                return
-            # Every coarser clock is this clock rounded down, so each level j with
-            # expiration >= current + interval_j rejects the task too: start the climb at the
-            # first level whose interval exceeds the delay (one step at most remains).
-            level = _bisect_right(self._spans, expiration - current)
-            levels = self._levels
-            if level < len(levels):
-                wheel = levels[level]
-                current = wheel.current_time_ms
-            else:  # beyond every level known here: refresh the list, climb from the top
-                wheel = self._refresh_levels()[-1]
-                current = wheel.current_time_ms
-            while expiration >= current + wheel.interval:
-                wheel = wheel.overflow_wheel or self._add_level(wheel)
-                current = wheel.current_time_ms
-            tick = wheel.tick_ms
-            virtual_id = expiration // tick
-            bucket = wheel.buckets[virtual_id % wheel.wheel_size]
             old = task._bucket
-            if old is not None and old._entries.pop(task, _ABSENT) is not _ABSENT:
-                old._counter.value -= 1
-            bucket._entries[task] = None
-            task._bucket = bucket
-            self._counter.value += 1
-            bucket_expiration = virtual_id * tick
-            if bucket._expiration_ms != bucket_expiration:
-                bucket._expiration_ms = bucket_expiration
-                if self._queue.offer(bucket):
-                    self._cond.notify()
+            if old is not None:
+                old.remove(task)  # re-added while placed: the new placement supersedes the old
+            task._expiration_ms = task.delay_ms + self._clock_ns() // 1_000_000
+            if not self._wheel.add(task):
+                self._submit_locked([task])
+
+    def _add_all_locked(self, tasks: Iterable[TimerTask], wheel: TimingWheel) -> None:
+        """Kafka's ``addTimerTaskEntry`` for tasks unlinked from an expired bucket of the level
+        above ``wheel`` (or of ``wheel`` itself, the finest): each is placed again, or, due,
+        batched for the executor with this pass's other due tasks.
+
+        Their expirations lie in ``wheel``'s span (its clock only moves forward, to bucket
+        expirations), so ``wheel.add`` takes each one past its first tick with no level search;
+        the root takes the others (Kafka adds every one at the root and climbs: a per-task
+        level search made a cascade ~25% slower, CPU time per task).
+        """
+        root = self._wheel
+        if wheel is not root:
+            add = wheel.add
+            tasks = [task for task in tasks if not add(task)]
+        add = root.add
+        due = self._due
+        for task in tasks:
+            if not add(task):
+                due.append(task)
 
     def _flush_locked(self, bucket: TimerTaskList, now: int) -> None:
         """Kafka's ``bucket.flush(addTimerTaskEntry)`` for an expired bucket.
 
-        The tasks of a bucket of level k all fall within the span of level k-1 (its interval is
-        level k's tick), so they are placed with ``_place_cascade_locked`` (level k-1 directly,
-        a finer level or the executor only for the few in level k-1's first tick). A small
-        bucket is flushed at once. A large one (a coarse bucket cascading tens of thousands of
-        tasks) would hold the lock, and the GIL, long enough to make tasks falling due meanwhile
-        late, so only the tasks expiring within two spans of the finest wheel (counted from
-        ``now``: the poller may be late) are placed now; the bucket object itself leaves the
-        wheel (a fresh one takes its slot) with the other tasks still linked in it, and
-        ``advance_clock`` places those ``2 * CASCADE_CHUNK`` at a time (``_drain_staged_locked``),
-        long before the earliest of them is due. While staged, a task is still linked in a
-        bucket: ``cancel``, re-adding and ``size()`` work unchanged.
+        A bucket of up to ``CASCADE_CHUNK`` tasks, or one of the finest wheel (all of whose
+        tasks are due), is flushed at once. A larger coarse bucket (one cascading tens of
+        thousands of tasks) would hold the lock, and the GIL, long enough to make tasks falling
+        due meanwhile late, so it leaves the wheel (``retire_bucket``: a fresh bucket takes its
+        slot) with its tasks still linked in it, joins ``_staged`` with the wheel its tasks
+        cascade into, and only its tasks expiring within three spans of the finest wheel
+        (counted from ``now``: the poller may be late) are placed now; ``advance_clock`` places
+        the others, ``2 * CASCADE_CHUNK`` at a time (``_drain_staged_locked``), long before the
+        earliest of them is due. While staged, a task is still linked in a bucket: ``cancel``,
+        re-adding and ``size()`` work unchanged.
         """
-        entries = bucket._entries
-        bucket._expiration_ms = -1
-        finer = None
-        levels = self._levels
-        for index in range(1, len(levels)):
-            if bucket in levels[index].buckets:
-                finer = levels[index - 1]
-                break
-        if len(entries) <= self._cascade_chunk or finer is None:
-            bucket._entries = {}
-            self._place_cascade_locked(entries, finer)
-            return
-        self._detach_locked(bucket)
-        self._staged.append(bucket)
-        self._staged_finer.append(finer)
         root = self._wheel
+        finer = root.cascade_target(bucket)
+        if finer is None or len(bucket) <= self._cascade_chunk:
+            self._add_all_locked(bucket.flush(), finer or root)
+            return
+        finer.overflow_wheel.retire_bucket(bucket)
+        self._staged.append((bucket, finer))
         horizon = max(now, root.current_time_ms) + 3 * root.interval
         if len(self._staged) > 1 and horizon < self._staged_low:
             horizon = self._staged_low  # another cascade is being placed: catch up with it
         self._staged_low = horizon
-        self._place_staged_before_locked(horizon, len(self._staged) - 1)
+        self._add_all_locked(bucket.take_expiring_before(horizon), finer)
 
-    def _place_staged_before_locked(self, horizon: int, first: int = 0) -> None:
-        """Place the tasks of ``_staged[first:]`` expiring before ``horizon`` (a filter scan)."""
-        staged = self._staged
-        for index in range(first, len(staged)):
-            entries = staged[index]._entries
-            urgent = [task for task in entries if task._expiration_ms < horizon]
-            for task in urgent:
-                del entries[task]
-            self._place_cascade_locked(urgent, self._staged_finer[index])
-        for index in range(len(staged) - 1, -1, -1):
-            if not staged[index]._entries:
-                del staged[index], self._staged_finer[index]
-
-    def _detach_locked(self, bucket: TimerTaskList) -> bool:
-        """Give ``bucket``'s wheel slot a fresh bucket, so that next revolution's tasks never
-        mix with the ones still staged in it; false if it is in no wheel."""
-        for wheel in self._wheel.levels():
-            buckets = wheel.buckets
-            for index, candidate in enumerate(buckets):
-                if candidate is bucket:
-                    buckets[index] = TimerTaskList(self._counter, self._lock)
-                    return True
-        return False
+    def _place_staged_before_locked(self, horizon: int) -> None:
+        """Place the staged tasks expiring before ``horizon``; forget the emptied buckets."""
+        for bucket, wheel in self._staged:
+            self._add_all_locked(bucket.take_expiring_before(horizon), wheel)
+        self._staged = [(bucket, wheel) for bucket, wheel in self._staged if len(bucket)]
 
     def _drain_staged_locked(self) -> None:
         """Place up to one chunk of the tasks left in staged buckets."""
         budget = 2 * self._cascade_chunk
         staged = self._staged
         while staged and budget > 0:
-            entries = staged[-1]._entries
-            take = min(budget, len(entries))
-            chunk = [entries.popitem()[0] for _ in range(take)]
-            budget -= take
-            finer = self._staged_finer[-1]
-            if not entries:
+            bucket, wheel = staged[-1]
+            tasks = bucket.take(budget)
+            budget -= len(tasks)
+            if not len(bucket):
                 staged.pop()
-                self._staged_finer.pop()
-            self._place_cascade_locked(chunk, finer)
-
-    def _place_cascade_locked(self, tasks: Iterable[TimerTask], wheel: TimingWheel | None) -> None:
-        """Place tasks of an expired bucket of the level above ``wheel`` (None: of the finest).
-
-        Their expirations lie in ``[wheel.current_time_ms, wheel.current_time_ms +
-        wheel.interval)`` (the wheel clock only moves forward, to bucket expirations), so each
-        one past ``wheel``'s first tick goes straight to its bucket there, with no level search:
-        ``_place_all_locked`` takes the others. Every bucket of ``wheel`` that holds tasks then
-        gets the expiration of the one tick range its index stands for in the wheel's current
-        revolution (offering it to the queue if that changed), as Kafka's placement would set.
-        """
-        if wheel is None:
-            self._place_all_locked(tasks)
-            return
-        tick = wheel.tick_ms
-        size = wheel.wheel_size
-        current = wheel.current_time_ms
-        split = current + tick
-        buckets = wheel.buckets
-        rest = []
-        for task in tasks:
-            expiration = task._expiration_ms
-            if expiration < split:
-                rest.append(task)
-                continue
-            bucket = buckets[expiration // tick % size]
-            bucket._entries[task] = None
-            task._bucket = bucket
-        base = current // tick
-        offer = self._offer
-        for index, bucket in enumerate(buckets):
-            if bucket._entries:
-                expiration = (base + (index - base) % size) * tick
-                if bucket._expiration_ms != expiration:
-                    bucket._expiration_ms = expiration
-                    offer(bucket)
-        if rest:
-            self._place_all_locked(rest)
-
-    def _place_all_locked(self, tasks: Iterable[TimerTask]) -> None:
-        """Place tasks already unlinked from (or about to leave) a bucket; all are counted.
-
-        Each either falls into the current tick (due: batched for the executor) or is linked
-        into the right bucket, with the placement steps of ``add`` inlined: the per-task cost
-        here bounds firing lateness when a coarse bucket cascades.
-        """
-        root = self._wheel
-        root_current = root.current_time_ms
-        due_before = root_current + root.tick_ms
-        spans = self._spans
-        levels = self._levels
-        n_levels = len(levels)
-        queue_offer = self._offer
-        due = self._due
-        due_count = 0
-        for task in tasks:
-            expiration = task._expiration_ms
-            if expiration < due_before:
-                task._bucket = SUBMITTED
-                due.append(task)
-                due_count += 1
-                continue
-            level = _bisect_right(spans, expiration - root_current)
-            wheel = levels[level] if level < n_levels else levels[-1]
-            current = wheel.current_time_ms
-            while expiration >= current + wheel.interval:
-                wheel = wheel.overflow_wheel or self._add_level(wheel)
-                current = wheel.current_time_ms
-            tick = wheel.tick_ms
-            virtual_id = expiration // tick
-            target = wheel.buckets[virtual_id % wheel.wheel_size]
-            target._entries[task] = None
-            task._bucket = target
-            bucket_expiration = virtual_id * tick
-            if target._expiration_ms != bucket_expiration:
-                target._expiration_ms = bucket_expiration
-                queue_offer(target)
-        self._counter.value -= due_count
-        self.expired_task_count += due_count
-
-    def _add_level(self, wheel: TimingWheel) -> TimingWheel:
-        overflow = wheel._add_overflow_wheel()
-        self._refresh_levels()
-        return overflow
-
-    def _refresh_levels(self) -> list[TimingWheel]:
-        self._levels = levels = self._wheel.levels()
-        self._spans = [level.interval for level in levels]
-        return levels
+            self._add_all_locked(tasks, wheel)
 
     def _offer(self, bucket: TimerTaskList) -> None:
         if self._queue.offer(bucket):
             self._cond.notify()
 
-    def _mark_submitted_locked(self, task: TimerTask) -> None:
-        old = task._bucket
-        if old is not None and old._entries.pop(task, _ABSENT) is not _ABSENT:
-            old._counter.value -= 1
-        task._bucket = SUBMITTED
-        self.expired_task_count += 1
-
-    def _submit(self, tasks: list[TimerTask]) -> None:
-        """Hand due tasks to the executor thread (the lock is held)."""
+    def _submit_locked(self, tasks: list[TimerTask]) -> None:
+        """Hand due tasks (unlinked) to the executor thread as one batch."""
+        self.expired_task_count += len(tasks)
         if self._closed:
-            for task in tasks:
-                task._bucket = None
-            return
+            return  # abandoned, as cancelled tasks
+        for task in tasks:
+            task._bucket = SUBMITTED
         try:
             self._executor.submit(self._run_tasks, tasks)
         except RuntimeError:  # executor shut down concurrently with close()
@@ -427,14 +283,14 @@ class SystemTimer(Timer):
             advance = self._wheel.advance_clock
             flush = self._flush_locked
             while bucket is not None:
-                advance(bucket._expiration_ms)
+                advance(bucket.get_expiration())
                 flush(bucket, now)
                 bucket = queue.poll_expired(now)
             if self._staged:
                 self._drain_staged_locked()
             if self._due:
                 due, self._due = self._due, []
-                self._submit(due)
+                self._submit_locked(due)
             more = bool(self._staged)
         if more:
             # A poller loops straight back for the next chunk; yield the GIL first so that the
@@ -496,9 +352,18 @@ class SystemTimer(Timer):
             self.time.remove_listener(self._on_mock_time_advance)
             self.time.remove_due_runner(self)
         self._executor.shutdown(wait=False, cancel_futures=True)
-        for thread in list(getattr(self._executor, "_threads", ())):
+        thread = self._executor_thread
+        if thread is not None and thread is not threading.current_thread():
             thread.join(5.0)
             _log.debug("thread_stopped", thread=thread.name, alive=thread.is_alive())
+
+    def _on_executor_thread_start(self) -> None:
+        """The executor's initializer: names its thread (the pool would append ``_0``) and
+        records it, so that ``close`` can join it without the pool's private ``_threads``."""
+        thread = threading.current_thread()
+        thread.name = SYSTEM_TIMER_THREAD_PREFIX + self.executor_name
+        self._executor_thread = thread
+        _log.debug("thread_started", thread=thread.name)
 
     def __repr__(self) -> str:
         return f"SystemTimer({self.executor_name!r}, size={self.size()})"
@@ -517,10 +382,6 @@ def _nanosecond_clock(time: Time) -> Callable[[], int]:
     return lambda: time.hi_res_clock_ms() * 1_000_000
 
 
+
 def _no_op() -> None:
     pass
-
-
-def _name_executor_thread(name: str) -> None:
-    threading.current_thread().name = name
-    _log.debug("thread_started", thread=name)

@@ -14,32 +14,41 @@ State of ``_bucket`` (written only under the owning timer's lock):
 * ``SUBMITTED``: expired and handed to the executor, not yet started;
 * ``FIRED``: ``run()`` has been started by the executor;
 * a ``MockTimer`` entry: scheduled in a ``MockTimer``.
-Every placement has an ``_entries`` mapping (empty for the markers), so ``cancel`` and re-adding
-unlink a task with one ``dict.pop`` whatever its state.
+Every placement has ``remove(task)`` (Kafka's ``TimerTaskList.remove``), so ``cancel`` and
+re-adding unlink a task with one call whatever its state.
 """
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Protocol
 
 
-class _Marker:
-    """A placement that is not a bucket. ``_entries`` is always empty so that ``cancel`` can
-    treat markers and buckets alike (one ``dict.pop`` instead of a type test)."""
+class Placement(Protocol):
+    """Where a scheduled task is: a bucket, a marker, or a ``MockTimer`` entry."""
 
-    __slots__ = ("name", "_entries")
+    def remove(self, task: "TimerTask") -> None:
+        """Unlink ``task`` if it is placed here (then its ``_bucket`` is None); else a no-op."""
+
+
+class Marker:
+    """A placement that is not a bucket (a state, or one ``MockTimer`` scheduling): nothing to
+    unlink but the task's own reference."""
+
+    __slots__ = ("name",)
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._entries: dict = {}
+
+    def remove(self, task: "TimerTask") -> None:
+        if task._bucket is self:
+            task._bucket = None
 
     def __repr__(self) -> str:
         return self.name
 
 
-_ABSENT = object()
-SUBMITTED = _Marker("SUBMITTED")
-FIRED = _Marker("FIRED")
+SUBMITTED = Marker("SUBMITTED")
+FIRED = Marker("FIRED")
 
 
 class TimerTask:
@@ -49,7 +58,7 @@ class TimerTask:
 
     def __init__(self, delay_ms: int) -> None:
         self.delay_ms = delay_ms
-        self._bucket: Any = None
+        self._bucket: Placement | None = None
         self._expiration_ms = 0
         # The lock of the timer that last scheduled this task; it guards ``_bucket``.
         self._timer_lock: threading.Lock | None = None
@@ -67,9 +76,7 @@ class TimerTask:
         with lock:
             bucket = self._bucket
             if bucket is not None:
-                self._bucket = None
-                if bucket._entries.pop(self, _ABSENT) is not _ABSENT:
-                    bucket._counter.value -= 1
+                bucket.remove(self)
 
     def is_cancelled(self) -> bool:
         return self._bucket is None

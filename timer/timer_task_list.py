@@ -5,17 +5,22 @@ uses an intrusive doubly linked list so that cancel is O(1); a Python ``dict`` u
 insertion-ordered set gives the same O(1) add/remove/iterate-in-order with C-speed operations
 and no per-entry link objects, so the emulator uses that.
 
-Every bucket of one timer shares the timer's ``TaskCounter`` (its value *is* ``size()``) and the
-timer's lock, which guards ``_entries``, ``_expiration_ms``, the counter and each task's
-``_bucket`` field. Kafka locks each list and each entry separately; under the GIL a finer lock
-buys no parallelism, while every extra acquisition costs time on the hot add/cancel path.
+Invariants (kept by the methods below, which unlink tasks, and by ``TimingWheel.add``, which
+links them): a task is in ``_entries`` iff its ``_bucket`` is this list; the shared ``TaskCounter`` counts every task
+linked in any bucket of one timer (its value *is* the timer's ``size()``); a bucket not in a
+wheel's current revolution has expiration -1.
+
+Locking: the lock of the timer owning the bucket guards
+``_entries``, ``_expiration_ms``, the counter and each linked task's ``_bucket``. The caller
+holds it around every method (the wheel and the timer do; so does ``TimerTask.cancel``).
+Kafka locks each list and each entry separately; under the GIL a finer lock buys no
+parallelism, while every extra acquisition costs time on the hot add/cancel path.
 """
 from __future__ import annotations
 
-import threading
-from typing import Callable
+from kafka_emu.timer.timer_task import TimerTask
 
-from kafka_emu.timer.timer_task import _ABSENT, TimerTask
+_ABSENT = object()
 
 
 class TaskCounter:
@@ -28,12 +33,11 @@ class TaskCounter:
 
 
 class TimerTaskList:
-    __slots__ = ("_entries", "_counter", "_lock", "_expiration_ms")
+    __slots__ = ("_entries", "_counter", "_expiration_ms")
 
-    def __init__(self, counter: TaskCounter, lock: threading.Lock | None = None) -> None:
+    def __init__(self, counter: TaskCounter) -> None:
         self._entries: dict[TimerTask, None] = {}
         self._counter = counter
-        self._lock = lock if lock is not None else threading.Lock()
         self._expiration_ms = -1
 
     # --- expiration (the start of the bucket's time range; -1 when the bucket is idle) ---
@@ -46,66 +50,48 @@ class TimerTaskList:
     def get_expiration(self) -> int:
         return self._expiration_ms
 
-    def get_delay_ms(self, now_ms: int) -> int:
-        return max(self._expiration_ms - now_ms, 0)
-
-    # --- membership (public methods take the lock; the timer's hot path inlines them) ---
-    def add(self, task: TimerTask) -> None:
-        """Link ``task`` here, unlinking it first from any other bucket sharing this lock."""
-        with self._lock:
-            self._link_locked(task)
-
-    def _link_locked(self, task: TimerTask) -> None:
-        old = task._bucket
-        if old is self:
-            return
-        if old is not None and old._entries.pop(task, _ABSENT) is not _ABSENT:
-            old._counter.value -= 1
-        self._entries[task] = None
-        task._bucket = self
-        task._timer_lock = self._lock
-        self._counter.value += 1
-
+    # --- membership ---
     def remove(self, task: TimerTask) -> None:
         """Unlink ``task`` if it is linked here; a no-op for a task of another bucket."""
-        with self._lock:
-            if task._bucket is self and task in self._entries:
-                del self._entries[task]
-                self._counter.value -= 1
-                task._bucket = None
+        if self._entries.pop(task, _ABSENT) is not _ABSENT:
+            self._counter.value -= 1
+            task._bucket = None
 
-    def foreach(self, f: Callable[[TimerTask], None]) -> None:
-        """Apply ``f`` to a snapshot of the linked tasks (``f`` may cancel them)."""
-        with self._lock:
-            snapshot = list(self._entries)
-        for task in snapshot:
-            f(task)
+    def flush(self) -> dict[TimerTask, None]:
+        """Unlink every task and return them, in insertion order; the bucket is idle again.
 
-    def flush_locked(self, f: Callable[[TimerTask], None]) -> None:
-        """Unlink every task and pass it to ``f``; the caller holds the lock.
-
-        The bucket is reset to idle (expiration -1) so the wheel can reuse it next revolution.
+        Kafka's ``flush(f)`` passes each task to ``f``; handing the tasks back instead lets the
+        timer re-place them in its own loop, without a Python call per task for ``f``.
         """
         entries = self._entries
         self._entries = {}
-        self._counter.value -= len(entries)
         self._expiration_ms = -1
-        for task in entries:
+        self._unlinked(entries)
+        return entries
+
+    def take(self, limit: int) -> list[TimerTask]:
+        """Unlink and return up to ``limit`` tasks (the latest linked first)."""
+        entries = self._entries
+        tasks = [entries.popitem()[0] for _ in range(min(limit, len(entries)))]
+        self._unlinked(tasks)
+        return tasks
+
+    def take_expiring_before(self, horizon_ms: int) -> list[TimerTask]:
+        """Unlink and return the tasks expiring before ``horizon_ms`` (a scan of the bucket)."""
+        entries = self._entries
+        tasks = [task for task in entries if task._expiration_ms < horizon_ms]
+        for task in tasks:
+            del entries[task]
+        self._unlinked(tasks)
+        return tasks
+
+    def _unlinked(self, tasks: dict[TimerTask, None] | list[TimerTask]) -> None:
+        self._counter.value -= len(tasks)
+        for task in tasks:
             task._bucket = None
-            f(task)
-
-    def flush(self, f: Callable[[TimerTask], None]) -> None:
-        with self._lock:
-            self.flush_locked(f)
-
-    def size(self) -> int:
-        return len(self._entries)
 
     def __len__(self) -> int:
         return len(self._entries)
-
-    def __lt__(self, other: "TimerTaskList") -> bool:
-        return self._expiration_ms < other._expiration_ms
 
     def __repr__(self) -> str:
         return f"TimerTaskList(expiration={self._expiration_ms}, tasks={len(self._entries)})"

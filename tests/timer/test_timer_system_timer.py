@@ -146,7 +146,7 @@ def test_a1_placement_and_cascade(make_timer) -> None:
 def test_a1_placement_on_bare_timing_wheel() -> None:
     """A bare ``TimingWheel`` places the same tasks in the same buckets."""
     offered: list = []
-    wheel = TimingWheel(1, 20, 1000, TaskCounter(), offered.append, threading.Lock())
+    wheel = TimingWheel(1, 20, 1000, TaskCounter(), offered.append)
 
     class _T(TimerTask):
         def run(self) -> None:
@@ -365,7 +365,7 @@ def test_large_cascade_is_staged_without_changing_semantics(make_timer, mock_tim
     timer.advance_clock(0)  # cascades [1600, 2000): urgent ones placed, the rest staged
     assert timer._staged, "the cascade should have been staged"
     assert timer.size() == 598  # the two expiring at 1800 were handed to the executor
-    staged = set().union(*(b._entries for b in timer._staged))
+    staged = set().union(*(bucket._entries for bucket, _ in timer._staged))
     assert all(t in staged for t in tasks[100:160])
     drain_executor(timer)  # let the two due ones run while the clock still reads 1800
     cancelled = {t.ident for t in tasks[100:150]}

@@ -11,7 +11,6 @@ from kafka_emu.timer.operation_keys import (
     GroupJoinKey,
     GroupSyncKey,
     MemberKey,
-    TopicKey,
     TopicPartitionOperationKey,
 )
 from kafka_emu.timer.purgatory import DelayedOperationPurgatory, PurgatorySnapshot
@@ -28,5 +27,5 @@ __all__ = [
     "PurgatorySnapshot", "TimerSnapshot",
     "GroupSyncKey", "MemberKey", "MockTime", "MockTimer", "ShutdownableThread", "SystemTimer",
     "SystemTimerReaper", "TaskCounter", "Time", "Timer", "TimerTask", "TimerTaskList",
-    "TimingWheel", "TopicKey", "TopicPartitionOperationKey",
+    "TimingWheel", "TopicPartitionOperationKey",
 ]

@@ -1,8 +1,9 @@
 """Keys under which delayed operations are watched.
 
-Kafka 4.0 requires keys to implement ``DelayedOperationKey`` (a ``keyLabel``); the emulator keeps
-the same classes as frozen, hashable value objects. Any hashable object still works as a key
-(as in Kafka's Scala purgatory), which tests use freely.
+Kafka 4.0 types every purgatory key as a ``DelayedOperationKey`` (whose ``keyLabel`` names the
+watcher list); the emulator keeps the same classes as frozen, hashable value objects that are
+their own label. Any hashable object still works as a key (as in Kafka's Scala purgatory),
+which tests use freely.
 """
 from __future__ import annotations
 
@@ -10,10 +11,9 @@ from dataclasses import dataclass
 
 
 class DelayedOperationKey:
-    __slots__ = ()
+    """Base of the product's purgatory keys: frozen dataclasses, compared and hashed by value."""
 
-    def key_label(self) -> str:  # pragma: no cover - abstract
-        raise NotImplementedError
+    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,26 +23,12 @@ class TopicPartitionOperationKey(DelayedOperationKey):
     topic: str
     partition: int
 
-    def key_label(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-
-@dataclass(frozen=True, slots=True)
-class TopicKey(DelayedOperationKey):
-    topic: str
-
-    def key_label(self) -> str:
-        return self.topic
-
 
 @dataclass(frozen=True, slots=True)
 class GroupJoinKey(DelayedOperationKey):
     """A group's DelayedJoin / InitialDelayedJoin."""
 
     group_id: str
-
-    def key_label(self) -> str:
-        return f"join-{self.group_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +37,6 @@ class GroupSyncKey(DelayedOperationKey):
 
     group_id: str
 
-    def key_label(self) -> str:
-        return f"sync-{self.group_id}"
-
 
 @dataclass(frozen=True, slots=True)
 class MemberKey(DelayedOperationKey):
@@ -61,6 +44,3 @@ class MemberKey(DelayedOperationKey):
 
     group_id: str
     member_id: str
-
-    def key_label(self) -> str:
-        return f"{self.group_id}-{self.member_id}"

@@ -28,7 +28,6 @@ class ShutdownableThread(threading.Thread):
         super().__init__(name=name, daemon=daemon)
         self.log_context = dict(log_context) if log_context else None
         self._shutdown_initiated = threading.Event()
-        self._shutdown_complete = threading.Event()
         self.error_count = 0
 
     def do_work(self) -> None:  # pragma: no cover - abstract
@@ -78,5 +77,4 @@ class ShutdownableThread(threading.Thread):
             reason = f"fatal: {exc!r}"
             raise
         finally:
-            self._shutdown_complete.set()
             _log.info("thread_stopped", thread=self.name, reason=reason)

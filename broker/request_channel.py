@@ -23,7 +23,7 @@ import queue
 import threading
 import time as _time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import structlog
 
@@ -76,6 +76,47 @@ class Response:
     request: Request
     body: Any | None               # a kio response entity; None = no response (acks=0 produce)
     close_connection: bool = False
+
+
+# --- what a network processor is told to do once a request is answered -----------------------
+# Kafka's RequestChannel.{SendResponse, NoOpResponse, CloseConnectionResponse}, plus the
+# emulator's WrittenResponse (a direct write, see ``broker.network.processor``). NamedTuples:
+# typed and immutable, and cheaper to build on the per-request path than frozen dataclasses.
+
+
+class SendResponse(NamedTuple):
+    """Encoded response bytes for the processor to write (a memoryview: the part a direct
+    write left unsent)."""
+
+    connection_id: str
+    request: Request | None
+    data: bytes | memoryview
+
+
+class NoOpResponse(NamedTuple):
+    """Nothing to send (acks=0 produce): the processor only unmutes the connection."""
+
+    connection_id: str
+    request: Request | None
+
+
+class CloseConnectionResponse(NamedTuple):
+    """Close the connection instead of answering."""
+
+    connection_id: str
+    request: Request | None
+
+
+class WrittenResponse(NamedTuple):
+    """Already written to the socket, ``size`` bytes, by the thread that completed the request:
+    the processor only accounts for it and unmutes the connection."""
+
+    connection_id: str
+    request: Request | None
+    size: int
+
+
+NetworkResponse = SendResponse | NoOpResponse | CloseConnectionResponse | WrittenResponse
 
 
 class _Wakeup:

@@ -106,14 +106,15 @@ def test_network_request_reaches_listeners_after_its_response_is_written(cluster
 
 
 def test_processor_response_queue_size_and_its_gauge(cluster: Any) -> None:
-    from kafka_emu.broker.network.socket_server import Processor
+    from kafka_emu.broker.network.processor import Processor
+    from kafka_emu.broker.request_channel import CloseConnectionResponse, SendResponse
 
     ss = cluster.broker(0).socket_server
     assert [p.response_queue_size() for p in ss.processors] == [0]
     idle = Processor(ss, 99, "PLAINTEXT")   # not started: what is queued stays queued
     try:
-        idle.enqueue_response("nobody", b"x", False)
-        idle.enqueue_response("nobody", None, True)
+        idle.enqueue_response(SendResponse("nobody", None, b"x"))
+        idle.enqueue_response(CloseConnectionResponse("nobody", None))
         assert idle.response_queue_size() == 2
     finally:
         idle._close_all()

@@ -173,7 +173,6 @@ class Processor(ShutdownableThread):
         self.idle_ns = 0
         self.poll_started_ns = 0   # perf_counter_ns() at the start of the poll in progress, else 0
         self.wakeups = 0
-        self.direct_responses = 0
 
     # --- called from other threads -------------------------------------------------------------
 
@@ -391,7 +390,6 @@ class Processor(ShutdownableThread):
                 continue
             try:
                 if kind is WrittenResponse:  # written directly by the responder (``respond``)
-                    self.direct_responses += 1
                     self.bytes_out += response.size
                     self.responses_sent += 1
                     channel.last_active = time.monotonic()

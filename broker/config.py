@@ -4,9 +4,9 @@
 assembled from ``ServerConfigs``, ``SocketServerConfigs``, ``ReplicationConfigs``,
 ``ServerLogConfigs``, ``GroupCoordinatorConfig`` ...): every broker key the emulator reads, with
 Kafka's name, type, default, validator and doc, plus the broker-level synonyms of the topic configs
-(``log.retention.hours`` ...), which DescribeConfigs needs even though the emulator has no log
-retention. The group coordinator's defaults are stated in ``coordinator.config.DEFAULTS`` (the
-coordinator does not import the broker); this table takes them from there and adds the types.
+(``log.retention.hours`` ...), those the emulator's log acts on marked implemented. The group
+coordinator's defaults are stated in ``coordinator.config.DEFAULTS`` (the coordinator does not
+import the broker); this table takes them from there and adds the types.
 
 Every way in goes through the table: a ``server.properties`` file (``load_properties``), a dict
 (``EmbeddedCluster``, the pytest fixture) and the command line. A bad value raises
@@ -29,6 +29,7 @@ Immutable after construction (read from any thread without a lock).
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Mapping
@@ -90,9 +91,18 @@ def _group(name: str, type_: Type, validator: object, importance: Importance, do
     return _key(name, type_, GROUP_DEFAULTS[name], validator, importance, doc)
 
 
-def _log_key(name: str, type_: Type, default: ConfigValue, validator: object, doc: str) -> ConfigKey:
-    """A broker-level default of a topic config; the emulator's log does not act on it."""
-    return _key(name, type_, default, validator, MEDIUM, doc, implemented=False)
+def _log_key(name: str, type_: Type, default: ConfigValue, validator: object, doc: str,
+             implemented: bool = False) -> ConfigKey:
+    """A broker-level default of a topic config (``implemented``: the emulator's log acts on it)."""
+    return _key(name, type_, default, validator, MEDIUM, doc, implemented)
+
+
+def _physical_memory_quarter() -> int:
+    """A quarter of the machine's physical memory (the default log memory budget)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):
+        return 1024 * MIB
 
 
 _AT_LEAST_0, _AT_LEAST_1 = Range.at_least(0), Range.at_least(1)
@@ -169,37 +179,48 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     _group("offsets.retention.check.interval.ms", Type.LONG, _AT_LEAST_1, HIGH,
            "Frequency at which to check for stale offsets."),
     # ServerLogConfigs: broker defaults of topic configs (see log_config.TOPIC_CONFIG_SYNONYMS)
-    _log_key("log.segment.bytes", Type.INT, 1024 * MIB, Range.at_least(1 * MIB), "The maximum size of a single log file."),
-    _log_key("log.roll.ms", Type.LONG, None, None, "The maximum time before a new log segment is rolled out (in milliseconds)."),
-    _log_key("log.roll.hours", Type.INT, 168, _AT_LEAST_1, "The maximum time before a new log segment is rolled out (in hours)."),
-    _log_key("log.roll.jitter.ms", Type.LONG, None, None, "The maximum jitter subtracted from the roll time (in milliseconds)."),
-    _log_key("log.roll.jitter.hours", Type.INT, 0, _AT_LEAST_0, "The maximum jitter subtracted from the roll time (in hours)."),
-    _log_key("log.index.size.max.bytes", Type.INT, 10 * MIB, Range.at_least(4), "The maximum size in bytes of the offset index."),
+    _log_key("log.segment.bytes", Type.INT, 1024 * MIB, Range.at_least(1 * MIB), "The maximum size of a single log file.", implemented=True),
+    _log_key("log.roll.ms", Type.LONG, None, None, "The maximum time before a new log segment is rolled out (in milliseconds).", implemented=True),
+    _log_key("log.roll.hours", Type.INT, 168, _AT_LEAST_1, "The maximum time before a new log segment is rolled out (in hours).", implemented=True),
+    _log_key("log.roll.jitter.ms", Type.LONG, None, None, "The maximum jitter subtracted from the roll time (in milliseconds).", implemented=True),
+    _log_key("log.roll.jitter.hours", Type.INT, 0, _AT_LEAST_0, "The maximum jitter subtracted from the roll time (in hours).", implemented=True),
+    _log_key("log.index.size.max.bytes", Type.INT, 10 * MIB, Range.at_least(4), "The maximum size in bytes of the offset index.", implemented=True),
     _log_key("log.flush.interval.messages", Type.LONG, LONG_MAX, _AT_LEAST_1, "Messages accumulated on a log partition before they are flushed."),
     _log_key("log.flush.interval.ms", Type.LONG, None, None, "The maximum time a message stays in memory before being flushed."),
     _log_key("log.flush.scheduler.interval.ms", Type.LONG, LONG_MAX, None, "How often the log flusher checks whether a log needs flushing."),
-    _log_key("log.retention.bytes", Type.LONG, -1, None, "The maximum size of the log before deleting it."),
-    _log_key("log.retention.ms", Type.LONG, None, None, "How long to keep a log file before deleting it (in milliseconds)."),
-    _log_key("log.retention.minutes", Type.INT, None, None, "How long to keep a log file before deleting it (in minutes)."),
-    _log_key("log.retention.hours", Type.INT, 168, None, "How long to keep a log file before deleting it (in hours)."),
-    _log_key("log.index.interval.bytes", Type.INT, 4096, _AT_LEAST_0, "The interval with which an entry is added to the offset index."),
-    _log_key("log.cleaner.delete.retention.ms", Type.LONG, 86400000, _AT_LEAST_0, "How long delete tombstones are retained in compacted logs."),
-    _log_key("log.cleaner.min.compaction.lag.ms", Type.LONG, 0, _AT_LEAST_0, "The minimum time a message remains uncompacted in the log."),
-    _log_key("log.cleaner.max.compaction.lag.ms", Type.LONG, LONG_MAX, _AT_LEAST_1, "The maximum time a message remains ineligible for compaction."),
+    _log_key("log.retention.bytes", Type.LONG, -1, None, "The maximum size of the log before deleting it.", implemented=True),
+    _log_key("log.retention.ms", Type.LONG, None, None, "How long to keep a log file before deleting it (in milliseconds).", implemented=True),
+    _log_key("log.retention.minutes", Type.INT, None, None, "How long to keep a log file before deleting it (in minutes).", implemented=True),
+    _log_key("log.retention.hours", Type.INT, 168, None, "How long to keep a log file before deleting it (in hours).", implemented=True),
+    _log_key("log.index.interval.bytes", Type.INT, 4096, _AT_LEAST_0, "The interval with which an entry is added to the offset index.", implemented=True),
+    _log_key("log.cleaner.delete.retention.ms", Type.LONG, 86400000, _AT_LEAST_0, "How long delete tombstones are retained in compacted logs.", implemented=True),
+    _log_key("log.cleaner.min.compaction.lag.ms", Type.LONG, 0, _AT_LEAST_0, "The minimum time a message remains uncompacted in the log.", implemented=True),
+    _log_key("log.cleaner.max.compaction.lag.ms", Type.LONG, LONG_MAX, _AT_LEAST_1, "The maximum time a message remains ineligible for compaction.", implemented=True),
     _log_key("log.segment.delete.delay.ms", Type.LONG, 60000, _AT_LEAST_0, "The amount of time to wait before deleting a file from the filesystem."),
-    _log_key("log.cleaner.min.cleanable.ratio", Type.DOUBLE, 0.5, Range.between(0, 1), "The minimum ratio of dirty log to total log for a log to be cleaned."),
-    _log_key("log.cleanup.policy", Type.LIST, ["delete"], ValidList(CLEANUP_POLICIES, allow_empty=True), "The default cleanup policy for segments beyond the retention window."),
-    _log_key("compression.type", Type.STRING, "producer", ValidString(COMPRESSION_TYPES), "The final compression type of a topic's batches."),
-    _log_key("compression.gzip.level", Type.INT, -1, None, "The compression level to use if compression.type is gzip."),
-    _log_key("compression.lz4.level", Type.INT, 9, Range.between(1, 17), "The compression level to use if compression.type is lz4."),
-    _log_key("compression.zstd.level", Type.INT, 3, Range.between(-131072, 22), "The compression level to use if compression.type is zstd."),
+    _log_key("log.cleaner.min.cleanable.ratio", Type.DOUBLE, 0.5, Range.between(0, 1), "The minimum ratio of dirty log to total log for a log to be cleaned.", implemented=True),
+    _log_key("log.cleanup.policy", Type.LIST, ["delete"], ValidList(CLEANUP_POLICIES, allow_empty=True), "The default cleanup policy for segments beyond the retention window.", implemented=True),
+    _log_key("compression.type", Type.STRING, "producer", ValidString(COMPRESSION_TYPES), "The final compression type of a topic's batches.", implemented=True),
+    _log_key("compression.gzip.level", Type.INT, -1, None, "The compression level to use if compression.type is gzip.", implemented=True),
+    _log_key("compression.lz4.level", Type.INT, 9, Range.between(1, 17), "The compression level to use if compression.type is lz4.", implemented=True),
+    _log_key("compression.zstd.level", Type.INT, 3, Range.between(-131072, 22), "The compression level to use if compression.type is zstd.", implemented=True),
     _log_key("log.preallocate", Type.BOOLEAN, False, None, "Preallocate the file on disk when creating a new log segment."),
-    _log_key("log.message.timestamp.type", Type.STRING, "CreateTime", ValidString(TIMESTAMP_TYPES), "Whether the timestamp in the message is create time or log append time."),
+    _log_key("log.message.timestamp.type", Type.STRING, "CreateTime", ValidString(TIMESTAMP_TYPES), "Whether the timestamp in the message is create time or log append time.", implemented=True),
     _log_key("log.message.timestamp.before.max.ms", Type.LONG, LONG_MAX, _AT_LEAST_0, "How far a message timestamp may lie in the past."),
     _log_key("log.message.timestamp.after.max.ms", Type.LONG, 3600000, _AT_LEAST_0, "How far a message timestamp may lie in the future."),
     _log_key("log.local.retention.ms", Type.LONG, -2, Range.at_least(-2), "Local retention time of tiered-storage logs (-2: log.retention.ms)."),
     _log_key("log.local.retention.bytes", Type.LONG, -2, Range.at_least(-2), "Local retention size of tiered-storage logs (-2: log.retention.bytes)."),
+    _key("log.retention.check.interval.ms", Type.LONG, 300000, _AT_LEAST_1, MEDIUM,
+         "The frequency in milliseconds that the log retention task checks for deletable segments."),
+    _key("log.initial.task.delay.ms", Type.LONG, 30000, _AT_LEAST_0, LOW,
+         "The initial delay before the log retention (and other log) tasks first run."),
+    _key("log.cleaner.enable", Type.BOOLEAN, True, None, MEDIUM,
+         "Run the log cleaner (compaction of cleanup.policy=compact topics, __consumer_offsets among them)."),
+    _key("log.cleaner.backoff.ms", Type.LONG, 15000, _AT_LEAST_0, MEDIUM,
+         "The amount of time to sleep when there are no logs to clean."),
     # the emulator's own
+    _key("emulator.log.memory.max.bytes", Type.LONG, _physical_memory_quarter(), _AT_LEAST_0, HIGH,
+         "Memory all logs may hold together; beyond it the oldest committed segments of the largest "
+         "partitions are deleted as if by retention (default: a quarter of physical memory)."),
     _key(STRICT_CONFIG, Type.BOOLEAN, False, None, HIGH,
          "Refuse keys the emulator does not implement or nobody defines (default: warn)."),
     _key(cpu_affinity.CONFIG_KEY, Type.STRING, cpu_affinity.DEFAULT, _cpu_affinity, MEDIUM,
@@ -228,12 +249,12 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "early.start.listeners", "fetch.max.bytes", "group.coordinator.rebalance.protocols", "group.coordinator.threads",
     "host.name", "initial.broker.registration.timeout.ms", "inter.broker.listener.name", "inter.broker.protocol.version",
     "kafka.metrics.polling.interval.secs", "kafka.metrics.reporters", "leader.imbalance.check.interval.seconds",
-    "leader.imbalance.per.broker.percentage", "listener.security.protocol.map", "log.cleaner.backoff.ms",
-    "log.cleaner.dedupe.buffer.size", "log.cleaner.enable", "log.cleaner.io.buffer.load.factor",
+    "leader.imbalance.per.broker.percentage", "listener.security.protocol.map",
+    "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
     "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.threads", "log.dir", "log.dirs",
     "log.dir.failure.timeout.ms", "log.flush.offset.checkpoint.interval.ms",
-    "log.flush.start.offset.checkpoint.interval.ms", "log.initial.task.delay.ms", "log.message.downconversion.enable",
-    "log.message.format.version", "log.message.timestamp.difference.max.ms", "log.retention.check.interval.ms",
+    "log.flush.start.offset.checkpoint.interval.ms", "log.message.downconversion.enable",
+    "log.message.format.version", "log.message.timestamp.difference.max.ms",
     "max.connection.creation.rate", "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
     "max.incremental.fetch.session.cache.slots", "metadata.log.dir", "metadata.log.max.record.bytes.between.snapshots",
     "metadata.log.segment.bytes", "metadata.log.segment.ms", "metadata.max.idle.interval.ms",

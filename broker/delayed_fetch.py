@@ -49,8 +49,8 @@ class DelayedFetch(DelayedOperation):
             log = partition.log
             end = log.log_end_offset if isolation == 0 else log.high_watermark
             offset = info.fetch_offset
-            if offset > end:
-                return self.force_complete()  # (F) truncated under us
+            if offset > end or offset < log.log_start_offset:
+                return self.force_complete()  # (F) truncated under us, or deleted by retention
             if offset < end:
                 accumulated += min(log.bytes_between(offset, end, info.max_bytes), info.max_bytes)
             if info.last_fetched_epoch >= 0 and params.is_follower:

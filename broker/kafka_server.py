@@ -3,7 +3,9 @@
 group coordinator (when the ``coordinator`` package provides it) and, later, the socket server.
 
 Start-up order: request channel → replica manager → fetcher manager → coordinator → KafkaApis
-and handler pool → scheduler (``isr-expiration`` every ``replica.lag.time.max.ms / 2``) →
+and handler pool → scheduler (``isr-expiration`` every ``replica.lag.time.max.ms / 2``,
+``kafka-log-retention`` every ``log.retention.check.interval.ms``, the log memory budget) → log
+cleaner (``kafka-log-cleaner-thread-0``, when ``log.cleaner.enable``) →
 socket server (if enabled) → registration with the metadata store, which pushes the partition
 states (become leader / follower). A restarted broker first truncates every log to its HW.
 
@@ -35,6 +37,8 @@ from kafka_emu.broker.config import LISTENER_PORT_REUSED, KafkaConfig
 from kafka_emu.broker.coordinator_log import ReplicaManagerCoordinatorLog
 from kafka_emu.broker.kafka_apis import KafkaApis
 from kafka_emu.broker.log import Log
+from kafka_emu.broker.log_cleaner import LogCleaner
+from kafka_emu.broker.log_manager import MEMORY_CHECK_INTERVAL_MS
 from kafka_emu.broker.metadata import OFFSETS_TOPIC, BrokerInfo, MetadataStore
 from kafka_emu.broker.network.socket_server import SocketServer, SocketServerSnapshot
 from kafka_emu.broker.partition import Partition
@@ -91,6 +95,7 @@ class KafkaServer:
         self.apis: KafkaApis | None = None
         self.handler_pool: KafkaRequestHandlerPool | None = None
         self.scheduler: KafkaScheduler | None = None
+        self.log_cleaner: LogCleaner | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.coordinator_log: ReplicaManagerCoordinatorLog | None = None
         self.socket_server: SocketServer | None = None  # started in startup() when listening
@@ -138,7 +143,16 @@ class KafkaServer:
             self.scheduler = KafkaScheduler(self.broker_id, self.time)
             self.scheduler.schedule("isr-expiration", rm.maybe_shrink_isr,
                                     max(1, cfg["replica.lag.time.max.ms"] // 2))
+            self.scheduler.schedule("kafka-log-retention", rm.log_manager.cleanup_logs,
+                                    cfg["log.retention.check.interval.ms"], cfg["log.initial.task.delay.ms"])
+            self.scheduler.schedule("emulator-log-memory-budget", rm.log_manager.enforce_memory_budget,
+                                    MEMORY_CHECK_INTERVAL_MS)
             self.scheduler.start()
+            if cfg["log.cleaner.enable"]:
+                self.log_cleaner = LogCleaner(rm.log_manager, cfg["log.cleaner.backoff.ms"], self.time,
+                                              self.broker_id)
+                rm.log_manager.cleaner = self.log_cleaner
+                self.log_cleaner.start()
             # ---- socket server: start listeners here when configured ----
             try:
                 self._start_socket_server()
@@ -199,6 +213,10 @@ class KafkaServer:
             rm.apply_partition_states(states, removed)
             if self.fetcher_manager is not None:
                 self.fetcher_manager.shutdown_idle_fetchers()
+        if removed and self.group_coordinator is not None:
+            # Kafka's ``GroupCoordinator.onPartitionsDeleted``: the deleted partitions' committed
+            # offsets go from every group this coordinator owns, with tombstones.
+            self.group_coordinator.on_partitions_deleted(list(removed))
 
     # ------------------------------------------------------------------ coordinator bridge
     def _on_leadership_change(self, topic: str, partition: int, is_leader: bool, epoch: int) -> None:
@@ -275,6 +293,8 @@ class KafkaServer:
         self.request_channel.close()  # answer anything queued while the handlers stopped
         self.fetcher_manager.shutdown()
         self.scheduler.shutdown()
+        if self.log_cleaner is not None:
+            self.log_cleaner.shutdown()
         self.replica_manager.shutdown()
         if self.group_coordinator is not None:
             try:

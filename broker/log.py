@@ -1,34 +1,53 @@
-"""Log: the in-memory log of one partition replica.
+"""Log: one partition replica's log, a list of segments (Kafka's ``UnifiedLog`` and ``LocalLog``).
 
-Batches (format v2) are kept as immutable ``bytes``, one entry per batch, with a parallel list of
-base offsets as the offset index (reads by offset use ``bisect``). The log tracks the log start
-offset, the log end offset (LEO), the high watermark (HW), a leader-epoch cache (epoch → start
-offset, Kafka's ``LeaderEpochFileCache``) for follower truncation, and producer state for
-idempotence (the last five batches per producer id, Kafka's ``ProducerStateManager``).
+The log is a list of ``LogSegment`` s sorted by base offset; the last is the active segment,
+the only one appended to. A new active segment is rolled before an append when the active one
+would pass ``segment.bytes``, is older than ``segment.ms`` (minus its jitter) by record time,
+has a full index, or cannot hold the offsets (``LogSegment.should_roll``). Reads find the
+segment by offset with a binary search over the base offsets, then the batch through the
+segment's sparse offset index, never by scanning the log.
 
-Locking: a ``Log`` has no lock of its own; its ``Partition``'s lock guards every call that
-changes it. Readers that hold no lock (metrics) only read ints.
+The log tracks the log start offset (first offset clients may read; raised by retention, by
+the leader's log start offset on followers, or by ``truncate_fully_and_start_at``), the log end
+offset (LEO) and the high watermark (HW), with log start <= HW <= LEO; a leader-epoch cache
+(epoch -> start offset, Kafka's ``LeaderEpochFileCache``) for follower truncation; and producer
+state for idempotence (the last five batches per producer id, Kafka's ``ProducerStateManager``).
 
-Differences from Kafka on purpose: no segments, no files, no retention or compaction (the log
-start offset stays 0 unless ``truncate_fully_and_start_at`` moves it); the HW is kept in memory
-(survives an emulated restart because the cluster keeps the ``Log`` object). Batches are never
-split, so truncation points and HWs always fall on batch boundaries.
+Retention (``delete_old_segments``, called by ``LogManager``) deletes whole segments from the
+oldest, each only when it lies entirely below the HW: past ``retention.ms`` by its largest
+record timestamp, beyond ``retention.bytes``, or entirely below the log start offset. When every
+segment goes, a new empty active segment is rolled at the LEO first (as Kafka does), so the LEO
+and HW keep their values and the log start offset becomes the LEO.
+
+Locking: ``lock`` (an RLock) guards every call that reads or changes the log; it is the
+``Partition``'s lock (Kafka's ``leaderIsrUpdateLock`` and the log's lock folded into one), also
+taken by ``LogManager`` and ``LogCleaner`` for retention and compaction. Readers that hold no
+lock (metrics) only read ints.
+
+Differences from Kafka on purpose: segments live in memory (``broker.log_segment``); the HW is
+kept in memory (survives an emulated restart because the cluster keeps the ``Log`` object);
+batches are never split, so truncation points and HWs always fall on batch boundaries.
 """
 from __future__ import annotations
 
+import random
+import threading
 from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
+from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.broker.log_config import LogConfig
+from kafka_emu.broker.log_segment import LogSegment, iter_headers
+from kafka_emu.broker.log_validator import record_timestamps, validate_messages_and_assign_offsets
 from kafka_emu.broker.record_batch import (
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     BatchInfo,
     parse_batches,
-    rewrite_batch_header,
 )
-from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.timer.time import Time
 
 NO_PRODUCER_EPOCH = -1
 UNDEFINED_EPOCH = -1
@@ -85,80 +104,144 @@ class LogSnapshot(NamedTuple):
 
 
 class Log:
-    def __init__(self, topic: str, partition: int, log_start_offset: int = 0) -> None:
+    def __init__(self, topic: str, partition: int, log_start_offset: int = 0,
+                 config: LogConfig | None = None, time: Time | None = None) -> None:
         self.topic = topic
         self.partition = partition
+        self.lock = threading.RLock()
+        self.config = config if config is not None else LogConfig.for_topic()
+        self.time = time or Time.SYSTEM
         self.log_start_offset = log_start_offset
         self.log_end_offset = log_start_offset
         self.high_watermark = log_start_offset
+        self.segments: list[LogSegment] = []
         self._bases: list[int] = []
-        self._batches: list[bytes] = []
         self._epochs: list[tuple[int, int]] = []  # (epoch, start offset), increasing
         self.producers: dict[int, ProducerStateEntry] = {}
-        self.size_bytes = 0
+        self._add_segment(log_start_offset)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(seg.size for seg in self.segments)
+
+    def num_segments(self) -> int:
+        return len(self.segments)
+
+    def update_config(self, config: LogConfig) -> None:
+        """New topic configs act lazily, as in Kafka: rolls at the next append, retention at the
+        next check."""
+        self.config = config
+
+    # ------------------------------------------------------------------ segments
+    def _add_segment(self, base_offset: int) -> LogSegment:
+        cfg = self.config
+        jitter = random.randrange(min(cfg.segment_jitter_ms, cfg.segment_ms)) if cfg.segment_jitter_ms > 0 else 0
+        seg = LogSegment(base_offset, cfg.index_interval_bytes, cfg.segment_index_bytes, jitter,
+                         self.time.milliseconds())
+        self.segments.append(seg)
+        self._bases.append(base_offset)
+        return seg
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the LEO (Kafka's ``LocalLog.roll``); an empty active
+        segment already at the LEO is kept."""
+        active = self.active_segment
+        if active.base_offset == self.log_end_offset and active.is_empty():
+            return active
+        active.on_become_inactive_segment()
+        return self._add_segment(self.log_end_offset)
+
+    def _maybe_roll(self, messages_size: int, max_timestamp: int, last_offset: int, now_ms: int) -> LogSegment:
+        active = self.active_segment
+        cfg = self.config
+        if active.should_roll(messages_size, max_timestamp, last_offset, now_ms, cfg.segment_bytes, cfg.segment_ms):
+            return self.roll()
+        return active
+
+    def _segment_index(self, offset: int) -> int:
+        """Index of the segment holding ``offset`` (the floor segment; 0 below the first)."""
+        return max(bisect_right(self._bases, offset) - 1, 0)
 
     # ------------------------------------------------------------------ appends
-    def append_as_leader(self, data: bytes, leader_epoch: int, max_batch_size: int | None = None,
-                         single_batch: bool = False) -> LogAppendInfo:
-        """Validate, assign offsets and the leader epoch, check producer state, append.
+    def append_as_leader(self, data: bytes, leader_epoch: int, single_batch: bool = False,
+                         topic_partition: str | None = None) -> LogAppendInfo:
+        """Validate (``LogValidator``), assign offsets and the leader epoch, check producer
+        state, append.
 
         Raises ``KafkaError`` with nothing written on any bad batch. A duplicate (same producer
         id, epoch and sequence range as one of the last five batches) is not appended: the
         returned info carries the original offsets and ``duplicate=True``.
         """
-        infos = parse_batches(data, max_batch_size)
+        cfg = self.config
+        infos = parse_batches(data, cfg.max_message_bytes)
         if single_batch and len(infos) != 1:
             raise KafkaError(Errors.INVALID_RECORD,
                              f"produce requests must carry exactly one batch, got {len(infos)}")
+        now = self.time.milliseconds()
+        validated = validate_messages_and_assign_offsets(
+            data, infos, self.log_end_offset, leader_epoch, cfg, now,
+            topic_partition or f"{self.topic}-{self.partition}")
+        if len(validated.records) > cfg.segment_bytes:
+            raise KafkaError(Errors.RECORD_LIST_TOO_LARGE,
+                             f"record set of {len(validated.records)} bytes exceeds segment.bytes "
+                             f"{cfg.segment_bytes}")
         pending: dict[int, ProducerStateEntry] = {}
-        for info in infos:
+        batches = validated.batches
+        for info in batches:
             dup = self._check_producer(info, pending)
             if dup is not None:
-                if len(infos) == 1:
+                if len(batches) == 1:
                     return LogAppendInfo(dup.first_offset, dup.last_offset, info.record_count,
                                          0, duplicate=True)
                 raise KafkaError(Errors.DUPLICATE_SEQUENCE_NUMBER, "duplicate batch in a multi-batch append")
-        buf = bytearray(data)
-        offset = self.log_end_offset
-        first = offset
-        for info in infos:
-            rewrite_batch_header(buf, info.position, offset, leader_epoch)
-            offset += info.last_offset_delta + 1
         # Validation passed for every batch: now commit the appends.
+        first = self.log_end_offset
         self._assign_epoch(leader_epoch, first)
-        offset = first
+        self._append(validated.records, validated.last_offset, validated.max_timestamp,
+                     validated.shallow_offset_of_max_timestamp, now)
         total = 0
-        for info in infos:
-            self._bases.append(offset)
-            self._batches.append(bytes(buf[info.position:info.position + info.size]))
-            self._update_producer(info, offset)
-            offset += info.last_offset_delta + 1
+        for info in batches:
+            self._update_producer(info, info.base_offset)
             total += info.record_count
-        self.log_end_offset = offset
-        self.size_bytes += len(data)
-        return LogAppendInfo(first, offset - 1, total, len(data))
+        return LogAppendInfo(first, validated.last_offset, total, len(validated.records),
+                             log_append_time=validated.log_append_time)
+
+    def _append(self, records: bytes | memoryview, last_offset: int, max_timestamp: int,
+                shallow_offset_of_max_timestamp: int, now_ms: int) -> None:
+        segment = self._maybe_roll(len(records), max_timestamp, last_offset, now_ms)
+        segment.append(last_offset, max_timestamp, shallow_offset_of_max_timestamp, records, now_ms)
+        self.log_end_offset = last_offset + 1
 
     def append_as_follower(self, data: bytes) -> int:
         """Append batches replicated from the leader (offsets already assigned); return count."""
         if not data:
             return 0
         infos = parse_batches(data, check_crc=False)
-        view = memoryview(data)
-        appended = 0
-        for info in infos:
-            if info.base_offset < self.log_end_offset:
-                continue  # already have it (a response that raced a truncation)
-            if info.base_offset != self.log_end_offset:
+        new = [info for info in infos if info.base_offset >= self.log_end_offset]
+        if not new:
+            return 0   # already have them (a response that raced a truncation)
+        expected = self.log_end_offset
+        max_ts, shallow = -1, expected
+        for info in new:
+            if info.base_offset != expected:
                 raise KafkaError(Errors.CORRUPT_MESSAGE,
-                                 f"non-contiguous follower append {info.base_offset} != {self.log_end_offset}")
+                                 f"non-contiguous follower append {info.base_offset} != {expected}")
+            expected = info.base_offset + info.last_offset_delta + 1
+            if info.max_timestamp > max_ts:
+                max_ts, shallow = info.max_timestamp, expected - 1
+        for info in new:
             self._assign_epoch(info.leader_epoch, info.base_offset)
-            self._bases.append(info.base_offset)
-            self._batches.append(bytes(view[info.position:info.position + info.size]))
+        start = new[0].position
+        end = new[-1].position + new[-1].size
+        with memoryview(data) as view:
+            self._append(view[start:end], expected - 1, max_ts, shallow, self.time.milliseconds())
+        for info in new:
             self._update_producer(info, info.base_offset)
-            self.log_end_offset = info.base_offset + info.last_offset_delta + 1
-            self.size_bytes += info.size
-            appended += 1
-        return appended
+        return len(new)
 
     # ------------------------------------------------------------------ producer state
     def _check_producer(self, info: BatchInfo, pending: dict[int, ProducerStateEntry]) -> CachedBatch | None:
@@ -203,9 +286,18 @@ class Log:
 
     def _rebuild_producer_state(self) -> None:
         self.producers.clear()
-        for base, batch in zip(self._bases, self._batches):
-            for info in parse_batches(batch, check_crc=False):
-                self._update_producer(info, base)
+        for seg in self.segments:
+            if seg.is_empty():
+                continue
+            for info in parse_batches(bytes(seg.records), check_crc=False):
+                self._update_producer(info, info.base_offset)
+
+    def _evict_producers_below(self, offset: int) -> None:
+        """Producers whose last batch lies below the log start offset are forgotten (Kafka's
+        ``ProducerStateManager.onLogStartOffsetIncremented``)."""
+        for pid in [pid for pid, e in self.producers.items()
+                    if not e.batches or e.batches[-1].last_offset < offset]:
+            del self.producers[pid]
 
     # ------------------------------------------------------------------ epochs
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
@@ -242,10 +334,20 @@ class Log:
             floor = (e, start)
         return UNDEFINED_EPOCH, UNDEFINED_OFFSET
 
+    def _truncate_epochs_from_start(self, start_offset: int) -> None:
+        """Kafka's ``truncateFromStartAsyncFlush``: the epoch covering the new log start keeps
+        an entry starting there."""
+        kept = [(e, s) for e, s in self._epochs if s > start_offset]
+        removed = [(e, s) for e, s in self._epochs if s <= start_offset]
+        if removed:
+            kept.insert(0, (removed[-1][0], start_offset))
+        self._epochs = kept
+
     # ------------------------------------------------------------------ reads
     def read(self, fetch_offset: int, max_bytes: int, max_offset: int | None = None,
              min_one_batch: bool = True) -> bytes:
-        """Whole batches from the one holding ``fetch_offset`` up to ``max_offset`` (exclusive).
+        """Whole batches from the one holding ``fetch_offset`` up to ``max_offset`` (exclusive),
+        from one segment.
 
         The first batch is returned even when larger than ``max_bytes`` (KIP-74) unless
         ``min_one_batch`` is false. Callers check the offset range first.
@@ -253,47 +355,75 @@ class Log:
         limit = self.log_end_offset if max_offset is None else max_offset
         if fetch_offset >= limit:
             return b""
-        bases = self._bases
-        i = bisect_right(bases, fetch_offset) - 1
-        if i < 0:
-            i = 0
-        batches = self._batches
-        n = len(bases)
-        if i == n - 1 or (i + 1 < n and bases[i + 1] >= limit):
-            first = batches[i]
-            if len(first) > max_bytes and not min_one_batch:
-                return b""
-            return first
-        out = []
-        size = 0
-        while i < n and bases[i] < limit:
-            b = batches[i]
-            if size + len(b) > max_bytes and (out or not min_one_batch):
+        segments = self.segments
+        for i in range(self._segment_index(fetch_offset), len(segments)):
+            seg = segments[i]
+            if seg.base_offset >= limit:
                 break
-            out.append(b)
-            size += len(b)
-            i += 1
-        return b"".join(out)
+            records = seg.read(fetch_offset, max_bytes, limit, min_one_batch)
+            if records is not None:
+                return records
+        return b""
 
     def bytes_between(self, start_offset: int, end_offset: int, cap: int = 1 << 62) -> int:
         """Byte distance between two offsets in whole batches, counted up to ``cap``."""
         if end_offset <= start_offset:
             return 0
-        bases = self._bases
-        i = max(bisect_right(bases, start_offset) - 1, 0)
         total = 0
-        batches = self._batches
-        n = len(bases)
-        while i < n and bases[i] < end_offset and total < cap:
-            total += len(batches[i])
-            i += 1
+        segments = self.segments
+        for i in range(self._segment_index(start_offset), len(segments)):
+            for h in segments[i].batches(start_offset if total == 0 else None):
+                if h.base_offset >= end_offset or total >= cap:
+                    return total
+                total += h.size
         return total
 
     def batches_from(self, offset: int) -> list[tuple[int, bytes]]:
-        i = max(bisect_right(self._bases, offset) - 1, 0)
-        return list(zip(self._bases[i:], self._batches[i:]))
+        """(base offset, batch bytes) of every batch from the one holding ``offset``."""
+        out: list[tuple[int, bytes]] = []
+        segments = self.segments
+        for i in range(self._segment_index(offset), len(segments)):
+            seg = segments[i]
+            for h in seg.batches(offset if not out else None):
+                out.append((h.base_offset, seg.batch_bytes(h)))
+        return out
 
-    # ------------------------------------------------------------------ HW, truncation
+    def fetch_offset_by_timestamp(self, target: int, limit: int) -> tuple[int, int]:
+        """(offset, timestamp) of the first record below ``limit`` with timestamp >= ``target``
+        (Kafka's ``fetchOffsetByTimestamp``), or (-1, -1)."""
+        for seg in self.segments:
+            if seg.base_offset >= limit:
+                break
+            if seg.largest_timestamp < target or seg.is_empty():
+                continue
+            _, indexed = seg.time_index.lookup(target)
+            for h in seg.batches(max(indexed, self.log_start_offset)):
+                if h.base_offset >= limit:
+                    return -1, -1
+                if h.max_timestamp < target:
+                    continue
+                for off, ts in record_timestamps(seg.records, h):
+                    if off >= limit:
+                        return -1, -1
+                    if ts >= target and off >= self.log_start_offset:
+                        return off, ts
+        return -1, -1
+
+    def fetch_offset_of_max_timestamp(self, limit: int) -> tuple[int, int]:
+        """(offset, timestamp) of the record with the largest timestamp below ``limit``."""
+        best = (-1, -1)
+        for seg in self.segments:
+            if seg.base_offset >= limit:
+                break
+            for h in seg.batches():
+                if h.base_offset >= limit or h.max_timestamp <= best[1]:
+                    continue
+                for off, ts in record_timestamps(seg.records, h):
+                    if off < limit and ts > best[1] and off >= self.log_start_offset:
+                        best = (off, ts)
+        return best
+
+    # ------------------------------------------------------------------ HW, log start
     def maybe_increment_high_watermark(self, new_hw: int) -> bool:
         """The HW only moves forward here and never past the LEO."""
         new_hw = min(new_hw, self.log_end_offset)
@@ -310,6 +440,86 @@ class Log:
             return True
         return False
 
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
+        """Raise the log start offset (a follower taking its leader's); never above the HW.
+        Segments wholly below it go at the next retention check."""
+        new = min(new_log_start_offset, self.high_watermark)
+        if new <= self.log_start_offset:
+            return False
+        self.log_start_offset = new
+        self._truncate_epochs_from_start(new)
+        self._evict_producers_below(new)
+        return True
+
+    # ------------------------------------------------------------------ retention
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Kafka's ``deleteOldSegments``: log-start-offset breach, then (``delete`` policy)
+        size and time breaches. Returns the bytes deleted."""
+        now = self.time.milliseconds() if now_ms is None else now_ms
+        deleted = self._delete_segments(self._deletable(self._below_log_start))
+        if self.config.delete:
+            deleted += self._delete_retention_size_breached()
+            deleted += self._delete_segments(self._deletable(
+                lambda seg, nxt: 0 <= self.config.retention_ms < now - seg.largest_timestamp))
+        return deleted
+
+    def _below_log_start(self, seg: LogSegment, nxt: LogSegment | None) -> bool:
+        return nxt is not None and nxt.base_offset <= self.log_start_offset
+
+    def _delete_retention_size_breached(self) -> int:
+        limit = self.config.retention_bytes
+        size = self.size_bytes
+        if limit < 0 or size < limit:
+            return 0
+        diff = size - limit
+
+        def breached(seg: LogSegment, nxt: LogSegment | None) -> bool:
+            nonlocal diff
+            if diff - seg.size >= 0:
+                diff -= seg.size
+                return True
+            return False
+
+        return self._delete_segments(self._deletable(breached))
+
+    def _deletable(self, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> list[LogSegment]:
+        """Oldest segments, each wholly below the HW, while ``predicate`` holds (Kafka's
+        ``deletableSegments``); an empty last segment is never deletable."""
+        out: list[LogSegment] = []
+        segments = self.segments
+        n = len(segments)
+        for i, seg in enumerate(segments):
+            nxt = segments[i + 1] if i + 1 < n else None
+            upper = nxt.base_offset if nxt is not None else self.log_end_offset
+            if self.high_watermark < upper or (nxt is None and seg.is_empty()) or not predicate(seg, nxt):
+                break
+            out.append(seg)
+        return out
+
+    def _delete_segments(self, deletable: list[LogSegment]) -> int:
+        if not deletable:
+            return 0
+        if len(deletable) == len(self.segments):
+            self.roll()
+        count = len(deletable)
+        freed = sum(seg.size for seg in deletable)
+        del self.segments[:count]
+        del self._bases[:count]
+        new_start = self.segments[0].base_offset
+        if new_start > self.log_start_offset:
+            self.log_start_offset = new_start
+            self._truncate_epochs_from_start(new_start)
+            self._evict_producers_below(new_start)
+        return freed
+
+    def delete_oldest_segment(self) -> int:
+        """Delete the oldest segment if it is not the active one and lies below the HW (the
+        memory budget); returns the bytes freed."""
+        if len(self.segments) < 2 or self.high_watermark < self.segments[1].base_offset:
+            return 0
+        return self._delete_segments(self.segments[:1])
+
+    # ------------------------------------------------------------------ truncation
     def truncate_to(self, offset: int) -> bool:
         """Drop every batch at or past ``offset``; true if anything was removed."""
         if offset >= self.log_end_offset:
@@ -317,26 +527,32 @@ class Log:
             # replica led without appending) go, so they cannot cause a divergence loop.
             self._epochs = [(e, s) for e, s in self._epochs if s < offset]
             return False
-        offset = max(offset, self.log_start_offset)
-        i = bisect_right(self._bases, offset - 1)  # batches [0, i) start before ``offset``
-        if i > 0 and self._end_of(i - 1) > offset:
-            i -= 1  # a batch straddling ``offset`` goes too
-        removed = self._batches[i:]
-        self.size_bytes -= sum(len(b) for b in removed)
-        del self._bases[i:]
-        del self._batches[i:]
-        self.log_end_offset = self._end_of(i - 1) if i > 0 else self.log_start_offset
+        if offset < self.segments[0].base_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        i = self._segment_index(offset)
+        del self.segments[i + 1:]
+        del self._bases[i + 1:]
+        self.segments[i].truncate_to(offset)
+        self.log_end_offset = self.active_segment.next_offset
+        self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self._epochs = [(e, s) for e, s in self._epochs if s < self.log_end_offset]
         self._rebuild_producer_state()
         return True
 
-    def _end_of(self, index: int) -> int:
-        info = parse_batches(self._batches[index], check_crc=False)[0]
-        return self._bases[index] + info.last_offset_delta + 1
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete everything and restart empty at ``new_offset`` (a follower far behind its
+        leader's log start offset)."""
+        self.segments.clear()
+        self._bases.clear()
+        self._add_segment(new_offset)
+        self.log_start_offset = self.log_end_offset = self.high_watermark = new_offset
+        self._epochs.clear()
+        self.producers.clear()
 
     def num_batches(self) -> int:
-        return len(self._bases)
+        return sum(1 for seg in self.segments for _ in seg.batches())
 
     def snapshot(self) -> LogSnapshot:
         """Read without the partition lock: each field is an int read once."""
@@ -345,4 +561,4 @@ class Log:
 
     def __repr__(self) -> str:
         return (f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, "
-                f"leo={self.log_end_offset}, hw={self.high_watermark})")
+                f"leo={self.log_end_offset}, hw={self.high_watermark}, segments={len(self.segments)})")

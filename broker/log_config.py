@@ -6,9 +6,10 @@ wins (``retention.ms`` <- ``log.retention.ms``, ``log.retention.minutes``, ``log
 with the unit conversion. A topic's value is its override if it has one, else the first broker
 synonym that has a value, else the LogConfig default (``topic_value``).
 
-Only ``min.insync.replicas`` changes what the emulator does; the others are accepted, stored and
-described, and warn (or are refused with INVALID_CONFIG under ``emulator.strict.config``) because
-the emulator's log has no segments, retention, compaction or timestamp rewriting yet.
+The configs marked ``implemented`` act as in Kafka (``LogConfig`` below is what a ``Log`` reads:
+segments and rolling, retention, compaction, ``max.message.bytes``, recompression to
+``compression.type``, ``LogAppendTime``); the others are accepted, stored and described, and warn (or are refused with
+INVALID_CONFIG under ``emulator.strict.config``).
 
 Stateless; no locking.
 """
@@ -53,31 +54,31 @@ def _topic(name: str, type_: Type, default: ConfigValue, validator: object, doc:
 _AT_LEAST_0, _AT_LEAST_1 = Range.at_least(0), Range.at_least(1)
 
 LOG_CONFIG_DEF = ConfigDef((
-    _topic("segment.bytes", Type.INT, 1024 * 1024 * 1024, Range.at_least(14), "The segment file size for the log."),
-    _topic("segment.ms", Type.LONG, 604800000, _AT_LEAST_1, "The period after which the log rolls a segment."),
-    _topic("segment.jitter.ms", Type.LONG, 0, _AT_LEAST_0, "The maximum random jitter subtracted from segment.ms."),
-    _topic("segment.index.bytes", Type.INT, 10 * 1024 * 1024, Range.at_least(4), "The size of the offset index."),
+    _topic("segment.bytes", Type.INT, 1024 * 1024 * 1024, Range.at_least(14), "The segment file size for the log.", implemented=True),
+    _topic("segment.ms", Type.LONG, 604800000, _AT_LEAST_1, "The period after which the log rolls a segment.", implemented=True),
+    _topic("segment.jitter.ms", Type.LONG, 0, _AT_LEAST_0, "The maximum random jitter subtracted from segment.ms.", implemented=True),
+    _topic("segment.index.bytes", Type.INT, 10 * 1024 * 1024, Range.at_least(4), "The size of the offset index.", implemented=True),
     _topic("flush.messages", Type.LONG, LONG_MAX, _AT_LEAST_1, "Messages written to the log between fsyncs."),
     _topic("flush.ms", Type.LONG, LONG_MAX, _AT_LEAST_0, "Time between fsyncs of the log."),
-    _topic("retention.bytes", Type.LONG, -1, None, "The maximum size a partition's log can grow to (-1: no limit)."),
-    _topic("retention.ms", Type.LONG, 604800000, Range.at_least(-1), "How long to retain a log (-1: no limit)."),
-    _topic("max.message.bytes", Type.INT, 1024 * 1024 + 12, _AT_LEAST_0, "The largest record batch size allowed."),
-    _topic("index.interval.bytes", Type.INT, 4096, _AT_LEAST_0, "How frequently an offset index entry is added."),
-    _topic("delete.retention.ms", Type.LONG, 86400000, _AT_LEAST_0, "How long delete tombstones are retained (compacted topics)."),
-    _topic("min.compaction.lag.ms", Type.LONG, 0, _AT_LEAST_0, "The minimum time a message remains uncompacted."),
-    _topic("max.compaction.lag.ms", Type.LONG, LONG_MAX, _AT_LEAST_1, "The maximum time a message remains ineligible for compaction."),
+    _topic("retention.bytes", Type.LONG, -1, None, "The maximum size a partition's log can grow to (-1: no limit).", implemented=True),
+    _topic("retention.ms", Type.LONG, 604800000, Range.at_least(-1), "How long to retain a log (-1: no limit).", implemented=True),
+    _topic("max.message.bytes", Type.INT, 1024 * 1024 + 12, _AT_LEAST_0, "The largest record batch size allowed.", implemented=True),
+    _topic("index.interval.bytes", Type.INT, 4096, _AT_LEAST_0, "How frequently an offset index entry is added.", implemented=True),
+    _topic("delete.retention.ms", Type.LONG, 86400000, _AT_LEAST_0, "How long delete tombstones are retained (compacted topics).", implemented=True),
+    _topic("min.compaction.lag.ms", Type.LONG, 0, _AT_LEAST_0, "The minimum time a message remains uncompacted.", implemented=True),
+    _topic("max.compaction.lag.ms", Type.LONG, LONG_MAX, _AT_LEAST_1, "The maximum time a message remains ineligible for compaction.", implemented=True),
     _topic("file.delete.delay.ms", Type.LONG, 60000, _AT_LEAST_0, "The time to wait before deleting a file from the filesystem."),
-    _topic("min.cleanable.dirty.ratio", Type.DOUBLE, 0.5, Range.between(0, 1), "How frequently the log compactor cleans the log."),
-    _topic("cleanup.policy", Type.LIST, ["delete"], ValidList(CLEANUP_POLICIES, allow_empty=True), "delete, compact or both."),
+    _topic("min.cleanable.dirty.ratio", Type.DOUBLE, 0.5, Range.between(0, 1), "How frequently the log compactor cleans the log.", implemented=True),
+    _topic("cleanup.policy", Type.LIST, ["delete"], ValidList(CLEANUP_POLICIES, allow_empty=True), "delete, compact or both.", implemented=True),
     _topic("unclean.leader.election.enable", Type.BOOLEAN, False, None, "Elect replicas not in the ISR as a last resort."),
     _topic("min.insync.replicas", Type.INT, 1, _AT_LEAST_1,
            "The minimum number of in-sync replicas that must acknowledge an acks=all write.", implemented=True),
-    _topic("compression.type", Type.STRING, "producer", ValidString(COMPRESSION_TYPES), "The final compression type of the topic."),
-    _topic("compression.gzip.level", Type.INT, -1, None, "The compression level for gzip."),
-    _topic("compression.lz4.level", Type.INT, 9, Range.between(1, 17), "The compression level for lz4."),
-    _topic("compression.zstd.level", Type.INT, 3, Range.between(-131072, 22), "The compression level for zstd."),
+    _topic("compression.type", Type.STRING, "producer", ValidString(COMPRESSION_TYPES), "The final compression type of the topic.", implemented=True),
+    _topic("compression.gzip.level", Type.INT, -1, None, "The compression level for gzip.", implemented=True),
+    _topic("compression.lz4.level", Type.INT, 9, Range.between(1, 17), "The compression level for lz4.", implemented=True),
+    _topic("compression.zstd.level", Type.INT, 3, Range.between(-131072, 22), "The compression level for zstd.", implemented=True),
     _topic("preallocate", Type.BOOLEAN, False, None, "Preallocate the file on disk when creating a segment."),
-    _topic("message.timestamp.type", Type.STRING, "CreateTime", ValidString(TIMESTAMP_TYPES), "CreateTime or LogAppendTime."),
+    _topic("message.timestamp.type", Type.STRING, "CreateTime", ValidString(TIMESTAMP_TYPES), "CreateTime or LogAppendTime.", implemented=True),
     _topic("message.timestamp.before.max.ms", Type.LONG, LONG_MAX, _AT_LEAST_0, "How far a record timestamp may lie in the past."),
     _topic("message.timestamp.after.max.ms", Type.LONG, 3600000, _AT_LEAST_0, "How far a record timestamp may lie in the future."),
     _topic("leader.replication.throttled.replicas", Type.LIST, [], None, "Replicas throttled on the leader side."),
@@ -174,3 +175,54 @@ def validate_topic_configs(topic: str, configs: Mapping[str, object], strict: bo
         _log.warning("topic_config_ignored", topic=topic, key=name, reason=reason,
                      message=ignored_message(name, reason, "topic config"))
     return {name: parsed.values[name] for name in configs}
+
+
+class LogConfig:
+    """The topic configs in force for one log (Kafka's ``LogConfig``), as attributes.
+
+    ``LogConfig.for_topic(overrides, broker)`` resolves each config the log acts on the way
+    ``topic_value`` does (override, broker synonym, default); raw strings in ``overrides`` (the
+    offsets topic is created with ``cleanup.policy=compact``) are parsed by the table. Immutable.
+    """
+
+    __slots__ = ("segment_bytes", "segment_ms", "segment_jitter_ms", "segment_index_bytes",
+                 "retention_bytes", "retention_ms", "max_message_bytes", "index_interval_bytes",
+                 "cleanup_policy", "compression_type", "compression_levels", "message_timestamp_type",
+                 "delete_retention_ms", "min_compaction_lag_ms", "max_compaction_lag_ms",
+                 "min_cleanable_dirty_ratio")
+
+    def __init__(self, values: Mapping[str, ConfigValue]) -> None:
+        self.segment_bytes = int(values["segment.bytes"])  # type: ignore[arg-type]
+        self.segment_ms = int(values["segment.ms"])  # type: ignore[arg-type]
+        self.segment_jitter_ms = int(values["segment.jitter.ms"])  # type: ignore[arg-type]
+        self.segment_index_bytes = int(values["segment.index.bytes"])  # type: ignore[arg-type]
+        self.retention_bytes = int(values["retention.bytes"])  # type: ignore[arg-type]
+        self.retention_ms = int(values["retention.ms"])  # type: ignore[arg-type]
+        self.max_message_bytes = int(values["max.message.bytes"])  # type: ignore[arg-type]
+        self.index_interval_bytes = int(values["index.interval.bytes"])  # type: ignore[arg-type]
+        self.cleanup_policy = frozenset(values["cleanup.policy"] or ())  # type: ignore[arg-type]
+        self.compression_type = str(values["compression.type"])
+        self.compression_levels = {"gzip": int(values["compression.gzip.level"]),  # type: ignore[arg-type]
+                                   "lz4": int(values["compression.lz4.level"]),  # type: ignore[arg-type]
+                                   "zstd": int(values["compression.zstd.level"])}  # type: ignore[arg-type]
+        self.message_timestamp_type = str(values["message.timestamp.type"])
+        self.delete_retention_ms = int(values["delete.retention.ms"])  # type: ignore[arg-type]
+        self.min_compaction_lag_ms = int(values["min.compaction.lag.ms"])  # type: ignore[arg-type]
+        self.max_compaction_lag_ms = int(values["max.compaction.lag.ms"])  # type: ignore[arg-type]
+        self.min_cleanable_dirty_ratio = float(values["min.cleanable.dirty.ratio"])  # type: ignore[arg-type]
+
+    @classmethod
+    def for_topic(cls, overrides: Mapping[str, object] | None = None,
+                  broker: KafkaConfig | None = None) -> "LogConfig":
+        typed = LOG_CONFIG_DEF.parse(overrides or {}).values if overrides else {}
+        given = {k: typed[k] for k in (overrides or {}) if k in typed}
+        broker = broker if broker is not None else KafkaConfig()
+        return cls({name: topic_value(name, given, broker) for name in LOG_CONFIG_DEF.keys})
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy

@@ -6,8 +6,9 @@ Leader side: leader epoch, assigned replicas, ISR, the leader's view of every fo
 shrink for followers lagging more than ``replica.lag.time.max.ms`` and ISR expansion when a
 follower catches up, and ``check_enough_replicas_reach_offset`` for acks=all.
 
-Locking: ``lock`` (an RLock, Kafka's ``leaderIsrUpdateLock``) guards the role, epochs, ISR, the
-follower states and the ``Log``. It is never held while a purgatory is triggered: methods return
+Locking: ``lock`` (an RLock, Kafka's ``leaderIsrUpdateLock``; it is the ``Log``'s lock, so
+retention and compaction exclude appends and reads) guards the role, epochs, ISR, the follower
+states and the ``Log``. It is never held while a purgatory is triggered: methods return
 whether the HW moved and the caller (ReplicaManager) triggers ``check_and_complete`` after the
 lock is released. ``alter_isr`` on the metadata store is called with the lock held (the store
 takes only its own short lock). Plain int reads (HW, LEO, leader flag) are done without the lock
@@ -19,7 +20,6 @@ non-members do not hold back the HW.
 """
 from __future__ import annotations
 
-import threading
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
@@ -84,7 +84,7 @@ class Partition:
         self.stats = stats
         self.min_insync_replicas = min_insync_replicas
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
-        self.lock = threading.RLock()
+        self.lock = log.lock
         self.leader_id = -1
         self.leader_epoch = -1
         self.partition_epoch = -1
@@ -152,7 +152,7 @@ class Partition:
             self.leader_id = -1
 
     # ------------------------------------------------------------------ leader appends
-    def append_records_to_leader(self, data: bytes, required_acks: int, max_batch_size: int,
+    def append_records_to_leader(self, data: bytes, required_acks: int,
                                  single_batch: bool = True) -> tuple[LogAppendInfo, bool]:
         with self.lock:
             if not self.is_leader:
@@ -162,7 +162,7 @@ class Partition:
                 raise KafkaError(Errors.NOT_ENOUGH_REPLICAS,
                                  f"ISR {list(self.isr)} is smaller than min.insync.replicas "
                                  f"{self.effective_min_isr}")
-            info = self.log.append_as_leader(data, self.leader_epoch, max_batch_size, single_batch)
+            info = self.log.append_as_leader(data, self.leader_epoch, single_batch)
             if info.duplicate:
                 return info, False
             return info, self._maybe_increment_leader_hw(self.time.milliseconds())
@@ -311,12 +311,20 @@ class Partition:
         return end, self.leader_epoch
 
     # ------------------------------------------------------------------ follower side
-    def append_records_to_follower(self, data: bytes, leader_hw: int) -> tuple[int, bool]:
-        """Append replicated batches and take min(leader HW, LEO); returns (batches, HW moved)."""
+    def append_records_to_follower(self, data: bytes, leader_hw: int,
+                                   leader_log_start_offset: int = -1) -> tuple[int, bool]:
+        """Append replicated batches, take min(leader HW, LEO) as the HW and the leader's log
+        start offset (Kafka's ``processPartitionData``); returns (batches, HW moved)."""
         with self.lock:
             n = self.log.append_as_follower(data) if data else 0
             moved = self.log.update_high_watermark(leader_hw) if leader_hw >= 0 else False
+            if leader_log_start_offset >= 0:
+                self.log.maybe_increment_log_start_offset(leader_log_start_offset)
             return n, moved
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        with self.lock:
+            self.log.truncate_fully_and_start_at(offset)
 
     def truncate_to(self, offset: int) -> bool:
         with self.lock:

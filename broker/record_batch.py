@@ -67,7 +67,10 @@ class BatchInfo(NamedTuple):
 
 def parse_batches(data: bytes | memoryview, max_batch_size: int | None = None,
                   check_crc: bool = True) -> list[BatchInfo]:
-    """Parse and validate every batch of ``data``; raise ``KafkaError`` on the first bad one."""
+    """Parse and validate every batch of ``data``; raise ``KafkaError`` on the first bad one.
+
+    ``check_crc=False`` is for batches the broker already holds (replicated or stored): no CRC
+    check, and a record count below the offset span is accepted, as compaction leaves it."""
     view = memoryview(data)
     total = len(view)
     pos = 0
@@ -89,7 +92,7 @@ def parse_batches(data: bytes | memoryview, max_batch_size: int | None = None,
                              f"batch of {size} bytes exceeds message.max.bytes {max_batch_size}")
         if check_crc and crc32c(view[pos + 21:pos + size]) != crc:
             raise KafkaError(Errors.CORRUPT_MESSAGE, f"CRC mismatch in batch at {pos}")
-        if count <= 0 or last_delta != count - 1:
+        if (count <= 0 or last_delta != count - 1) if check_crc else (count < 0 or count > last_delta + 1):
             raise KafkaError(Errors.INVALID_RECORD,
                              f"record count {count} does not match last offset delta {last_delta}")
         out.append(BatchInfo(pos, size, base_offset, last_delta, leader_epoch, attributes, max_ts,

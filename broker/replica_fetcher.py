@@ -208,9 +208,10 @@ class ReplicaFetcherThread(ShutdownableThread):
             if div is not None and div[0] >= 0 and div[1] >= 0:
                 return self._truncate_on_divergence(partition, div[0], div[1])
             log = partition.log
-            if not r.records and r.high_watermark == log.high_watermark:
+            if not r.records and r.high_watermark == log.high_watermark and \
+                    r.log_start_offset <= log.log_start_offset:
                 return log.log_end_offset   # nothing new (most partitions of most fetches)
-            self.replica_manager.append_as_follower(tp, r.records or b"", r.high_watermark)
+            self.replica_manager.append_as_follower(tp, r.records or b"", r.high_watermark, r.log_start_offset)
             return log.log_end_offset
         if r.error == Errors.OFFSET_OUT_OF_RANGE:
             return self._handle_out_of_range(partition, r.high_watermark, r.log_start_offset)
@@ -235,9 +236,13 @@ class ReplicaFetcherThread(ShutdownableThread):
         return log.log_end_offset
 
     def _handle_out_of_range(self, partition: Partition, leader_hw: int, leader_start: int) -> int:
+        """Kafka's ``fetchOffsetAndTruncate``: ahead of the leader, truncate; behind the
+        leader's log start offset (retention deleted what this replica needs), start over there."""
         log = partition.log
         if log.log_end_offset > leader_hw >= 0:
             partition.truncate_to(leader_hw)
+        elif leader_start > log.log_end_offset:
+            partition.truncate_fully_and_start_at(leader_start)
         _log.info("fetch_offset_out_of_range", broker_id=self.broker_id, topic=partition.topic,
                   partition=partition.partition, leo=log.log_end_offset, leader_hw=leader_hw,
                   leader_log_start=leader_start)

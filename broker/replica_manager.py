@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 from uuid import UUID
 
 import structlog
@@ -33,6 +33,7 @@ from kafka_emu.broker.action_queue import ActionQueue
 from kafka_emu.broker.delayed_fetch import DelayedFetch
 from kafka_emu.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafka_emu.broker.log import Log, LogSnapshot
+from kafka_emu.broker.log_manager import LogManager
 from kafka_emu.broker.partition import (
     ISOLATION_HIGH_WATERMARK,
     ISOLATION_LOG_END,
@@ -93,6 +94,7 @@ class ReplicaManagerSnapshot:
     logs: tuple[LogSnapshot, ...]                 # every hosted replica (leader or follower)
     leaders: frozenset[tuple[str, int]]           # the partitions among them this broker leads
     purgatories: tuple[PurgatorySnapshot, ...]    # Produce and Fetch
+    log_memory_budget_deleted_bytes: int = 0      # LogManager: segments deleted over the memory budget
 
 
 def isolation_for(replica_id: int, isolation_level: int) -> int:
@@ -113,6 +115,7 @@ class ReplicaManager:
         self.time = time or Time.SYSTEM
         self.logs: dict[TP, Log] = logs if logs is not None else {}
         self.stats = BrokerTopicStats()
+        self.log_manager = LogManager(config, self.logs, self.time)
         self.action_queue = action_queue or ActionQueue()
         self.produce_purgatory = produce_purgatory or DelayedOperationPurgatory(
             "Produce", broker_id=self.broker_id,
@@ -125,7 +128,6 @@ class ReplicaManager:
         self.fetcher_manager: ReplicaFetcherManager | None = None   # set by KafkaServer
         # callbacks(topic, partition, is_leader, leader_epoch) after role changes, outside locks
         self.leadership_listeners: list[Callable[[str, int, bool, int], None]] = []
-        self.max_message_bytes: int = config["message.max.bytes"]
         self.min_insync_replicas: int = config["min.insync.replicas"]
         self.replica_lag_time_max_ms: int = config["replica.lag.time.max.ms"]
         self._keys: dict[TP, TopicPartitionOperationKey] = {}
@@ -143,16 +145,15 @@ class ReplicaManager:
         return key
 
     def create_partition(self, topic: str, partition: int, topic_id: UUID | None = None,
-                         min_insync_replicas: int | None = None) -> Partition:
+                         min_insync_replicas: int | None = None,
+                         topic_configs: dict[str, Any] | None = None) -> Partition:
         """Create (or return) the local replica; its ``Log`` survives emulated restarts."""
         tp = (topic, partition)
         with self._lock:
             p = self.partitions.get(tp)
             if p is not None:
                 return p
-            log = self.logs.get(tp)
-            if log is None:
-                log = self.logs[tp] = Log(topic, partition)
+            log = self.log_manager.get_or_create_log(tp, topic_configs)
             min_isr = min_insync_replicas if min_insync_replicas is not None else self.min_insync_replicas
             p = Partition(topic, partition, topic_id, self.broker_id, log, self.metadata, self.time,
                           self.stats, min_isr, self.replica_lag_time_max_ms)
@@ -187,7 +188,8 @@ class ReplicaManager:
                 under_min_isr += p.is_under_min_isr()
         return ReplicaManagerSnapshot(len(logs), len(leaders), under_replicated, under_min_isr,
                                       self.stats.snapshot(), tuple(logs), frozenset(leaders),
-                                      (self.produce_purgatory.snapshot(), self.fetch_purgatory.snapshot()))
+                                      (self.produce_purgatory.snapshot(), self.fetch_purgatory.snapshot()),
+                                      self.log_manager.memory_budget_deleted_bytes)
 
     # ------------------------------------------------------------------ triggers
     def try_complete_delayed_requests(self, tp: TP) -> None:
@@ -222,17 +224,16 @@ class ReplicaManager:
         actions: list[tuple[TP, bool]] = []
         for tp, data in entries.items():
             if tp[0] in INTERNAL_TOPICS and not internal_topics_allowed:
-                statuses[tp] = ProducePartitionStatus(-1, Errors.INVALID_REQUEST, -1, -1, -1,
-                                                      f"cannot append to internal topic {tp[0]}")
+                statuses[tp] = ProducePartitionStatus(-1, Errors.INVALID_TOPIC_EXCEPTION, -1, -1, -1,
+                                                      f"Cannot append to internal topic {tp[0]}")
                 continue
             try:
                 partition = self.partitions.get(tp)
                 if partition is None:
                     raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {tp}")
-                info, hw_moved = partition.append_records_to_leader(
-                    data, required_acks, self.max_message_bytes, single_batch)
+                info, hw_moved = partition.append_records_to_leader(data, required_acks, single_batch)
                 statuses[tp] = ProducePartitionStatus(info.last_offset + 1, Errors.NONE, info.first_offset,
-                                                      -1, partition.log.log_start_offset)
+                                                      info.log_append_time, partition.log.log_start_offset)
                 successes += 1
                 if not info.duplicate:
                     self.stats.record_bytes_in(tp[0], info.num_records, info.size_bytes)
@@ -347,7 +348,8 @@ class ReplicaManager:
             min_isr = None
             if topic_info is not None and "min.insync.replicas" in topic_info.configs:
                 min_isr = int(topic_info.configs["min.insync.replicas"])
-            partition = self.create_partition(st.topic, st.partition, st.topic_id, min_isr)
+            partition = self.create_partition(st.topic, st.partition, st.topic_id, min_isr,
+                                              topic_info.configs if topic_info is not None else None)
             was_leader = partition.is_leader
             if st.leader == self.broker_id:
                 became, hw_moved = partition.make_leader(st)
@@ -382,7 +384,9 @@ class ReplicaManager:
                 self.fetcher_manager.remove_partitions([tp])
             with self._lock:
                 self.partitions.pop(tp, None)
-                self.logs.pop(tp, None)
+            self.log_manager.delete_log(tp)
+            if not any(t == tp[0] for t, _ in list(self.partitions)):
+                self.stats.remove_topic(tp[0])
             complete.append(tp)
             if was_leader:
                 events.append((tp[0], tp[1], False, partition.leader_epoch))
@@ -405,12 +409,12 @@ class ReplicaManager:
                 _log.exception("hw_watcher_failed", broker_id=self.broker_id)
 
     # ------------------------------------------------------------------ follower side
-    def append_as_follower(self, tp: TP, data: bytes, leader_hw: int) -> bool:
+    def append_as_follower(self, tp: TP, data: bytes, leader_hw: int, leader_log_start_offset: int = -1) -> bool:
         """Called by the replica fetcher; returns whether the local HW moved."""
         partition = self.partitions.get(tp)
         if partition is None or partition.is_leader or not partition.online:
             return False
-        n, moved = partition.append_records_to_follower(data, leader_hw)
+        n, moved = partition.append_records_to_follower(data, leader_hw, leader_log_start_offset)
         if moved:
             self._complete_fetches(tp)  # local consumers (KIP-392)
             self._on_hw_moved(tp)

@@ -1,6 +1,7 @@
 """KafkaScheduler: one named thread running the broker's periodic tasks (``kafka-scheduler-<id>``).
 
-Used for ``isr-expiration`` (every ``replica.lag.time.max.ms / 2``). Tasks run on the scheduler
+Used for ``isr-expiration`` (every ``replica.lag.time.max.ms / 2``), ``kafka-log-retention`` and
+the log memory budget. Tasks run on the scheduler
 thread; an exception is logged and the task keeps its schedule. On a ``MockTime`` the scheduler
 is one of the clock's due runners: ``run_due`` runs the tasks due now on the caller's thread
 (broker time travel), so a clock jump does not wait for the thread's next poll.

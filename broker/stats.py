@@ -111,6 +111,11 @@ class BrokerTopicStats:
         with self._lock:
             self._fetch_expirations[follower] += 1
 
+    def remove_topic(self, topic: str) -> None:
+        """A deleted topic's series go (Kafka's ``BrokerTopicStats.removeMetrics``)."""
+        with self._lock:
+            self._topics.pop(topic, None)
+
     def snapshot(self) -> BrokerTopicStatsSnapshot:
         with self._lock:
             return BrokerTopicStatsSnapshot(

@@ -225,6 +225,19 @@ class GroupCoordinator:
         _log.info("resigned_group_coordinator", broker_id=self.broker_id, partition=partition, epoch=epoch)
         self.group_manager.remove_groups_for_partition(partition, epoch, self._on_group_unloaded)
 
+    def on_partitions_deleted(self, partitions: Iterable[TopicPartition]) -> int:
+        """Topic partitions were deleted: remove their committed (and pending) offsets from every
+        group this coordinator owns, writing the tombstones (Kafka's ``onPartitionsDeleted``), so
+        a topic re-created with the same name starts without committed offsets. Returns the
+        number of offsets removed."""
+        deleted = list(partitions)
+        removed = self.group_manager.cleanup_group_metadata(
+            self.group_manager.current_groups(), lambda g: g.remove_offsets(deleted))
+        if removed:
+            _log.info("deleted_partitions_offsets_removed", broker_id=self.broker_id, offsets=removed,
+                      partitions=len(deleted))
+        return removed
+
     # ================================================================== metrics hooks
     def _on_transition(self, group: GroupMetadata, previous: GroupState, new: GroupState, reason: str) -> None:
         now = self.time.milliseconds()

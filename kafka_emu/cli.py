@@ -88,6 +88,8 @@ COMMANDS: dict[str, Command | dict[str, Command]] = {
                              "join/sync of N members and heartbeat throughput"),
         "wire": Command("kafka_emu.bench.bench_wire",
                         "request rate and client throughput over loopback (needs [load] for confluent-kafka)"),
+        "log": Command("kafka_emu.bench.bench_log",
+                       "segment log vs the old list log: append/read rates, RSS under retention"),
     },
     "stress": {
         "purgatory": Command("kafka_emu.loadgen.stress_purgatory",

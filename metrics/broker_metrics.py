@@ -163,6 +163,7 @@ class BrokerMetrics:
             out.add(names.BYTES_OUT, stats.bytes_out, b, topic)
             out.add(names.FAILED_PRODUCE, stats.failed_produce_requests, b, topic)
             out.add(names.FAILED_FETCH, stats.failed_fetch_requests, b, topic)
+        out.add(names.LOG_MEMORY_BUDGET_DELETED, rm.log_memory_budget_deleted_bytes, b)
         for log in rm.logs:
             partition = str(log.partition)
             out.add(names.LOG_END_OFFSET, log.log_end_offset, b, log.topic, partition)

@@ -230,6 +230,10 @@ LOG_START_OFFSET = MetricSpec(
 LOG_SIZE = MetricSpec(
     "kafka_log_log_size", "gauge", ("topic", "partition"),
     "Bytes of record batches in each replica's log.", _LOG.format("Size"), "bytes")
+LOG_MEMORY_BUDGET_DELETED = MetricSpec(
+    "kafka_emu_log_memory_budget_deleted_bytes", "counter", (),
+    "Bytes of log segments deleted because all logs together exceeded emulator.log.memory.max.bytes.",
+    None, "bytes")
 
 # ---------------------------------------------------------------- group coordinator
 _GMM = "kafka.coordinator.group:type=GroupMetadataManager,name={}"
@@ -289,7 +293,7 @@ ALL: tuple[MetricSpec, ...] = (
     HANDLER_IDLE, HANDLER_IDLE_SECONDS, HANDLER_THREADS, NETWORK_IDLE,
     UNDER_REPLICATED, PARTITION_COUNT, LEADER_COUNT, UNDER_MIN_ISR, ISR_SHRINKS, ISR_EXPANDS,
     MESSAGES_IN, BYTES_IN, BYTES_OUT, FAILED_PRODUCE, FAILED_FETCH,
-    LOG_END_OFFSET, LOG_START_OFFSET, LOG_SIZE,
+    LOG_END_OFFSET, LOG_START_OFFSET, LOG_SIZE, LOG_MEMORY_BUDGET_DELETED,
     NUM_GROUPS, *GROUP_STATE_METRICS.values(), NUM_OFFSETS, GROUP_MEMBERS,
     COMPLETED_REBALANCES, REBALANCES_STARTED, REBALANCE_TIME, REBALANCE_TIME_MAX,
     HEARTBEAT_EXPIRATIONS, CONSUMER_GROUP_CURRENT_OFFSET, CONSUMER_GROUP_LAG,

@@ -3,7 +3,8 @@
 Topics are named from v4 and identified by topic id from v13 (UNKNOWN_TOPIC_ID for unknown
 ids). The replica id is a top-level field before v15 and ``replica_state.replica_id`` from v15.
 Every fetch is a full fetch: ``session_id`` 0 in the answer (KIP-227 sessions not kept).
-``last_stable_offset`` is the HW and ``aborted_transactions`` empty (no transactions).
+``last_stable_offset`` is the HW and ``aborted_transactions`` empty (no transactions). A
+consumer fetch below v10 that would return a zstd batch gets UNSUPPORTED_COMPRESSION_TYPE.
 In-process replica fetchers send a ``ReplicaFetchRequestData`` and get ``fetch_messages``'s
 results back as they are (``broker.replica_fetcher`` says why).
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kafka_emu.broker import compression
+from kafka_emu.broker.log_segment import iter_headers
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, topic_key_and_name
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.partition import LogReadResult
@@ -84,6 +87,16 @@ def handle_fetch(apis: KafkaApis, request: Request) -> None:
     apis.replica_manager.fetch_messages(params, infos, on_done)
 
 
+ZSTD_MIN_FETCH_VERSION = 10   # KIP-110: older fetchers cannot read zstd batches
+
+
+def _holds_zstd(records: bytes) -> bool:
+    """Whether any batch of a fetch answer is zstd-compressed (Kafka answers such a fetch below
+    v10 with UNSUPPORTED_COMPRESSION_TYPE rather than send what the client cannot decode)."""
+    return any(records[h.position + 22] & compression.CODEC_MASK == compression.ZSTD
+               for h in iter_headers(records))
+
+
 _ERROR_RESULT = LogReadResult(b"", Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1, -1)
 
 
@@ -102,6 +115,8 @@ def build_response(version: int, order: TopicOrder, results: dict[TopicPartition
                 r = _ERROR_RESULT._replace(error=pre.get((key, idx), Errors.UNKNOWN_TOPIC_ID))
             else:
                 r = results.get((name, idx), _ERROR_RESULT)
+                if version < ZSTD_MIN_FETCH_VERSION and r.records and _holds_zstd(r.records):
+                    r = r._replace(records=b"", error=Errors.UNSUPPORTED_COMPRESSION_TYPE)
             kw = {"partition_index": idx, "error_code": r.error, "high_watermark": r.high_watermark,
                   "last_stable_offset": r.last_stable_offset, "log_start_offset": r.log_start_offset,
                   "preferred_read_replica": -1, "records": r.records}

@@ -9,18 +9,15 @@ record timestamp is ``>= t`` below the HW, or offset -1 and timestamp -1 when th
 Only the leader answers (NOT_LEADER_OR_FOLLOWER otherwise); a ``current_leader_epoch`` older or
 newer than the leader's gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (KIP-320).
 
-The timestamp scan reads the batch headers (``maxTimestamp``) and then the records of the one
-batch that holds the answer. Compressed batches are answered at batch granularity (their base
-offset), a documented approximation; the clients under test never compress.
+The log answers by timestamp through its segments' time indexes (``Log.fetch_offset_by_timestamp``),
+decompressing the one batch that holds the answer.
 """
 from __future__ import annotations
 
-import struct
 from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.log import Log
 from kafka_emu.broker.partition import Partition
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.coordinator.errors import Errors
@@ -31,73 +28,6 @@ if TYPE_CHECKING:
 
 API_KEY = 2
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_TIERED = -1, -2, -3, -4, -5
-_BATCH = struct.Struct(">qiiBIhiqq")  # base, length, epoch, magic, crc, attrs, last delta, first ts, max ts
-
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-
-
-def _record_timestamps(batch: bytes, base_offset: int) -> list[tuple[int, int]]:
-    """(offset, timestamp) of each record in an uncompressed v2 batch."""
-    _, _, _, _, _, attrs, _, first_ts, _ = _BATCH.unpack_from(batch, 0)
-    if attrs & 0x07:
-        return []
-    count = struct.unpack_from(">i", batch, 57)[0]
-    pos = 61
-    out: list[tuple[int, int]] = []
-    for _ in range(count):
-        length, pos = _varint(batch, pos)
-        end = pos + length
-        pos += 1  # attributes
-        ts_delta, pos = _varint(batch, pos)
-        off_delta, pos = _varint(batch, pos)
-        out.append((base_offset + off_delta, first_ts + ts_delta))
-        pos = end
-    return out
-
-
-def offset_for_timestamp(log: Log, target: int, limit: int) -> tuple[int, int]:
-    """(offset, timestamp) of the first record below ``limit`` with timestamp >= target."""
-    for base, batch in log.batches_from(log.log_start_offset):
-        if base >= limit:
-            break
-        max_ts = _BATCH.unpack_from(batch, 0)[8]
-        if max_ts < target:
-            continue
-        records = _record_timestamps(batch, base)
-        if not records:
-            return base, max_ts
-        for off, ts in records:
-            if off >= limit:
-                break
-            if ts >= target and off >= log.log_start_offset:
-                return off, ts
-    return -1, -1
-
-
-def offset_for_max_timestamp(log: Log, limit: int) -> tuple[int, int]:
-    best = (-1, -1)
-    for base, batch in log.batches_from(log.log_start_offset):
-        if base >= limit:
-            break
-        max_ts = _BATCH.unpack_from(batch, 0)[8]
-        if max_ts > best[1]:
-            records = [r for r in _record_timestamps(batch, base) if r[0] < limit]
-            if records:
-                off, ts = max(records, key=lambda r: (r[1], -r[0]))
-                if ts > best[1]:
-                    best = (off, ts)
-            else:
-                best = (base, max_ts)
-    return best
 
 
 def _answer(partition: Partition, replica_id: int, isolation_level: int, timestamp: int,
@@ -119,11 +49,11 @@ def _answer(partition: Partition, replica_id: int, isolation_level: int, timesta
         if timestamp in (EARLIEST, EARLIEST_LOCAL, EARLIEST_TIERED):
             return Errors.NONE, -1, log.log_start_offset, epoch
         if timestamp == MAX_TIMESTAMP:
-            off, ts = offset_for_max_timestamp(log, limit)
+            off, ts = log.fetch_offset_of_max_timestamp(limit)
             return Errors.NONE, ts, off, epoch if off >= 0 else -1
         if timestamp < 0:
             return Errors.INVALID_REQUEST, -1, -1, -1
-        off, ts = offset_for_timestamp(log, timestamp, limit)
+        off, ts = log.fetch_offset_by_timestamp(timestamp, limit)
         return Errors.NONE, ts, off, epoch if off >= 0 else -1
 
 

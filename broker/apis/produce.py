@@ -3,14 +3,16 @@
 acks=0 sends no response (a failed acks=0 produce closes the connection, as Kafka does, so
 the client notices); acks=1 answers after the leader append; acks=-1 answers from the
 DelayedProduce. v13 names topics by id (UNKNOWN_TOPIC_ID when the id is not known).
-Transactional produce: the emulator has no transaction coordinator; the transactional id is
-ignored and batches are appended like idempotent ones.
+ProduceRequest's own check (``validateRecords``): zstd before v7 is UNSUPPORTED_COMPRESSION_TYPE.
+Transactional batches are refused by the log validator (INVALID_TXN_STATE): the emulator has no
+transaction coordinator yet.
 """
 from __future__ import annotations
 
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from kafka_emu.broker import compression
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, topic_key_and_name
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.delayed_produce import ProducePartitionStatus
@@ -48,6 +50,9 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
                 pre[tp] = (Errors.UNKNOWN_TOPIC_ID, "unknown topic id")
             elif not pd.records:
                 pre[tp] = (Errors.INVALID_RECORD, "no records")
+            elif version < 7 and _first_batch_codec(pd.records) == compression.ZSTD:
+                pre[tp] = (Errors.UNSUPPORTED_COMPRESSION_TYPE,
+                           "Produce requests with ZStandard compression need version 7 or later")
             elif metadata.topic(name) is None:
                 pre[tp] = (Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
             else:
@@ -70,6 +75,12 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
         channel.send_response(request, build_response(version, order, statuses, pre))
 
     apis.replica_manager.append_records(duration_ms(body.timeout), acks, entries, on_done)
+
+
+def _first_batch_codec(records: bytes) -> int:
+    """The compression codec of the first batch (attributes at bytes 21..22), -1 if too short
+    (the log then refuses the batch)."""
+    return records[22] & compression.CODEC_MASK if len(records) > 22 else -1
 
 
 def partition_results(order: TopicOrder, statuses: dict[TopicPartition, ProducePartitionStatus],

@@ -359,3 +359,25 @@ def test_delete_offset_of_stable_consumer_group(h: Harness) -> None:
     assert res == {("foo", 0): Errors.GROUP_SUBSCRIBED_TO_TOPIC, ("bar", 0): Errors.NONE}
     data = h.fetch(GROUP_ID, [("foo", 0), ("bar", 0)])[1]
     assert data[("foo", 0)].offset == 1 and data[("bar", 0)].offset == -1
+
+
+def test_partitions_deleted_remove_offsets_from_every_group_with_tombstones(h: Harness) -> None:
+    """GroupCoordinator.onPartitionsDeleted (GroupCoordinatorTest.testOnPartitionsDeleted): a
+    deleted topic's committed offsets go from every group, each with an offset tombstone; other
+    partitions' offsets stay."""
+    from kafka_emu.coordinator.records import offset_commit_key
+
+    kept = ("other", 0)
+    groups = (GROUP_ID, "second-group")
+    for group in groups[1:]:
+        h.coordinator.group_manager.add_owned_partition(h.coordinator.partition_for(group))
+    for group in groups:
+        assert set(h.commit(group, "", -1, {TP: OffsetAndMetadata(50), kept: OffsetAndMetadata(7)}).values()) == {
+            Errors.NONE}
+    assert h.coordinator.on_partitions_deleted([TP, ("topic", 1)]) == 2
+    for group in groups:
+        data = h.fetch(group, [TP, kept])[1]
+        assert data[TP].offset == -1 and data[kept].offset == 7
+        tombstones = [(k, v) for log in h.log.partitions.values() for _, k, v in log
+                      if k == offset_commit_key(group, *TP)]
+        assert tombstones[-1][1] is None

@@ -1,0 +1,306 @@
+"""LogValidator: check a client's batches and assign their offsets (Kafka's ``LogValidator``).
+
+``validate_messages_and_assign_offsets`` runs on the leader, under the partition lock, after
+``record_batch.parse_batches`` checked sizes, CRCs and counts. For each batch (format v2):
+
+* batch checks (``validateBatch``): a client batch must have base offset 0, must not be a
+  control batch, must have a base sequence when it has a producer id; transactional batches are
+  refused with INVALID_TXN_STATE because the emulator has no transaction coordinator yet;
+* the records are decompressed with the batch's codec (``broker.compression``): a payload that
+  does not decode is CORRUPT_MESSAGE; then every record is walked: the record count, the record
+  lengths and the end of the records section must agree (INVALID_RECORD otherwise, Kafka's
+  ``InvalidRecordException``); a record without key on a compacted topic is INVALID_RECORD; a
+  client batch claiming ``LogAppendTime`` is INVALID_TIMESTAMP (unless every record carries a
+  create time on a ``CreateTime`` topic, as in Kafka);
+* offsets are assigned from the log end offset and the leader epoch stamped. The batch is kept
+  as sent (in place) when its codec is the topic's target codec (``compression.type``;
+  ``producer`` keeps any) and, for a compressed batch, its records' offset deltas are 0, 1, 2…;
+  otherwise it is rebuilt with the target codec (records re-encoded with dense offset deltas),
+  keeping producer id, epoch, base sequence and the transactional flag. The max timestamp is
+  the largest record timestamp (``CreateTime``) or now with the ``LogAppendTime`` type bit
+  (``message.timestamp.type=LogAppendTime``); the CRC is recomputed when the header changed.
+* a rebuilt batch is checked against ``max.message.bytes`` again (MESSAGE_TOO_LARGE).
+
+Stateless; the caller holds the partition lock.
+
+Differences from Kafka on purpose: ``message.timestamp.before.max.ms`` and
+``message.timestamp.after.max.ms`` are not checked (tests run brokers on mock clocks far from
+the clients' wall clocks); record errors are reported in ``error_message`` only (no per-record
+``record_errors`` list); record headers are not walked one by one (a record's length bounds it).
+"""
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from crc32c import crc32c
+
+from kafka_emu.broker import compression
+from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.broker.log_config import LogConfig
+from kafka_emu.broker.log_segment import BatchHeader
+from kafka_emu.broker.record_batch import HEADER_SIZE, NO_PRODUCER_ID, BatchInfo
+
+TIMESTAMP_TYPE_BIT = 0x08      # attributes bit 3: LogAppendTime
+TRANSACTIONAL_BIT = 0x10
+CONTROL_BIT = 0x20
+NO_TIMESTAMP = -1
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_U32 = struct.Struct(">I")
+
+
+class ValidationResult(NamedTuple):
+    """The records to append (offsets assigned) and what the log needs to know about them."""
+
+    records: bytes
+    batches: list[BatchInfo]       # positions are within ``records``
+    last_offset: int
+    max_timestamp: int
+    shallow_offset_of_max_timestamp: int
+    log_append_time: int           # -1 unless the topic uses LogAppendTime
+    size_maybe_changed: bool
+
+
+class RecordInfo(NamedTuple):
+    start: int           # position of the record's length varint in the records section
+    end: int
+    timestamp_delta: int
+    offset_delta: int
+    key_start: int
+    key_length: int      # -1: no key
+    value_length: int    # -1: null value (a tombstone)
+
+
+def _varint(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:
+    shift = 0
+    result = 0
+    while True:
+        if pos >= end:
+            raise KafkaError(Errors.INVALID_RECORD, "record ends inside a varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 63:
+            raise KafkaError(Errors.INVALID_RECORD, "varint longer than 10 bytes")
+
+
+def walk_records(payload: bytes | bytearray | memoryview, count: int) -> list[RecordInfo]:
+    """The records of an (uncompressed) records section; INVALID_RECORD if they do not add up.
+
+    The hot path of every produce: one-byte varints (most of them) are decoded inline."""
+    end = len(payload)
+    pos = 0
+    out: list[RecordInfo] = []
+    append = out.append
+    try:
+        for i in range(count):
+            b = payload[pos]
+            if b < 0x80:
+                length, body = (b >> 1) ^ -(b & 1), pos + 1
+            elif payload[pos + 1] < 0x80:
+                v = (b & 0x7F) | (payload[pos + 1] << 7)
+                length, body = (v >> 1) ^ -(v & 1), pos + 2
+            else:
+                length, body = _varint(payload, pos, end)
+            record_end = body + length
+            if length < 0 or record_end > end:
+                raise KafkaError(Errors.INVALID_RECORD, f"record {i} of length {length} overruns the batch")
+            p = body + 1                              # attributes
+            b = payload[p]
+            if b < 0x80:
+                ts_delta, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                ts_delta, p = _varint(payload, p, record_end)
+            b = payload[p]
+            if b < 0x80:
+                offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                offset_delta, p = _varint(payload, p, record_end)
+            b = payload[p]
+            if b < 0x80:
+                key_length, key_start = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                key_length, key_start = _varint(payload, p, record_end)
+            p = key_start + (key_length if key_length > 0 else 0)
+            if p > record_end:
+                raise KafkaError(Errors.INVALID_RECORD, f"key of record {i} overruns the record")
+            b = payload[p]
+            if b < 0x80:
+                value_length, p = (b >> 1) ^ -(b & 1), p + 1
+            elif payload[p + 1] < 0x80:
+                v = (b & 0x7F) | (payload[p + 1] << 7)
+                value_length, p = (v >> 1) ^ -(v & 1), p + 2
+            else:
+                value_length, p = _varint(payload, p, record_end)
+            if value_length > record_end - p:
+                raise KafkaError(Errors.INVALID_RECORD, f"value of record {i} overruns the record")
+            append(RecordInfo(pos, record_end, ts_delta, offset_delta, key_start, key_length, value_length))
+            pos = record_end
+    except IndexError:
+        raise KafkaError(Errors.INVALID_RECORD,
+                         f"batch declares {count} records but its records section ends early") from None
+    if pos != end:
+        raise KafkaError(Errors.INVALID_RECORD,
+                         f"{end - pos} bytes left after the {count} records the batch declares")
+    return out
+
+
+def records_payload(batch: bytes | bytearray | memoryview, attributes: int) -> bytes | memoryview:
+    """The batch's records section, decompressed (CORRUPT_MESSAGE if it does not decode)."""
+    view = memoryview(batch)[HEADER_SIZE:]
+    codec = attributes & compression.CODEC_MASK
+    if codec == compression.NONE:
+        return view
+    try:
+        return compression.decompress(codec, view)
+    except compression.CompressionError as exc:
+        raise KafkaError(Errors.CORRUPT_MESSAGE, str(exc)) from None
+
+
+def record_timestamps(buf: bytes | bytearray, header: BatchHeader) -> list[tuple[int, int]]:
+    """(offset, timestamp) of every record of a stored batch (decompressed if need be); a
+    ``LogAppendTime`` batch gives each record the batch's timestamp, as Kafka's records do."""
+    with memoryview(buf) as view:
+        batch = view[header.position:header.position + header.size]
+        attrs = _I16.unpack_from(batch, 21)[0]
+        count = _I32.unpack_from(batch, 57)[0]
+        base_ts = _I64.unpack_from(batch, 27)[0]
+        records = walk_records(records_payload(batch, attrs), count)
+        batch.release()
+    if attrs & TIMESTAMP_TYPE_BIT:
+        return [(header.base_offset + r.offset_delta, header.max_timestamp) for r in records]
+    return [(header.base_offset + r.offset_delta, base_ts + r.timestamp_delta) for r in records]
+
+
+def target_codec(config: LogConfig, source_codec: int) -> int:
+    """Kafka's ``BrokerCompressionType.targetCompression``."""
+    return compression.BY_TOPIC_CONFIG.get(config.compression_type, source_codec)
+
+
+def _write_varint(out: bytearray, n: int) -> None:
+    v = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+
+
+def _dense_records(payload: bytes | memoryview, records: list[RecordInfo]) -> bytes:
+    """The records re-encoded with offset deltas 0, 1, 2, … (everything else kept)."""
+    out = bytearray()
+    for i, r in enumerate(records):
+        if r.offset_delta == i:
+            out += payload[r.start:r.end]
+            continue
+        _, body = _varint(payload, r.start, r.end)
+        p = body + 1
+        _, p = _varint(payload, p, r.end)
+        _, after_delta = _varint(payload, p, r.end)
+        rec = bytearray(payload[body:p])          # attributes, timestamp delta
+        _write_varint(rec, i)
+        rec += payload[after_delta:r.end]
+        _write_varint(out, len(rec))
+        out += rec
+    return bytes(out)
+
+
+def validate_messages_and_assign_offsets(data: bytes, infos: list[BatchInfo], offset_counter: int,
+                                         leader_epoch: int, config: LogConfig, now_ms: int,
+                                         topic_partition: str) -> ValidationResult:
+    """Validate a client's batches and assign offsets from ``offset_counter`` (the LEO)."""
+    log_append = config.message_timestamp_type == "LogAppendTime"
+    out = bytearray()
+    batches: list[BatchInfo] = []
+    max_timestamp = NO_TIMESTAMP
+    shallow_offset = offset_counter
+    changed = False
+    view = memoryview(data)
+    for info in infos:
+        batch = view[info.position:info.position + info.size]
+        attrs = info.attributes
+        _validate_batch(info, topic_partition)
+        payload = records_payload(batch, attrs)
+        records = walk_records(payload, info.record_count)
+        base_ts = _I64.unpack_from(batch, 27)[0]
+        claims_log_append = bool(attrs & TIMESTAMP_TYPE_BIT)
+        if config.compact and any(r.key_length < 0 for r in records):
+            raise KafkaError(Errors.INVALID_RECORD,
+                             f"Compacted topic cannot accept message without key in topic partition "
+                             f"{topic_partition}.")
+        if claims_log_append and (log_append or any(base_ts + r.timestamp_delta == NO_TIMESTAMP for r in records)):
+            raise KafkaError(Errors.INVALID_TIMESTAMP,
+                             f"Invalid timestamp type in batch of {topic_partition}: clients may not set "
+                             f"LogAppendTime")
+        batch_max = max(base_ts + max(r.timestamp_delta for r in records), NO_TIMESTAMP)
+        dense = all(r.offset_delta == i for i, r in enumerate(records))
+        source = attrs & compression.CODEC_MASK
+        target = target_codec(config, source)
+        new_max = now_ms if log_append else batch_max
+        new_attrs = (attrs & ~TIMESTAMP_TYPE_BIT) | (TIMESTAMP_TYPE_BIT if log_append else 0)
+        start = len(out)
+        if target == source and (dense or source == compression.NONE):
+            out += batch
+            if new_attrs != attrs or new_max != info.max_timestamp:
+                _finish_header_at(out, start, new_attrs, new_max)
+        else:
+            section = _dense_records(payload, records)
+            if target != compression.NONE:
+                section = compression.compress(target, section, config.compression_levels.get(
+                    compression.NAMES[target]))
+            new_attrs = (new_attrs & ~compression.CODEC_MASK) | target
+            rebuilt = bytearray(batch[:HEADER_SIZE])
+            rebuilt += section
+            _I32.pack_into(rebuilt, 8, len(rebuilt) - 12)
+            _I32.pack_into(rebuilt, 23, len(records) - 1)
+            out += rebuilt
+            _finish_header_at(out, start, new_attrs, new_max)
+            changed = True
+            if len(rebuilt) > config.max_message_bytes:
+                raise KafkaError(Errors.MESSAGE_TOO_LARGE,
+                                 f"batch of {len(rebuilt)} bytes after recompression exceeds "
+                                 f"max.message.bytes {config.max_message_bytes}")
+        size = len(out) - start
+        _I64.pack_into(out, start, offset_counter)
+        _I32.pack_into(out, start + 12, leader_epoch)
+        last_offset = offset_counter + info.record_count - 1
+        if new_max > max_timestamp:
+            max_timestamp = new_max
+            shallow_offset = last_offset
+        batches.append(BatchInfo(start, size, offset_counter, info.record_count - 1, leader_epoch, new_attrs,
+                                 new_max, info.producer_id, info.producer_epoch, info.base_sequence,
+                                 info.record_count))
+        offset_counter = last_offset + 1
+    return ValidationResult(bytes(out), batches, offset_counter - 1, max_timestamp, shallow_offset,
+                            now_ms if log_append else -1, changed)
+
+
+def _finish_header_at(buf: bytearray, start: int, attributes: int, max_timestamp: int) -> None:
+    """Set a batch's attributes and max timestamp, then its CRC (bytes 21..end)."""
+    _I16.pack_into(buf, start + 21, attributes)
+    _I64.pack_into(buf, start + 35, max_timestamp)
+    end = start + _I32.unpack_from(buf, start + 8)[0] + 12
+    _U32.pack_into(buf, start + 17, crc32c(memoryview(buf)[start + 21:end]))
+
+
+def _validate_batch(info: BatchInfo, topic_partition: str) -> None:
+    """Kafka's ``LogValidator.validateBatch`` for a client (origin CLIENT) batch of format v2."""
+    if info.base_offset != 0:
+        raise KafkaError(Errors.INVALID_RECORD,
+                         f"The baseOffset of the record batch in the append to {topic_partition} should "
+                         f"be 0, but it is {info.base_offset}")
+    if info.is_control:
+        raise KafkaError(Errors.INVALID_RECORD, "Clients are not allowed to write control records")
+    if info.producer_id != NO_PRODUCER_ID and info.base_sequence < 0:
+        raise KafkaError(Errors.INVALID_RECORD,
+                         f"Invalid sequence number {info.base_sequence} in record batch with producerId "
+                         f"{info.producer_id}")
+    if info.is_transactional:
+        raise KafkaError(Errors.INVALID_TXN_STATE,
+                         "transactional batches are not supported: the emulator has no transaction "
+                         "coordinator")

@@ -24,6 +24,9 @@ The configuration goes through ``broker.config.KafkaConfig`` at construction: a 
 ``emulator.strict.config=true``); ``create_topic`` checks topic configs the same way
 (``broker.log_config``).
 
+``reset()`` empties the cluster between tests (every group and every non-internal topic
+deleted); the pytest plugin's module-scoped users call it to start each test clean.
+
 ``metrics_port`` (None: off; 0: a free port) serves the cluster's Prometheus metrics
 (``metrics.serve_cluster_metrics``) on ``metrics_host`` once the brokers are up;
 ``metrics_url`` is then ``http://host:port/metrics``. ``close()`` stops the endpoint before the
@@ -42,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from time import monotonic, sleep
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import structlog
@@ -240,6 +244,55 @@ class EmbeddedCluster:
 
     def delete_topic(self, name: str) -> bool:
         return self.metadata.delete_topic(name)
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, timeout_s: float = 10.0) -> None:
+        """Back to an empty cluster: faults cleared (``clear_faults``), recorded requests dropped,
+        every consumer group and every non-internal topic deleted, as an admin would with
+        DeleteGroups and DeleteTopics; the brokers keep running, on the same clock.
+
+        Groups go through each coordinator's DeleteGroups path, so a group that still has
+        members is NON_EMPTY_GROUP, as in Kafka; topics go through the controller's deletion, as
+        DeleteTopics does. Rounds repeat until nothing is left (a consumer closing right now
+        leaves its group; a client may auto-create a topic again; a coordinator may be loading)
+        and raise ``RuntimeError`` naming what is left after ``timeout_s``. ``__consumer_offsets``
+        stays, with the deleted groups' tombstones.
+        """
+        deadline = monotonic() + timeout_s
+        self.clear_faults()   # no injected error or isolation may stand in the deletions' way
+        self.clear_requests()
+        while True:
+            left = self._delete_groups() + self._delete_topics()
+            if not left:
+                return
+            if monotonic() >= deadline:
+                raise RuntimeError(f"reset: still present after {timeout_s:g} s: {', '.join(left)}")
+            sleep(0.01)
+
+    def _delete_groups(self) -> list[str]:
+        """One DeleteGroups round on every live coordinator; what is left, for messages."""
+        left: list[str] = []
+        with self._lock:
+            coordinators = [s.group_coordinator for s in self.servers.values()
+                            if not s.stopped and s.group_coordinator is not None]
+        for gc in coordinators:
+            error, overviews = gc.handle_list_groups()
+            if error != errors.NONE:   # loading: its groups are not all listed yet
+                left.append(f"coordinator {gc.broker_id} ({errors.name(error)})")
+            result = gc.handle_delete_groups([o.group_id for o in overviews])
+            left += [f"group {gid} ({errors.name(err)})" for gid, err in sorted(result.items())
+                     if err not in (errors.NONE, errors.GROUP_ID_NOT_FOUND)]
+        return left
+
+    def _delete_topics(self) -> list[str]:
+        """Delete every non-internal topic; the ones still there after (none, unless re-created)."""
+        for name in self._user_topics():
+            self.metadata.delete_topic(name)
+        return [f"topic {name}" for name in self._user_topics()]
+
+    def _user_topics(self) -> list[str]:
+        return sorted(name for name, info in list(self.metadata.topics.items())
+                      if not info.internal and name != OFFSETS_TOPIC)
 
     # ------------------------------------------------------------------ brokers
     def broker(self, broker_id: int) -> KafkaServer:

@@ -27,7 +27,7 @@ STATIC = {"message.max.bytes": 2000000, "num.partitions": 2}
 pytestmark = [pytest.mark.timeout(60), pytest.mark.kafka_cluster(brokers=1, config=STATIC)]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()   # kafka_cluster is function-scoped (the cluster itself is the module's)
 def admin(kafka_cluster: Any) -> Iterator[AdminClient]:
     yield AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers, "log_level": 3})
 

@@ -1,13 +1,10 @@
 """Wire tests: real Kafka clients against an in-process cluster over loopback.
 
-The cluster fixtures come from the ``broker.fixture`` pytest plugin. Installed packages register
-it through the ``pytest11`` entry point; importing them here keeps these tests working from a
-source checkout where the entry point is not installed (a conftest definition simply shadows
-the plugin's identical one).
+The cluster fixtures come from the ``kafka_emu.broker.fixture`` pytest plugin, registered by the
+``pytest11`` entry point of the installed package (``kafka_emu.broker`` is importable only once
+the package is installed, editable or not), exactly as users get it.
 """
 from __future__ import annotations
-
-from kafka_emu.broker.fixture import kafka_bootstrap, kafka_cluster, kafka_cluster_config, pytest_configure  # noqa: F401
 
 import os
 

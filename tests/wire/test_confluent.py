@@ -19,7 +19,7 @@ def consumer_conf(bs: str, group: str) -> dict[str, Any]:
             "reconnect.backoff.ms": 20, "retry.backoff.ms": 20}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()   # kafka_cluster is function-scoped (the cluster itself is the module's)
 def admin(kafka_cluster: Any) -> Any:
     return AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
 

@@ -19,7 +19,7 @@ CONSUMER_OPTS: dict[str, Any] = dict(
     reconnect_backoff_ms=20)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()   # kafka_cluster is function-scoped (the cluster itself is the module's)
 def admin(kafka_cluster: Any) -> Any:
     a = KafkaAdminClient(bootstrap_servers=kafka_cluster.bootstrap_servers, request_timeout_ms=5000)
     yield a

@@ -214,11 +214,12 @@ def consume_one(bs: str, topic: str, group: str) -> Any:
     return c
 
 
-@pytest.mark.kafka_cluster(brokers=3)
+@pytest.mark.kafka_cluster(brokers=3, record_requests=True)
 def test_reset_leaves_no_user_topic_and_no_group(kafka_cluster: Any) -> None:
     """reset() deletes through DeleteGroups and DeleteTopics: a group that still has a member is
     NON_EMPTY_GROUP, as in Kafka (GroupCoordinatorTest's testDeleteNonEmptyGroup), and reset
-    says so; once its consumer has closed, nothing but __consumer_offsets is left."""
+    says so; once its consumer has closed, nothing but __consumer_offsets is left. Injected
+    faults and recorded requests (a marker option passed on to the cluster) are gone too."""
     bs = kafka_cluster.bootstrap_servers
     topics = [unique("reset") for _ in range(3)]
     p = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 1})
@@ -233,7 +234,10 @@ def test_reset_leaves_no_user_topic_and_no_group(kafka_cluster: Any) -> None:
     with pytest.raises(RuntimeError, match=r"group group-with-member \(NON_EMPTY_GROUP\)"):
         kafka_cluster.reset(timeout_s=0.3)
     member.close()
+    kafka_cluster.inject_errors("ListGroups", ["UNKNOWN_SERVER_ERROR"] * 10)
+    assert kafka_cluster.requests()
     kafka_cluster.reset()
+    assert kafka_cluster.requests() == []
 
     admin = AdminClient({"bootstrap.servers": bs})
     assert set(admin.list_topics(timeout=5).topics) == {"__consumer_offsets"}

@@ -58,7 +58,7 @@ from kafka_emu.broker.inprocess_client import fetch_request, produce_request, se
 from kafka_emu.broker.kafka_server import KafkaServer
 from kafka_emu.broker.log import Log
 from kafka_emu.broker.log_config import validate_topic_configs
-from kafka_emu.broker.metadata import MetadataStore, PartitionState, TopicInfo
+from kafka_emu.broker.metadata import OFFSETS_TOPIC, MetadataStore, PartitionState, TopicInfo
 from kafka_emu.broker.record_batch import build_batch, iter_records
 from kafka_emu.coordinator.errors import Errors
 from kafka_emu.logsetup import ensure_configured as ensure_logging_configured
@@ -277,11 +277,11 @@ class EmbeddedCluster:
                             if not s.stopped and s.group_coordinator is not None]
         for gc in coordinators:
             error, overviews = gc.handle_list_groups()
-            if error != errors.NONE:   # loading: its groups are not all listed yet
-                left.append(f"coordinator {gc.broker_id} ({errors.name(error)})")
+            if error != Errors.NONE:   # loading: its groups are not all listed yet
+                left.append(f"coordinator {gc.broker_id} ({Errors(error).name})")
             result = gc.handle_delete_groups([o.group_id for o in overviews])
-            left += [f"group {gid} ({errors.name(err)})" for gid, err in sorted(result.items())
-                     if err not in (errors.NONE, errors.GROUP_ID_NOT_FOUND)]
+            left += [f"group {gid} ({Errors(err).name})" for gid, err in sorted(result.items())
+                     if err not in (Errors.NONE, Errors.GROUP_ID_NOT_FOUND)]
         return left
 
     def _delete_topics(self) -> list[str]:

@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.timeout(90),
 CODECS = ["gzip", "snappy", "lz4", "zstd"]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def admin(kafka_cluster: Any) -> AdminClient:
     return AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
 

@@ -55,7 +55,7 @@ _U32 = struct.Struct(">I")
 class ValidationResult(NamedTuple):
     """The records to append (offsets assigned) and what the log needs to know about them."""
 
-    records: bytes
+    records: bytearray             # built once, handed to the segment as is (no further copy)
     batches: list[BatchInfo]       # positions are within ``records``
     last_offset: int
     max_timestamp: int
@@ -316,7 +316,7 @@ def validate_messages_and_assign_offsets(data: bytes, infos: list[BatchInfo], of
                                  new_max, info.producer_id, info.producer_epoch, info.base_sequence,
                                  info.record_count))
         offset_counter = last_offset + 1
-    return ValidationResult(bytes(out), batches, offset_counter - 1, max_timestamp, shallow_offset,
+    return ValidationResult(out, batches, offset_counter - 1, max_timestamp, shallow_offset,
                             now_ms if log_append else -1, changed)
 
 

@@ -55,7 +55,7 @@ _U32 = struct.Struct(">I")
 class ValidationResult(NamedTuple):
     """The records to append (offsets assigned) and what the log needs to know about them."""
 
-    records: bytes
+    records: bytearray             # built once, handed to the segment as is (no further copy)
     batches: list[BatchInfo]       # positions are within ``records``
     last_offset: int
     max_timestamp: int
@@ -91,13 +91,36 @@ def _varint(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[in
 
 
 def walk_records(payload: bytes | bytearray | memoryview, count: int) -> list[RecordInfo]:
-    """The records of an (uncompressed) records section; INVALID_RECORD if they do not add up.
+    """The records of an (uncompressed) records section; INVALID_RECORD if they do not add up."""
+    out: list[RecordInfo] = []
+    _walk(payload, count, out)
+    return out
 
-    The hot path of every produce: one-byte varints (most of them) are decoded inline."""
+
+class RecordsSummary(NamedTuple):
+    """What the leader's validation needs from a records section, without a RecordInfo per record."""
+
+    max_timestamp_delta: int
+    dense: bool          # offset deltas are 0, 1, 2, ...
+    has_keyless: bool    # some record has no key
+
+
+def summarize_records(payload: bytes | bytearray | memoryview, count: int) -> RecordsSummary:
+    """``walk_records``' checks, and the facts the produce path needs, in the same single pass."""
+    return _walk(payload, count, None)
+
+
+def _walk(payload: bytes | bytearray | memoryview, count: int, out: list[RecordInfo] | None) -> RecordsSummary:
+    """Walk the records (appending them to ``out`` when given); INVALID_RECORD if they do not add up.
+
+    The hot path of every produce: one- and two-byte varints (nearly all of them) are decoded
+    inline; a varint read past its record is caught by the overrun checks that follow."""
     end = len(payload)
     pos = 0
-    out: list[RecordInfo] = []
-    append = out.append
+    max_delta = -(1 << 63)
+    dense = True
+    keyless = False
+    append = out.append if out is not None else None
     try:
         for i in range(count):
             b = payload[pos]
@@ -115,16 +138,25 @@ def walk_records(payload: bytes | bytearray | memoryview, count: int) -> list[Re
             b = payload[p]
             if b < 0x80:
                 ts_delta, p = (b >> 1) ^ -(b & 1), p + 1
+            elif payload[p + 1] < 0x80:
+                v = (b & 0x7F) | (payload[p + 1] << 7)
+                ts_delta, p = (v >> 1) ^ -(v & 1), p + 2
             else:
                 ts_delta, p = _varint(payload, p, record_end)
             b = payload[p]
             if b < 0x80:
                 offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
+            elif payload[p + 1] < 0x80:
+                v = (b & 0x7F) | (payload[p + 1] << 7)
+                offset_delta, p = (v >> 1) ^ -(v & 1), p + 2
             else:
                 offset_delta, p = _varint(payload, p, record_end)
             b = payload[p]
             if b < 0x80:
                 key_length, key_start = (b >> 1) ^ -(b & 1), p + 1
+            elif payload[p + 1] < 0x80:
+                v = (b & 0x7F) | (payload[p + 1] << 7)
+                key_length, key_start = (v >> 1) ^ -(v & 1), p + 2
             else:
                 key_length, key_start = _varint(payload, p, record_end)
             p = key_start + (key_length if key_length > 0 else 0)
@@ -138,9 +170,16 @@ def walk_records(payload: bytes | bytearray | memoryview, count: int) -> list[Re
                 value_length, p = (v >> 1) ^ -(v & 1), p + 2
             else:
                 value_length, p = _varint(payload, p, record_end)
-            if value_length > record_end - p:
+            if (value_length if value_length > 0 else 0) > record_end - p:
                 raise KafkaError(Errors.INVALID_RECORD, f"value of record {i} overruns the record")
-            append(RecordInfo(pos, record_end, ts_delta, offset_delta, key_start, key_length, value_length))
+            if ts_delta > max_delta:
+                max_delta = ts_delta
+            if offset_delta != i:
+                dense = False
+            if key_length < 0:
+                keyless = True
+            if append is not None:
+                append(RecordInfo(pos, record_end, ts_delta, offset_delta, key_start, key_length, value_length))
             pos = record_end
     except IndexError:
         raise KafkaError(Errors.INVALID_RECORD,
@@ -148,7 +187,7 @@ def walk_records(payload: bytes | bytearray | memoryview, count: int) -> list[Re
     if pos != end:
         raise KafkaError(Errors.INVALID_RECORD,
                          f"{end - pos} bytes left after the {count} records the batch declares")
-    return out
+    return RecordsSummary(max_delta, dense, keyless)
 
 
 def records_payload(batch: bytes | bytearray | memoryview, attributes: int) -> bytes | memoryview:
@@ -226,19 +265,20 @@ def validate_messages_and_assign_offsets(data: bytes, infos: list[BatchInfo], of
         attrs = info.attributes
         _validate_batch(info, topic_partition)
         payload = records_payload(batch, attrs)
-        records = walk_records(payload, info.record_count)
+        summary = summarize_records(payload, info.record_count)
         base_ts = _I64.unpack_from(batch, 27)[0]
         claims_log_append = bool(attrs & TIMESTAMP_TYPE_BIT)
-        if config.compact and any(r.key_length < 0 for r in records):
+        if config.compact and summary.has_keyless:
             raise KafkaError(Errors.INVALID_RECORD,
                              f"Compacted topic cannot accept message without key in topic partition "
                              f"{topic_partition}.")
-        if claims_log_append and (log_append or any(base_ts + r.timestamp_delta == NO_TIMESTAMP for r in records)):
+        if claims_log_append and (log_append or any(base_ts + r.timestamp_delta == NO_TIMESTAMP
+                                                    for r in walk_records(payload, info.record_count))):
             raise KafkaError(Errors.INVALID_TIMESTAMP,
                              f"Invalid timestamp type in batch of {topic_partition}: clients may not set "
                              f"LogAppendTime")
-        batch_max = max(base_ts + max(r.timestamp_delta for r in records), NO_TIMESTAMP)
-        dense = all(r.offset_delta == i for i, r in enumerate(records))
+        batch_max = max(base_ts + summary.max_timestamp_delta, NO_TIMESTAMP)
+        dense = summary.dense
         source = attrs & compression.CODEC_MASK
         target = target_codec(config, source)
         new_max = now_ms if log_append else batch_max
@@ -249,7 +289,7 @@ def validate_messages_and_assign_offsets(data: bytes, infos: list[BatchInfo], of
             if new_attrs != attrs or new_max != info.max_timestamp:
                 _finish_header_at(out, start, new_attrs, new_max)
         else:
-            section = _dense_records(payload, records)
+            section = _dense_records(payload, walk_records(payload, info.record_count))
             if target != compression.NONE:
                 section = compression.compress(target, section, config.compression_levels.get(
                     compression.NAMES[target]))
@@ -257,7 +297,7 @@ def validate_messages_and_assign_offsets(data: bytes, infos: list[BatchInfo], of
             rebuilt = bytearray(batch[:HEADER_SIZE])
             rebuilt += section
             _I32.pack_into(rebuilt, 8, len(rebuilt) - 12)
-            _I32.pack_into(rebuilt, 23, len(records) - 1)
+            _I32.pack_into(rebuilt, 23, info.record_count - 1)
             out += rebuilt
             _finish_header_at(out, start, new_attrs, new_max)
             changed = True
@@ -276,7 +316,7 @@ def validate_messages_and_assign_offsets(data: bytes, infos: list[BatchInfo], of
                                  new_max, info.producer_id, info.producer_epoch, info.base_sequence,
                                  info.record_count))
         offset_counter = last_offset + 1
-    return ValidationResult(bytes(out), batches, offset_counter - 1, max_timestamp, shallow_offset,
+    return ValidationResult(out, batches, offset_counter - 1, max_timestamp, shallow_offset,
                             now_ms if log_append else -1, changed)
 
 

@@ -29,7 +29,7 @@ def _outbound_address() -> str | None:
 def test_advertised_host_is_what_clients_get():
     host = _outbound_address()
     if host is None:
-        pytest.skip("this machine has no non-loopback IPv4 address to advertise")
+        pytest.skip(reason="this machine has no non-loopback IPv4 address to advertise")
     from confluent_kafka.admin import AdminClient
 
     with open_target(None, brokers=2, config=embedded_config(host)) as target:

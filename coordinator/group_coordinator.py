@@ -238,6 +238,16 @@ class GroupCoordinator:
                       partitions=len(deleted))
         return removed
 
+    def schedule_handle_txn_completion(self, producer_id: int, offsets_partitions: Iterable[int],
+                                       is_commit: bool) -> None:
+        """A COMMIT or ABORT marker of ``producer_id`` landed on these ``__consumer_offsets``
+        partitions: materialise (commit) or drop (abort) the producer's pending transactional
+        offsets of the groups in them (Kafka's ``scheduleHandleTxnCompletion``). Called by the
+        broker's WriteTxnMarkers path after the markers are appended.
+
+        Until TxnOffsetCommit is served no group holds pending transactional offsets, so there is
+        nothing to do yet; the transaction coordinator work fills this in."""
+
     # ================================================================== metrics hooks
     def _on_transition(self, group: GroupMetadata, previous: GroupState, new: GroupState, reason: str) -> None:
         now = self.time.milliseconds()

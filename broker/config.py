@@ -21,8 +21,10 @@ Differences from Kafka on purpose:
 * ``listeners`` defaults to empty: a bare ``KafkaServer`` serves in-process requests only
   (``EmbeddedCluster`` defaults to ``PLAINTEXT://127.0.0.1:0``, ``kafka-emu serve`` to
   ``--host``/``--port``).
-* No key can be changed at run time (no AlterConfigs): DescribeConfigs reports every broker key
-  read-only.
+* A broker key changes at run time (AlterConfigs, ``broker.dynamic_config``) only where Kafka
+  marks it dynamic and the emulator applies the change at once (``Dynamic.APPLIED``); the keys
+  Kafka can change but the emulator reads only at start-up (``num.io.threads`` ...) are refused
+  and described read-only.
 * ``log.level``, ``log.format``, ``log.level.<logger>`` and ``emulator.*`` are the emulator's own.
 
 Immutable after construction (read from any thread without a lock).
@@ -42,6 +44,7 @@ from kafka_emu.broker.config_def import (
     NOT_IMPLEMENTED,
     ConfigDef,
     ConfigException,
+    Dynamic,
     ConfigKey,
     ConfigValue,
     Importance,
@@ -83,8 +86,9 @@ def _listeners(name: str, value: ConfigValue) -> None:
 
 
 def _key(name: str, type_: Type, default: ConfigValue, validator: object, importance: Importance,
-         doc: str, implemented: bool = True) -> ConfigKey:
-    return ConfigKey(name, type_, default, validator, importance, doc, implemented)  # type: ignore[arg-type]
+         doc: str, implemented: bool = True, dynamic: Dynamic = Dynamic.READ_ONLY) -> ConfigKey:
+    return ConfigKey(name, type_, default, validator, importance, doc, implemented,  # type: ignore[arg-type]
+                     dynamic=dynamic)
 
 
 def _group(name: str, type_: Type, validator: object, importance: Importance, doc: str) -> ConfigKey:
@@ -92,9 +96,15 @@ def _group(name: str, type_: Type, validator: object, importance: Importance, do
 
 
 def _log_key(name: str, type_: Type, default: ConfigValue, validator: object, doc: str,
-             implemented: bool = False) -> ConfigKey:
-    """A broker-level default of a topic config (``implemented``: the emulator's log acts on it)."""
-    return _key(name, type_, default, validator, MEDIUM, doc, implemented)
+             implemented: bool = False, primary: bool = True) -> ConfigKey:
+    """A broker-level default of a topic config (``implemented``: the emulator's log acts on it).
+
+    The primary synonym of a topic config (``primary``) is dynamic, as Kafka's
+    ``DynamicLogConfig.ReconfigurableConfigs``; the emulator applies it at once exactly when its
+    log acts on it (every log's ``LogConfig`` is recomputed). Alternate units
+    (``log.retention.hours``) are read-only, as in Kafka."""
+    dynamic = Dynamic.READ_ONLY if not primary else Dynamic.APPLIED if implemented else Dynamic.NOT_APPLIED
+    return _key(name, type_, default, validator, MEDIUM, doc, implemented, dynamic)
 
 
 def _physical_memory_quarter() -> int:
@@ -113,11 +123,11 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     _key("node.id", Type.INT, -1, None, HIGH, "The node id of this server (-1: broker.id)."),
     _key("broker.rack", Type.STRING, None, None, MEDIUM, "Rack of the broker, reported in Metadata."),
     _key("num.io.threads", Type.INT, 8, _AT_LEAST_1, HIGH,
-         "The number of threads the server uses for processing requests."),
+         "The number of threads the server uses for processing requests.", dynamic=Dynamic.NOT_APPLIED),
     _key("queued.max.requests", Type.INT, 500, _AT_LEAST_1, HIGH,
          "The number of queued requests allowed before blocking the network threads."),
     _key("message.max.bytes", Type.INT, 1 * MIB + 12, _AT_LEAST_0, HIGH,
-         "The largest record batch size allowed."),
+         "The largest record batch size allowed.", dynamic=Dynamic.APPLIED),
     _key("auto.create.topics.enable", Type.BOOLEAN, True, None, HIGH,
          "Enable auto creation of topics on the server (Metadata requests)."),
     _key("num.partitions", Type.INT, 1, _AT_LEAST_1, MEDIUM, "The default number of log partitions per topic."),
@@ -133,14 +143,14 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     _key("advertised.listeners", Type.STRING, None, _listeners, HIGH,
          "Listeners published to clients if different from listeners."),
     _key("num.network.threads", Type.INT, 3, _AT_LEAST_1, HIGH,
-         "The number of threads the server uses for receiving requests and sending responses."),
+         "The number of threads the server uses for receiving requests and sending responses.", dynamic=Dynamic.NOT_APPLIED),
     _key("socket.request.max.bytes", Type.INT, 100 * MIB, _AT_LEAST_1, HIGH,
          "The maximum number of bytes in a socket request."),
     _key("connections.max.idle.ms", Type.LONG, 600000, None, MEDIUM,
          "Idle connections timeout: the server closes connections idle longer than this."),
     # ReplicationConfigs
     _key("num.replica.fetchers", Type.INT, 1, None, HIGH,
-         "Number of fetcher threads used to replicate records from each source broker."),
+         "Number of fetcher threads used to replicate records from each source broker.", dynamic=Dynamic.NOT_APPLIED),
     _key("replica.lag.time.max.ms", Type.LONG, 30000, None, HIGH,
          "A follower that has not caught up to the leader's log end for this long leaves the ISR."),
     _key("replica.fetch.wait.max.ms", Type.INT, 500, None, MEDIUM,
@@ -154,9 +164,9 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     _key("replica.fetch.backoff.ms", Type.INT, 1000, _AT_LEAST_0, MEDIUM,
          "The amount of time to sleep when a fetch partition error occurs."),
     _key("min.insync.replicas", Type.INT, 1, _AT_LEAST_1, HIGH,
-         "The minimum number of in-sync replicas that must acknowledge an acks=all write."),
+         "The minimum number of in-sync replicas that must acknowledge an acks=all write.", dynamic=Dynamic.APPLIED),
     _key("unclean.leader.election.enable", Type.BOOLEAN, False, None, HIGH,
-         "Allow replicas not in the ISR to be elected leader as a last resort.", implemented=False),
+         "Allow replicas not in the ISR to be elected leader as a last resort.", implemented=False, dynamic=Dynamic.NOT_APPLIED),
     # GroupCoordinatorConfig
     _group("group.min.session.timeout.ms", Type.INT, None, MEDIUM,
            "The minimum allowed session timeout for registered consumers."),
@@ -181,17 +191,17 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     # ServerLogConfigs: broker defaults of topic configs (see log_config.TOPIC_CONFIG_SYNONYMS)
     _log_key("log.segment.bytes", Type.INT, 1024 * MIB, Range.at_least(1 * MIB), "The maximum size of a single log file.", implemented=True),
     _log_key("log.roll.ms", Type.LONG, None, None, "The maximum time before a new log segment is rolled out (in milliseconds).", implemented=True),
-    _log_key("log.roll.hours", Type.INT, 168, _AT_LEAST_1, "The maximum time before a new log segment is rolled out (in hours).", implemented=True),
+    _log_key("log.roll.hours", Type.INT, 168, _AT_LEAST_1, "The maximum time before a new log segment is rolled out (in hours).", implemented=True, primary=False),
     _log_key("log.roll.jitter.ms", Type.LONG, None, None, "The maximum jitter subtracted from the roll time (in milliseconds).", implemented=True),
-    _log_key("log.roll.jitter.hours", Type.INT, 0, _AT_LEAST_0, "The maximum jitter subtracted from the roll time (in hours).", implemented=True),
+    _log_key("log.roll.jitter.hours", Type.INT, 0, _AT_LEAST_0, "The maximum jitter subtracted from the roll time (in hours).", implemented=True, primary=False),
     _log_key("log.index.size.max.bytes", Type.INT, 10 * MIB, Range.at_least(4), "The maximum size in bytes of the offset index.", implemented=True),
     _log_key("log.flush.interval.messages", Type.LONG, LONG_MAX, _AT_LEAST_1, "Messages accumulated on a log partition before they are flushed."),
     _log_key("log.flush.interval.ms", Type.LONG, None, None, "The maximum time a message stays in memory before being flushed."),
-    _log_key("log.flush.scheduler.interval.ms", Type.LONG, LONG_MAX, None, "How often the log flusher checks whether a log needs flushing."),
+    _log_key("log.flush.scheduler.interval.ms", Type.LONG, LONG_MAX, None, "How often the log flusher checks whether a log needs flushing.", primary=False),
     _log_key("log.retention.bytes", Type.LONG, -1, None, "The maximum size of the log before deleting it.", implemented=True),
     _log_key("log.retention.ms", Type.LONG, None, None, "How long to keep a log file before deleting it (in milliseconds).", implemented=True),
-    _log_key("log.retention.minutes", Type.INT, None, None, "How long to keep a log file before deleting it (in minutes).", implemented=True),
-    _log_key("log.retention.hours", Type.INT, 168, None, "How long to keep a log file before deleting it (in hours).", implemented=True),
+    _log_key("log.retention.minutes", Type.INT, None, None, "How long to keep a log file before deleting it (in minutes).", implemented=True, primary=False),
+    _log_key("log.retention.hours", Type.INT, 168, None, "How long to keep a log file before deleting it (in hours).", implemented=True, primary=False),
     _log_key("log.index.interval.bytes", Type.INT, 4096, _AT_LEAST_0, "The interval with which an entry is added to the offset index.", implemented=True),
     _log_key("log.cleaner.delete.retention.ms", Type.LONG, 86400000, _AT_LEAST_0, "How long delete tombstones are retained in compacted logs.", implemented=True),
     _log_key("log.cleaner.min.compaction.lag.ms", Type.LONG, 0, _AT_LEAST_0, "The minimum time a message remains uncompacted in the log.", implemented=True),
@@ -216,7 +226,7 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     _key("log.cleaner.enable", Type.BOOLEAN, True, None, MEDIUM,
          "Run the log cleaner (compaction of cleanup.policy=compact topics, __consumer_offsets among them)."),
     _key("log.cleaner.backoff.ms", Type.LONG, 15000, _AT_LEAST_0, MEDIUM,
-         "The amount of time to sleep when there are no logs to clean."),
+         "The amount of time to sleep when there are no logs to clean.", dynamic=Dynamic.NOT_APPLIED),
     # the emulator's own
     _key("emulator.log.memory.max.bytes", Type.LONG, _physical_memory_quarter(), _AT_LEAST_0, HIGH,
          "Memory all logs may hold together; beyond it the oldest committed segments of the largest "

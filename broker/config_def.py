@@ -12,7 +12,9 @@ KafkaConfig warns about keys that are defined but have no effect (Kafka itself a
 and refuses them under ``emulator.strict.config``. Keys Kafka defines that the emulator does not
 model at all are listed by name only (``ConfigDef.known_names``/``known_prefixes``), so they warn
 as unimplemented rather than as unknown. ``prefix`` keys (e.g. ``log.level.<logger>``) match every
-name that starts with the key's name.
+name that starts with the key's name. A broker key also says whether it is dynamic
+(``Dynamic``: Kafka's ``DynamicBrokerConfig`` marking, narrowed to what the emulator applies at
+run time), which AlterConfigs and DescribeConfigs' ``read_only`` read.
 
 Immutable once built (definitions are module-level tables); no locking.
 """
@@ -63,6 +65,17 @@ class Type(enum.IntEnum):
     LIST = 7
     CLASS = 8
     PASSWORD = 9
+
+
+class Dynamic(enum.Enum):
+    """Whether a broker key can change at run time (AlterConfigs on a BROKER resource).
+
+    Kafka marks a key dynamic by listing it in ``DynamicBrokerConfig.AllDynamicConfigs``; the
+    emulator applies only some of those at once, and says which."""
+
+    READ_ONLY = "read-only"         # not dynamic in Kafka (AlterConfigs: INVALID_REQUEST)
+    APPLIED = "dynamic"             # dynamic in Kafka, and the emulator applies a change at once
+    NOT_APPLIED = "not-applied"     # dynamic in Kafka, read by the emulator at start-up only
 
 
 class Importance(enum.Enum):
@@ -224,6 +237,7 @@ class ConfigKey:
     implemented: bool = True
     internal: bool = False   # Kafka's ``defineInternal``: never described, never warned about
     prefix: bool = False     # matches every name starting with ``name``
+    dynamic: Dynamic = Dynamic.READ_ONLY   # broker keys only (topic configs are all dynamic)
 
     def parse(self, name: str, value: object) -> ConfigValue:
         parsed = parse_type(name, value, self.type)

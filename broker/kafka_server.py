@@ -8,6 +8,8 @@ and handler pool → scheduler (``isr-expiration`` every ``replica.lag.time.max.
 cleaner (``kafka-log-cleaner-thread-0``, when ``log.cleaner.enable``) →
 socket server (if enabled) → registration with the metadata store, which pushes the partition
 states (become leader / follower). A restarted broker first truncates every log to its HW.
+The broker listens to config records too (``_on_config_change``): topic config and dynamic broker
+config changes reach its logs at once (``broker.dynamic_config``).
 
 ``shutdown()`` emulates a crash as far as clients can tell: the channel closes (in-process
 senders of queued requests hear a disconnect), handlers, fetchers and the scheduler stop,
@@ -39,7 +41,14 @@ from kafka_emu.broker.kafka_apis import KafkaApis
 from kafka_emu.broker.log import Log
 from kafka_emu.broker.log_cleaner import LogCleaner
 from kafka_emu.broker.log_manager import MEMORY_CHECK_INTERVAL_MS
-from kafka_emu.broker.metadata import OFFSETS_TOPIC, BrokerInfo, MetadataStore
+from kafka_emu.broker.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
+from kafka_emu.broker.metadata import (
+    CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_TOPIC,
+    OFFSETS_TOPIC,
+    BrokerInfo,
+    MetadataStore,
+)
 from kafka_emu.broker.network.socket_server import SocketServer, SocketServerSnapshot
 from kafka_emu.broker.partition import Partition
 from kafka_emu.broker.replica_fetcher import ReplicaFetcherManager
@@ -124,6 +133,8 @@ class KafkaServer:
                                                   self.request_listeners)
             self.request_channel.control = self.control
             rm = self.replica_manager = ReplicaManager(cfg, self.metadata, self.time, self.logs)
+            self.metadata.register_config_listener(self.broker_id, self._on_config_change)
+            self._on_config_change(CONFIG_RESOURCE_BROKER, CLUSTER_DEFAULT)   # dynamic configs set before
             rm.action_queue.on_add = self._wake_handler_if_needed
             self.fetcher_manager = ReplicaFetcherManager(self.broker_id, rm, self.metadata, cfg)
             rm.fetcher_manager = self.fetcher_manager
@@ -217,6 +228,18 @@ class KafkaServer:
             # Kafka's ``GroupCoordinator.onPartitionsDeleted``: the deleted partitions' committed
             # offsets go from every group this coordinator owns, with tombstones.
             self.group_coordinator.on_partitions_deleted(list(removed))
+
+    def _on_config_change(self, resource_type: int, resource_name: str) -> None:
+        """A config record changed: the logs of this broker apply it at once (Kafka's
+        ``DynamicConfigPublisher``: topic configs to ``LogManager.updateTopicConfig``, this broker's
+        or the cluster-wide dynamic configs to ``DynamicBrokerConfig``)."""
+        rm = self.replica_manager
+        if rm is None or self.stopped:
+            return
+        if resource_type == CONFIG_RESOURCE_TOPIC:
+            rm.update_log_configs(topic=resource_name)
+        elif resource_name in (CLUSTER_DEFAULT, str(self.broker_id)):
+            rm.update_log_configs(config=DynamicBrokerConfig.of(self.config, self.metadata).current())
 
     # ------------------------------------------------------------------ coordinator bridge
     def _on_leadership_change(self, topic: str, partition: int, is_leader: bool, epoch: int) -> None:

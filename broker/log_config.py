@@ -8,7 +8,7 @@ synonym that has a value, else the LogConfig default (``topic_value``).
 
 The configs marked ``implemented`` act as in Kafka (``LogConfig`` below is what a ``Log`` reads:
 segments and rolling, retention, compaction, ``max.message.bytes``, recompression to
-``compression.type``, ``LogAppendTime``); the others are accepted, stored and described, and warn (or are refused with
+``compression.type``, ``LogAppendTime``, ``min.insync.replicas`` read by the partition); the others are accepted, stored and described, and warn (or are refused with
 INVALID_CONFIG under ``emulator.strict.config``).
 
 Stateless; no locking.
@@ -189,7 +189,7 @@ class LogConfig:
                  "retention_bytes", "retention_ms", "max_message_bytes", "index_interval_bytes",
                  "cleanup_policy", "compression_type", "compression_levels", "message_timestamp_type",
                  "delete_retention_ms", "min_compaction_lag_ms", "max_compaction_lag_ms",
-                 "min_cleanable_dirty_ratio")
+                 "min_cleanable_dirty_ratio", "min_insync_replicas")
 
     def __init__(self, values: Mapping[str, ConfigValue]) -> None:
         self.segment_bytes = int(values["segment.bytes"])  # type: ignore[arg-type]
@@ -210,6 +210,7 @@ class LogConfig:
         self.min_compaction_lag_ms = int(values["min.compaction.lag.ms"])  # type: ignore[arg-type]
         self.max_compaction_lag_ms = int(values["max.compaction.lag.ms"])  # type: ignore[arg-type]
         self.min_cleanable_dirty_ratio = float(values["min.cleanable.dirty.ratio"])  # type: ignore[arg-type]
+        self.min_insync_replicas = int(values["min.insync.replicas"])  # type: ignore[arg-type]
 
     @classmethod
     def for_topic(cls, overrides: Mapping[str, object] | None = None,

@@ -86,10 +86,16 @@ class LogManager:
         return LogConfig.for_topic(topic_configs, self.config)
 
     def get_or_create_log(self, tp: TP, topic_configs: Mapping[str, object] | None = None) -> Log:
+        """The partition's log with the topic's current ``LogConfig`` (a log kept over an
+        emulated restart takes the configs changed while its broker was down, as Kafka's
+        ``LogManager.loadLog`` reads them from the metadata)."""
+        config = self.log_config(topic_configs)
         with self._lock:
             log = self.logs.get(tp)
             if log is None:
-                log = self.logs[tp] = Log(tp[0], tp[1], config=self.log_config(topic_configs), time=self.time)
+                log = self.logs[tp] = Log(tp[0], tp[1], config=config, time=self.time)
+            else:
+                log.update_config(config)
             return log
 
     def get_log(self, tp: TP) -> Log | None:

@@ -7,9 +7,18 @@ stops, ISR changes from leaders (``alter_isr``, Kafka's AlterPartition) accepted
 current leader epoch, and pushes of partition states to the live brokers.
 
 It also owns what is cluster-wide rather than per broker: the producer-id counter (Kafka's
-controller hands out producer-id blocks) and the creation of ``__consumer_offsets``.
+controller hands out producer-id blocks), the creation of ``__consumer_offsets``, new partitions
+of a topic (``create_partitions``, Kafka's ``ReplicationControlManager.createPartitions``) and the
+config records: topic configs and dynamic broker configs (``alter_topic_configs``,
+``alter_broker_configs``, Kafka's ``ConfigurationControlManager``), each change announced to the
+live brokers' config listeners so they apply it at once.
 
-Locks: ``_lock`` guards the maps and the producer-id counter (held briefly, never while calling out). ``_controller_lock``
+Replica placement (``_place``): round robin over the live brokers, partition ``p`` of a topic on
+``live[(start + p + r) % n]`` for replica ``r``; ``start`` advances with each new topic, and new
+partitions of a topic continue its stripe (``start`` = the position of partition 0's first
+replica), so a topic grown with CreatePartitions is laid out as if created with the new count.
+
+Locks: ``_lock`` guards the maps (topics, brokers, config records, listeners) and the producer-id counter (held briefly, never while calling out). ``_controller_lock``
 serialises controller operations (topic creation and deletion, broker stop/start, elections)
 including the pushes to brokers, so brokers see changes in order, as from a single-threaded
 controller. Lock order: controller lock → partition locks → ``_lock``; a partition (holding its
@@ -17,7 +26,8 @@ lock) may call ``alter_isr`` (takes ``_lock`` only).
 
 Differences from Kafka on purpose: ISR changes are applied synchronously (no in-flight
 AlterPartition state); a stopped broker is fenced at once (removed from every ISR unless it is
-the last member, and loses its leaderships); there is no unclean election.
+the last member, and loses its leaderships); there is no unclean election; replica placement
+is the round robin above, not Kafka's rack-aware ``StripedReplicaPlacer`` (racks are ignored).
 """
 from __future__ import annotations
 
@@ -28,6 +38,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import structlog
 
+from kafka_emu.coordinator.errors import Errors, KafkaError
+
 if TYPE_CHECKING:
     from kafka_emu.broker.request_channel import RequestChannel
 
@@ -35,6 +47,8 @@ _log = structlog.get_logger("broker.metadata")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 FIRST_PRODUCER_ID = 1000
+# Kafka's ConfigResource.Type ids of the config records the store keeps
+CONFIG_RESOURCE_TOPIC, CONFIG_RESOURCE_BROKER = 2, 4
 
 
 @dataclass(frozen=True)
@@ -69,6 +83,15 @@ class BrokerInfo:
 
 
 PartitionListener = Callable[[list[PartitionState], list[tuple[str, int]]], None]
+# (resource type, resource name): a topic's configs or a BROKER resource's dynamic configs changed
+ConfigListener = Callable[[int, str], None]
+# current configs of a resource -> new configs (raises KafkaError when refused)
+ConfigAlteration = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _place(live: list[int], start: int, first: int, count: int, rf: int) -> list[tuple[int, ...]]:
+    """Replicas of partitions ``first .. first+count-1`` (see the module docstring)."""
+    return [tuple(live[(start + p + r) % len(live)] for r in range(rf)) for p in range(first, first + count)]
 
 
 class MetadataStore:
@@ -81,6 +104,9 @@ class MetadataStore:
         self.topics_by_id: dict[uuid.UUID, str] = {}
         # broker id -> callback(changed states, removed partitions); set by KafkaServer
         self._listeners: dict[int, PartitionListener] = {}
+        self._config_listeners: dict[int, ConfigListener] = {}
+        # BROKER resource name ("" cluster-wide, "<id>" one broker) -> typed dynamic configs
+        self._broker_configs: dict[str, dict[str, Any]] = {}
         self._next_assignment_start = 0
         self._next_producer_id = FIRST_PRODUCER_ID
 
@@ -156,8 +182,7 @@ class MetadataStore:
                 info = TopicInfo(name, topic_id, configs=dict(configs or {}), internal=internal)
                 start = self._next_assignment_start
                 self._next_assignment_start += 1
-                for p in range(partitions):
-                    replicas = tuple(live[(start + p + r) % len(live)] for r in range(replication_factor))
+                for p, replicas in enumerate(_place(live, start, 0, partitions, replication_factor)):
                     info.partitions[p] = PartitionState(name, p, topic_id, replicas[0], 0, 0,
                                                         replicas, replicas)
                 self.topics[name] = info
@@ -198,6 +223,137 @@ class MetadataStore:
             self._push([], [(name, p) for p in info.partitions])
             _log.info("topic_deleted", topic=name)
             return True
+
+    def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
+                          validate_only: bool = False) -> list[PartitionState]:
+        """Grow topic ``name`` to ``count`` partitions (Kafka's
+        ``ReplicationControlManager.createPartitions``); the new partitions' states (not stored
+        when ``validate_only``). ``assignments``: the replicas of each new partition, else the
+        placement continues the topic's stripe. ``KafkaError`` with Kafka's code and message
+        when refused; nothing changes then."""
+        with self._controller_lock:
+            with self._lock:
+                info = self.topics.get(name)
+                if info is None or not info.partitions:
+                    raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                current = len(info.partitions)
+                if count == current:
+                    raise KafkaError(Errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
+                if count < current:
+                    raise KafkaError(Errors.INVALID_PARTITIONS,
+                                     f"The topic {name} currently has {current} partition(s); {count} "
+                                     f"would not be an increase.")
+                additional = count - current
+                if assignments is not None and len(assignments) != additional:
+                    raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                                     f"Attempted to add {additional} additional partition(s), but only "
+                                     f"{len(assignments)} assignment(s) were specified.")
+                rf = len(info.partitions[0].replicas)
+                live = sorted(b.broker_id for b in self.brokers.values() if b.live)
+                if assignments is not None:
+                    placed = [self._manual_assignment(list(a), rf, current + i) for i, a in enumerate(assignments)]
+                else:
+                    if not live:
+                        raise KafkaError(Errors.INVALID_REPLICATION_FACTOR, "All brokers are currently fenced.")
+                    if rf > len(live):
+                        raise KafkaError(Errors.INVALID_REPLICATION_FACTOR,
+                                         f"The target replication factor of {rf} cannot be reached because "
+                                         f"only {len(live)} broker(s) are registered.")
+                    first = info.partitions[0].replicas[0]
+                    start = live.index(first) if first in live else self._next_assignment_start
+                    placed = _place(live, start, current, additional, rf)
+                states = []
+                for p, replicas in enumerate(placed, start=current):
+                    isr = tuple(r for r in replicas if r in live)
+                    states.append(PartitionState(name, p, info.topic_id, isr[0], 0, 0, replicas, isr))
+                if validate_only:
+                    return states
+                for st in states:
+                    info.partitions[st.partition] = st
+            _log.info("partitions_created", topic=name, partitions=count, added=additional)
+            self._push(states, [])
+            return states
+
+    def _manual_assignment(self, replicas: list[int], rf: int, partition: int) -> tuple[int, ...]:
+        """Kafka's ``validateManualPartitionAssignment`` (``_lock`` held)."""
+        if not replicas:
+            raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                             "The manual partition assignment includes an empty replica list.")
+        previous = None
+        for broker_id in sorted(replicas):
+            if broker_id not in self.brokers:
+                raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                                 f"The manual partition assignment includes broker {broker_id}, but no such "
+                                 f"broker is registered.")
+            if broker_id == previous:
+                raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                                 f"The manual partition assignment includes the broker {previous} more than once.")
+            previous = broker_id
+        if len(replicas) != rf:
+            raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                             f"The manual partition assignment includes a partition with {len(replicas)} "
+                             f"replica(s), but this is not consistent with previous partitions, which have "
+                             f"{rf} replica(s).")
+        if not any(self.brokers[r].live for r in replicas):
+            raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                             f"All brokers specified in the manual partition assignment for partition "
+                             f"{partition} are fenced or in controlled shutdown.")
+        return tuple(replicas)
+
+    # ------------------------------------------------------------------ config records
+    def alter_topic_configs(self, name: str, alter: ConfigAlteration, validate_only: bool = False) -> None:
+        """Kafka's ``ConfigurationControlManager`` for a TOPIC resource: ``alter`` maps the topic's
+        current overrides to the new ones, validating them (``KafkaError``, e.g. INVALID_CONFIG);
+        then the topic must exist (UNKNOWN_TOPIC_OR_PARTITION), as Kafka validates before its
+        existence check. Unless ``validate_only`` the new overrides replace the old and every live
+        broker hears of it. Runs under the controller lock, so alterations never interleave."""
+        with self._controller_lock:
+            info = self.topics.get(name)
+            configs = alter(dict(info.configs) if info is not None else {})
+            if info is None:
+                raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+            if validate_only:
+                return
+            with self._lock:
+                info.configs = configs
+            _log.info("topic_configs_altered", topic=name, configs=sorted(configs))
+            self._announce_config(CONFIG_RESOURCE_TOPIC, name)
+
+    def broker_configs(self, resource_name: str) -> dict[str, Any]:
+        """A copy of the dynamic configs of BROKER resource ``resource_name`` ("" cluster-wide)."""
+        with self._lock:
+            return dict(self._broker_configs.get(resource_name, {}))
+
+    def alter_broker_configs(self, resource_name: str, alter: ConfigAlteration, validate_only: bool = False) -> None:
+        """The same for the dynamic configs of BROKER resource ``resource_name`` ("" cluster-wide,
+        else a broker id; ``alter`` validates with ``dynamic_config``)."""
+        with self._controller_lock:
+            configs = alter(self.broker_configs(resource_name))
+            if validate_only:
+                return
+            with self._lock:
+                if configs:
+                    self._broker_configs[resource_name] = configs
+                else:
+                    self._broker_configs.pop(resource_name, None)
+            _log.info("broker_configs_altered", resource=resource_name or "<cluster default>",
+                      configs=sorted(configs))
+            self._announce_config(CONFIG_RESOURCE_BROKER, resource_name)
+
+    def register_config_listener(self, broker_id: int, listener: ConfigListener) -> None:
+        with self._lock:
+            self._config_listeners[broker_id] = listener
+
+    def _announce_config(self, resource_type: int, resource_name: str) -> None:
+        """Controller lock held: config listeners of live brokers, in broker order."""
+        with self._lock:
+            targets = sorted((bid, fn) for bid, fn in self._config_listeners.items()
+                             if self.brokers.get(bid) is not None and self.brokers[bid].live)
+        for bid, fn in targets:
+            try:
+                fn(resource_type, resource_name)
+            except Exception:
+                _log.exception("config_push_failed", broker_id=bid)
 
     # ------------------------------------------------------------------ ISR changes
     def alter_isr(self, topic: str, partition: int, leader: int, leader_epoch: int,
@@ -340,3 +496,4 @@ class MetadataStore:
     def unregister_listener(self, broker_id: int) -> None:
         with self._lock:
             self._listeners.pop(broker_id, None)
+            self._config_listeners.pop(broker_id, None)

@@ -30,6 +30,7 @@ from kafka_emu.broker.log import UNDEFINED_EPOCH, Log, LogAppendInfo
 from kafka_emu.coordinator.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
+    from kafka_emu.broker.log_config import LogConfig
     from kafka_emu.broker.metadata import MetadataStore, PartitionState
     from kafka_emu.broker.stats import BrokerTopicStats
     from kafka_emu.timer.time import Time
@@ -71,8 +72,7 @@ def _error_read(code: int, leader_id: int = -1, leader_epoch: int = -1) -> LogRe
 class Partition:
     def __init__(self, topic: str, partition: int, topic_id: uuid.UUID | None, broker_id: int,
                  log: Log, metadata: "MetadataStore | None", time: "Time",
-                 stats: "BrokerTopicStats", min_insync_replicas: int = 1,
-                 replica_lag_time_max_ms: int = 30000) -> None:
+                 stats: "BrokerTopicStats", replica_lag_time_max_ms: int = 30000) -> None:
         self.topic = topic
         self.partition = partition
         self.tp = (topic, partition)
@@ -82,7 +82,6 @@ class Partition:
         self.metadata = metadata
         self.time = time
         self.stats = stats
-        self.min_insync_replicas = min_insync_replicas
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.lock = log.lock
         self.leader_id = -1
@@ -97,7 +96,9 @@ class Partition:
     # ------------------------------------------------------------------ role changes
     @property
     def effective_min_isr(self) -> int:
-        return min(self.min_insync_replicas, max(len(self.replicas), 1))
+        """``min.insync.replicas`` from the log's config (as Kafka's ``Partition`` reads
+        ``leaderLog.config.minInSyncReplicas``: a config change applies at once)."""
+        return min(self.log.config.min_insync_replicas, max(len(self.replicas), 1))
 
     def make_leader(self, state: "PartitionState") -> tuple[bool, bool]:
         """Apply a leader state; returns (became leader now, HW increased)."""
@@ -182,6 +183,13 @@ class Partition:
         if candidate < 0:
             return False
         return self.log.maybe_increment_high_watermark(candidate)
+
+    def update_log_config(self, config: "LogConfig") -> bool:
+        """New topic configs for the log (Kafka's ``UnifiedLog.updateConfig``); returns whether
+        the HW moved (a lower ``min.insync.replicas`` may unfreeze it)."""
+        with self.lock:
+            self.log.update_config(config)
+            return self._maybe_increment_leader_hw(self.time.milliseconds())
 
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
         """(done, error) for a DelayedProduce waiting for ``required_offset``."""

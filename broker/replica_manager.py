@@ -128,7 +128,6 @@ class ReplicaManager:
         self.fetcher_manager: ReplicaFetcherManager | None = None   # set by KafkaServer
         # callbacks(topic, partition, is_leader, leader_epoch) after role changes, outside locks
         self.leadership_listeners: list[Callable[[str, int, bool, int], None]] = []
-        self.min_insync_replicas: int = config["min.insync.replicas"]
         self.replica_lag_time_max_ms: int = config["replica.lag.time.max.ms"]
         self._keys: dict[TP, TopicPartitionOperationKey] = {}
         self.hw_watchers: list[Callable[[TP], None]] = []  # called with tp after an HW move
@@ -145,7 +144,6 @@ class ReplicaManager:
         return key
 
     def create_partition(self, topic: str, partition: int, topic_id: UUID | None = None,
-                         min_insync_replicas: int | None = None,
                          topic_configs: dict[str, Any] | None = None) -> Partition:
         """Create (or return) the local replica; its ``Log`` survives emulated restarts."""
         tp = (topic, partition)
@@ -154,9 +152,8 @@ class ReplicaManager:
             if p is not None:
                 return p
             log = self.log_manager.get_or_create_log(tp, topic_configs)
-            min_isr = min_insync_replicas if min_insync_replicas is not None else self.min_insync_replicas
             p = Partition(topic, partition, topic_id, self.broker_id, log, self.metadata, self.time,
-                          self.stats, min_isr, self.replica_lag_time_max_ms)
+                          self.stats, self.replica_lag_time_max_ms)
             self.partitions[tp] = p
             return p
 
@@ -345,10 +342,7 @@ class ReplicaManager:
             if self.broker_id not in st.replicas:
                 continue
             topic_info = self.metadata.topic(st.topic) if self.metadata is not None else None
-            min_isr = None
-            if topic_info is not None and "min.insync.replicas" in topic_info.configs:
-                min_isr = int(topic_info.configs["min.insync.replicas"])
-            partition = self.create_partition(st.topic, st.partition, st.topic_id, min_isr,
+            partition = self.create_partition(st.topic, st.partition, st.topic_id,
                                               topic_info.configs if topic_info is not None else None)
             was_leader = partition.is_leader
             if st.leader == self.broker_id:
@@ -407,6 +401,27 @@ class ReplicaManager:
                 watcher(tp)
             except Exception:
                 _log.exception("hw_watcher_failed", broker_id=self.broker_id)
+
+    # ------------------------------------------------------------------ config changes
+    def update_log_configs(self, config: "KafkaConfig | None" = None, topic: str | None = None) -> None:
+        """A topic's configs changed (``topic``; Kafka's ``LogManager.updateTopicConfig``) or the
+        broker's dynamic config did (``config``, every log; Kafka's ``DynamicLogConfig.reconfigure``):
+        each hosted log gets its recomputed ``LogConfig`` at once. The mechanisms read it as in
+        Kafka (rolls at the next append, retention and compaction at their next run); a lower
+        ``min.insync.replicas`` may move the HW, so delayed requests are checked."""
+        if config is not None:
+            self.config = config
+            self.log_manager.config = config
+        moved: list[TP] = []
+        for tp, partition in list(self.partitions.items()):
+            if topic is not None and tp[0] != topic:
+                continue
+            info = self.metadata.topic(tp[0]) if self.metadata is not None else None
+            if partition.update_log_config(self.log_manager.log_config(info.configs if info else None)):
+                moved.append(tp)
+        for tp in moved:
+            self.try_complete_delayed_requests(tp)
+            self._on_hw_moved(tp)
 
     # ------------------------------------------------------------------ follower side
     def append_as_follower(self, tp: TP, data: bytes, leader_hw: int, leader_log_start_offset: int = -1) -> bool:

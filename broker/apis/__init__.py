@@ -16,7 +16,9 @@ from typing import Mapping
 
 from kafka_emu.broker.apis import (
     admin,
+    alter_configs,
     api_versions,
+    create_partitions,
     fetch,
     find_coordinator,
     group,
@@ -28,7 +30,7 @@ from kafka_emu.broker.apis import (
 from kafka_emu.broker.apis.api_spec import ApiSpec
 
 _MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api_versions, admin,
-            init_producer_id)
+            init_producer_id, create_partitions, alter_configs)
 
 
 def _collect() -> Mapping[int, ApiSpec]:

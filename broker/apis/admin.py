@@ -6,7 +6,8 @@ Differences from Kafka on purpose:
   leaders exist when the response is sent.
 * Manual replica ``assignments`` are honoured only in shape (partition count and replication
   factor); placement is the controller's round robin.
-* DescribeConfigs has no dynamic configs to report (no AlterConfigs): see ``broker.config_helper``.
+* DescribeConfigs reports what ``broker.config_helper`` says about the config tables and the
+  dynamic configs (its differences are listed there).
 * Topic configs the emulator does not implement are accepted with a warning (refused with
   INVALID_CONFIG under ``emulator.strict.config=true``), see ``broker.log_config``.
 """
@@ -24,8 +25,9 @@ from kafka_emu.broker.apis._common import (
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.config import STRICT_CONFIG, ConfigException
 from kafka_emu.broker.config_helper import SOURCE_DEFAULT_CONFIG, ConfigEntry, describe_broker, describe_topic
+from kafka_emu.broker.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
 from kafka_emu.broker.log_config import validate_topic_configs
-from kafka_emu.broker.metadata import OFFSETS_TOPIC
+from kafka_emu.broker.metadata import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, OFFSETS_TOPIC
 from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
 from kafka_emu.coordinator.errors import Errors
 
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
 
 CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 19, 20, 32, 60
 
-RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8
+RESOURCE_BROKER_LOGGER = 8
 # --- CreateTopics ------------------------------------------------------------------------------
 
 def _create_one(apis: KafkaApis, t: Any, validate_only: bool) -> tuple[int, str | None, int, int]:
@@ -174,24 +176,25 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
     include_documentation = bool(getattr(body, "include_documentation", False))
     md = apis.metadata
     broker_id = str(apis.broker_id)
+    view = DynamicBrokerConfig.of(apis.config, md)
     results = []
     for res in body.resources:
         rtype = int(res.resource_type)
         err, msg = Errors.NONE, None
         entries: list[ConfigEntry] = []
         keys = res.configuration_keys
-        if rtype == RESOURCE_TOPIC:
+        if rtype == CONFIG_RESOURCE_TOPIC:
             info = md.topic(res.resource_name)
             if topic_name_error(res.resource_name):
                 err, msg = Errors.INVALID_TOPIC_EXCEPTION, f"Invalid topic name {res.resource_name!r}"
             elif info is None:
                 err, msg = Errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {res.resource_name} does not exist"
             else:
-                entries = describe_topic(apis.config, info.configs, keys)
-        elif rtype == RESOURCE_BROKER:
-            if res.resource_name == broker_id:
-                entries = describe_broker(apis.config, keys)
-            elif res.resource_name:   # "" (cluster-wide dynamic defaults): none exist
+                entries = describe_topic(view, info.configs, keys)
+        elif rtype == CONFIG_RESOURCE_BROKER:
+            if res.resource_name in (broker_id, CLUSTER_DEFAULT):
+                entries = describe_broker(view, keys, per_broker=res.resource_name == broker_id)
+            else:
                 err, msg = Errors.INVALID_REQUEST, (f"Unexpected broker id, expected {broker_id} or "
                                                        f"empty string, but received {res.resource_name}")
         elif rtype != RESOURCE_BROKER_LOGGER:

@@ -14,6 +14,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
 
 from kafka_emu.broker.config import KafkaConfig
+from kafka_emu.broker.dynamic_config import DynamicBrokerConfig
 from kafka_emu.broker.config_helper import (
     SOURCE_DEFAULT_CONFIG,
     SOURCE_STATIC_BROKER_CONFIG,
@@ -78,7 +79,7 @@ def test_create_topics_with_a_bad_config_is_invalid_config(admin: AdminClient) -
 def test_topic_synonyms_follow_config_helper() -> None:
     """ConfigHelper: override first, then static broker synonyms, then non-null defaults, cut at
     the primary synonym; the source is the first synonym's."""
-    config = KafkaConfig({"log.retention.minutes": 5, "message.max.bytes": 2000})
+    config = DynamicBrokerConfig(KafkaConfig({"log.retention.minutes": 5, "message.max.bytes": 2000}), {}, {})
     topic = {e.name: e for e in describe_topic(config, {"max.message.bytes": 100}, None)}
     assert topic["max.message.bytes"].synonyms == (
         Synonym("max.message.bytes", "100", SOURCE_TOPIC_CONFIG),

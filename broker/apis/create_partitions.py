@@ -1,0 +1,67 @@
+"""CreatePartitions (key 37): grow topics, after Kafka's ``ControllerApis.createPartitions`` and
+``ReplicationControlManager.createPartitions``.
+
+A topic named twice gets INVALID_REQUEST ("Duplicate topic name.") and is not processed; every
+other topic is handled on its own by the metadata store (``MetadataStore.create_partitions``):
+UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS for an equal or smaller count,
+INVALID_REPLICA_ASSIGNMENT for manual assignments Kafka refuses, INVALID_REPLICATION_FACTOR when
+too few brokers are live. The new partitions reach the brokers through the store's usual
+partition-state push, and clients see them in their next Metadata response: producers spread
+over them, consumer groups rebalance (the consumers notice the partition count change).
+``validate_only`` answers the same without changing anything. Kafka's controller, like this one,
+allows growing internal topics (``__consumer_offsets`` included).
+
+Timeout semantics: the emulator's controller applies the change before answering, so a positive
+``timeout_ms`` never expires; a zero or negative one has already passed when Kafka's controller
+would run the request (its event queue fails events whose deadline has passed), so every topic
+gets REQUEST_TIMED_OUT, as from Kafka.
+
+Differences from Kafka on purpose: any broker applies the request (Kafka forwards it to the
+controller); placement is the store's round robin, not Kafka's rack-aware striping.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafka_emu.broker.apis._common import ZERO_THROTTLE, duration_ms, respond
+from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.coordinator.errors import Errors, KafkaError
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.kafka_apis import KafkaApis
+    from kafka_emu.broker.request_channel import Request
+
+CREATE_PARTITIONS = 37
+_TIMED_OUT = "The request timed out before the controller could process it."
+
+
+def handle_create_partitions(apis: KafkaApis, request: Request) -> None:
+    body = request.body
+    cls = response_schema(CREATE_PARTITIONS, request.api_version)
+    result_cls = item_cls(cls, "results")
+    names = [t.name for t in body.topics]
+    duplicates = {n for n in names if names.count(n) > 1}
+    timed_out = duration_ms(body.timeout) <= 0 and len(duplicates) < len(set(names))
+    results = []
+    answered: set[str] = set()
+    for t in body.topics:
+        if t.name in answered:
+            continue
+        answered.add(t.name)
+        if timed_out:
+            err, msg = Errors.REQUEST_TIMED_OUT, _TIMED_OUT
+        elif t.name in duplicates:
+            err, msg = Errors.INVALID_REQUEST, "Duplicate topic name."
+        else:
+            assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+            try:
+                apis.metadata.create_partitions(t.name, int(t.count), assignments, bool(body.validate_only))
+                err, msg = Errors.NONE, None
+            except KafkaError as exc:
+                err, msg = exc.code, exc.message or None
+        results.append(build(result_cls, name=t.name, error_code=err, error_message=msg))
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, results=tuple(results)))
+
+
+APIS = (ApiSpec(CREATE_PARTITIONS, "CreatePartitions", 0, 3, handle_create_partitions),)

@@ -249,7 +249,8 @@ class EmbeddedCluster:
     def reset(self, timeout_s: float = 10.0) -> None:
         """Back to an empty cluster: faults cleared (``clear_faults``), recorded requests dropped,
         every consumer group and every non-internal topic deleted, as an admin would with
-        DeleteGroups and DeleteTopics; the brokers keep running, on the same clock.
+        DeleteGroups and DeleteTopics, and the dynamic broker configs removed (IncrementalAlterConfigs
+        DELETE); the brokers keep running, on the same clock.
 
         Groups go through each coordinator's DeleteGroups path, so a group that still has
         members is NON_EMPTY_GROUP, as in Kafka; topics go through the controller's deletion, as
@@ -261,6 +262,8 @@ class EmbeddedCluster:
         deadline = monotonic() + timeout_s
         self.clear_faults()   # no injected error or isolation may stand in the deletions' way
         self.clear_requests()
+        for resource in self.metadata.broker_config_resources():
+            self.metadata.alter_broker_configs(resource, lambda _current: {})
         while True:
             left = self._delete_groups() + self._delete_topics()
             if not left:

@@ -324,6 +324,11 @@ class MetadataStore:
         with self._lock:
             return dict(self._broker_configs.get(resource_name, {}))
 
+    def broker_config_resources(self) -> list[str]:
+        """The BROKER resources that have dynamic configs ("" first)."""
+        with self._lock:
+            return sorted(self._broker_configs)
+
     def alter_broker_configs(self, resource_name: str, alter: ConfigAlteration, validate_only: bool = False) -> None:
         """The same for the dynamic configs of BROKER resource ``resource_name`` ("" cluster-wide,
         else a broker id; ``alter`` validates with ``dynamic_config``)."""

@@ -65,7 +65,7 @@ def incremental_alter(current: Mapping[str, str], ops: Iterable[Op], table: Conf
     result = dict(current)
     for name, op, value in ops:
         if op == OP_SET:
-            result[name] = value  # type: ignore[assignment]   (nulls are refused before)
+            result[name] = value  # type: ignore[assignment]  # nulls are refused before
         elif op == OP_DELETE:
             result.pop(name, None)
         else:
@@ -107,7 +107,7 @@ def _new_configs(current: Mapping[str, ConfigValue], ops: list[Op], incremental:
                  table: ConfigDef) -> dict[str, str]:
     if incremental:
         return incremental_alter(_rendered(current), ops, table)
-    return {name: value for name, _op, value in ops}  # type: ignore[misc]   (legacy: replaces all)
+    return {name: value for name, _op, value in ops}  # type: ignore[misc]  # legacy: replaces all
 
 
 def _alter_resource(apis: KafkaApis, rtype: int, name: str, ops: list[Op], incremental: bool,

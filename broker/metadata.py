@@ -268,8 +268,8 @@ class MetadataStore:
                     states.append(PartitionState(name, p, info.topic_id, isr[0], 0, 0, replicas, isr))
                 if validate_only:
                     return states
-                for st in states:
-                    info.partitions[st.partition] = st
+                # a new dict, swapped in whole: readers iterate partitions without the lock
+                info.partitions = {**info.partitions, **{st.partition: st for st in states}}
             _log.info("partitions_created", topic=name, partitions=count, added=additional)
             self._push(states, [])
             return states

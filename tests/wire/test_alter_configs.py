@@ -224,6 +224,8 @@ def test_dynamic_broker_configs_cluster_default_and_per_broker(kafka_cluster: An
                      for p in range(3) if kafka_cluster.broker(b).partition(topic, p) is not None} for b in range(3)}
     assert by_broker == {0: {50000}, 1: {70000}, 2: {50000}}
     assert {c.retention_ms for c in _log_configs(kafka_cluster, pinned)} == {123}
+    created_after = _topic(admin, 3)          # new logs start with the dynamic values too
+    assert {c.retention_ms for c in _log_configs(kafka_cluster, created_after)} == {50000, 70000}
     entry = _describe(admin, BROKER, "1")["log.retention.ms"]
     assert (entry.value, entry.source, entry.is_read_only) == ("70000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
     assert list(entry.synonyms) == ["log.retention.ms", "log.retention.hours"]   # keyed by name (order: raw test)

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any, Iterator
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.errors import InvalidPartitionsError
@@ -259,3 +259,34 @@ def test_keyed_producers_map_keys_by_the_new_count(kafka_cluster: Any, admin: Ad
         assert delivered == {k: zlib.crc32(k) % 5 for k in keys}
     finally:
         java_like.close(timeout=5)
+
+
+@pytest.mark.kafka_cluster(brokers=1)
+def test_internal_offsets_topic_can_grow_and_groups_keep_working(kafka_cluster: Any, admin: AdminClient) -> None:
+    """Kafka's controller (ReplicationControlManager.createPartitions) has no internal-topic
+    check: ``__consumer_offsets`` grows too. Groups keep their coordinator partition (the
+    coordinator maps groups by ``offsets.topic.num.partitions``), so commits still work."""
+    kafka_cluster.ensure_offsets_topic()
+    before = _count(kafka_cluster, "__consumer_offsets")
+    assert _grow(admin, "__consumer_offsets", before + 2) is None
+    assert _count(kafka_cluster, "__consumer_offsets") == before + 2
+    topic = _topic(admin, 1, 1)
+    kafka_cluster.produce(topic, 0, [(None, b"v")])
+    consumer = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": unique("g"),
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False, "log_level": 3})
+    got: list[Any] = []
+    try:
+        consumer.subscribe([topic])
+
+        def polled() -> bool:
+            msg = consumer.poll(0.05)
+            if msg is not None and msg.error() is None:
+                got.append(msg)
+            return bool(got)
+
+        wait_until(polled, what="the record")
+        consumer.commit(got[0], asynchronous=False)
+        (committed,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+        assert committed.offset == 1
+    finally:
+        consumer.close()

@@ -194,6 +194,8 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
         elif rtype == CONFIG_RESOURCE_BROKER:
             if res.resource_name in (broker_id, CLUSTER_DEFAULT):
                 entries = describe_broker(view, keys, per_broker=res.resource_name == broker_id)
+            elif not res.resource_name.lstrip("-").isdigit():
+                err, msg = Errors.INVALID_REQUEST, f"Broker id must be an integer, but it is: {res.resource_name}"
             else:
                 err, msg = Errors.INVALID_REQUEST, (f"Unexpected broker id, expected {broker_id} or "
                                                        f"empty string, but received {res.resource_name}")

@@ -273,6 +273,9 @@ def test_describe_synonyms_in_kafka_order(kafka_cluster: Any, admin: AdminClient
     entry, synonyms = _synonyms_raw(raw, 4, "", "message.max.bytes")   # cluster-wide: no per-broker entries
     assert entry.value == "3000000" and synonyms == [("message.max.bytes", "3000000", 3),
                                                      ("message.max.bytes", "1048588", 5)]
+    errors = [(r.error_code, r.error_message) for name in ("1", "x") for r in _describe_raw(raw, 4, name, None).results]
+    assert errors == [(ErrorCode.invalid_request, "Unexpected broker id, expected 0 or empty string, but received 1"),
+                      (ErrorCode.invalid_request, "Broker id must be an integer, but it is: x")]
     entry, _ = _synonyms_raw(raw, 4, "0", "num.io.threads")
     assert entry.read_only   # Kafka can resize the pool; the emulator cannot, so it refuses and says so
 

@@ -43,8 +43,7 @@ from kafka_emu.broker.log_cleaner import LogCleaner
 from kafka_emu.broker.log_manager import MEMORY_CHECK_INTERVAL_MS
 from kafka_emu.broker.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
 from kafka_emu.broker.metadata import (
-    CONFIG_RESOURCE_BROKER,
-    CONFIG_RESOURCE_TOPIC,
+    ConfigResourceType,
     OFFSETS_TOPIC,
     BrokerInfo,
     MetadataStore,
@@ -134,7 +133,7 @@ class KafkaServer:
             self.request_channel.control = self.control
             rm = self.replica_manager = ReplicaManager(cfg, self.metadata, self.time, self.logs)
             self.metadata.register_config_listener(self.broker_id, self._on_config_change)
-            self._on_config_change(CONFIG_RESOURCE_BROKER, CLUSTER_DEFAULT)   # dynamic configs set before
+            self._on_config_change(ConfigResourceType.BROKER, CLUSTER_DEFAULT)   # dynamic configs set before
             rm.action_queue.on_add = self._wake_handler_if_needed
             self.fetcher_manager = ReplicaFetcherManager(self.broker_id, rm, self.metadata, cfg)
             rm.fetcher_manager = self.fetcher_manager
@@ -236,7 +235,7 @@ class KafkaServer:
         rm = self.replica_manager
         if rm is None or self.stopped:
             return
-        if resource_type == CONFIG_RESOURCE_TOPIC:
+        if resource_type == ConfigResourceType.TOPIC:
             rm.update_log_configs(topic=resource_name)
         elif resource_name in (CLUSTER_DEFAULT, str(self.broker_id)):
             rm.update_log_configs(config=DynamicBrokerConfig.of(self.config, self.metadata).current())

@@ -31,6 +31,7 @@ is the round robin above, not Kafka's rack-aware ``StripedReplicaPlacer`` (racks
 """
 from __future__ import annotations
 
+import enum
 import threading
 import uuid
 from dataclasses import dataclass, field, replace
@@ -47,8 +48,18 @@ _log = structlog.get_logger("broker.metadata")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 FIRST_PRODUCER_ID = 1000
-# Kafka's ConfigResource.Type ids of the config records the store keeps
-CONFIG_RESOURCE_TOPIC, CONFIG_RESOURCE_BROKER = 2, 4
+
+
+class ConfigResourceType(enum.IntEnum):
+    """Kafka's ``ConfigResource.Type`` ids; the store keeps TOPIC and BROKER config records."""
+
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+
 
 
 @dataclass(frozen=True)
@@ -317,7 +328,7 @@ class MetadataStore:
             with self._lock:
                 info.configs = configs
             _log.info("topic_configs_altered", topic=name, configs=sorted(configs))
-            self._announce_config(CONFIG_RESOURCE_TOPIC, name)
+            self._announce_config(ConfigResourceType.TOPIC, name)
 
     def broker_configs(self, resource_name: str) -> dict[str, Any]:
         """A copy of the dynamic configs of BROKER resource ``resource_name`` ("" cluster-wide)."""
@@ -343,7 +354,7 @@ class MetadataStore:
                     self._broker_configs.pop(resource_name, None)
             _log.info("broker_configs_altered", resource=resource_name or "<cluster default>",
                       configs=sorted(configs))
-            self._announce_config(CONFIG_RESOURCE_BROKER, resource_name)
+            self._announce_config(ConfigResourceType.BROKER, resource_name)
 
     def register_config_listener(self, broker_id: int, listener: ConfigListener) -> None:
         with self._lock:

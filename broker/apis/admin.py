@@ -27,7 +27,7 @@ from kafka_emu.broker.config import STRICT_CONFIG, ConfigException
 from kafka_emu.broker.config_helper import SOURCE_DEFAULT_CONFIG, ConfigEntry, describe_broker, describe_topic
 from kafka_emu.broker.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
 from kafka_emu.broker.log_config import validate_topic_configs
-from kafka_emu.broker.metadata import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, OFFSETS_TOPIC
+from kafka_emu.broker.metadata import OFFSETS_TOPIC, ConfigResourceType
 from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
 from kafka_emu.coordinator.errors import Errors
 
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 19, 20, 32, 60
 
-RESOURCE_BROKER_LOGGER = 8
 # --- CreateTopics ------------------------------------------------------------------------------
 
 def _create_one(apis: KafkaApis, t: Any, validate_only: bool) -> tuple[int, str | None, int, int]:
@@ -183,7 +182,7 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
         err, msg = Errors.NONE, None
         entries: list[ConfigEntry] = []
         keys = res.configuration_keys
-        if rtype == CONFIG_RESOURCE_TOPIC:
+        if rtype == ConfigResourceType.TOPIC:
             info = md.topic(res.resource_name)
             if topic_name_error(res.resource_name):
                 err, msg = Errors.INVALID_TOPIC_EXCEPTION, f"Invalid topic name {res.resource_name!r}"
@@ -191,7 +190,7 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
                 err, msg = Errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {res.resource_name} does not exist"
             else:
                 entries = describe_topic(view, info.configs, keys)
-        elif rtype == CONFIG_RESOURCE_BROKER:
+        elif rtype == ConfigResourceType.BROKER:
             if res.resource_name in (broker_id, CLUSTER_DEFAULT):
                 entries = describe_broker(view, keys, per_broker=res.resource_name == broker_id)
             elif not res.resource_name.lstrip("-").isdigit():
@@ -199,7 +198,7 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
             else:
                 err, msg = Errors.INVALID_REQUEST, (f"Unexpected broker id, expected {broker_id} or "
                                                        f"empty string, but received {res.resource_name}")
-        elif rtype != RESOURCE_BROKER_LOGGER:
+        elif rtype != ConfigResourceType.BROKER_LOGGER:
             err, msg = Errors.INVALID_REQUEST, f"unsupported resource type {rtype}"
         configs = tuple(build(entry_cls, name=e.name, value=e.value, read_only=e.read_only,
                               config_source=e.source, is_default=e.source == SOURCE_DEFAULT_CONFIG,

@@ -30,7 +30,7 @@ from kafka_emu.broker.config import KAFKA_CONFIG_DEF, STRICT_CONFIG
 from kafka_emu.broker.config_def import ConfigDef, ConfigException, ConfigValue, Type, render
 from kafka_emu.broker.dynamic_config import CLUSTER_DEFAULT, validate_broker_configs
 from kafka_emu.broker.log_config import LOG_CONFIG_DEF, validate_topic_configs
-from kafka_emu.broker.metadata import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC
+from kafka_emu.broker.metadata import ConfigResourceType
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.coordinator.errors import Errors, KafkaError
 
@@ -41,7 +41,9 @@ if TYPE_CHECKING:
 ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 33, 44
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3     # Kafka's AlterConfigOp.OpType ids
 OP_NAMES = {OP_SET: "SET", OP_DELETE: "DELETE", OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}
-_TYPE_NAMES = {8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
+
+_NOT_SUPPORTED = frozenset({ConfigResourceType.BROKER_LOGGER, ConfigResourceType.CLIENT_METRICS,
+                            ConfigResourceType.GROUP})
 
 Op = tuple[str, int, "str | None"]    # (config name, op id, value)
 
@@ -115,7 +117,7 @@ def _alter_resource(apis: KafkaApis, rtype: int, name: str, ops: list[Op], incre
     """Alter one resource or raise ``KafkaError``."""
     _preprocess(ops, incremental)
     md = apis.metadata
-    if rtype == CONFIG_RESOURCE_TOPIC:
+    if rtype == ConfigResourceType.TOPIC:
         if not name:
             raise KafkaError(Errors.INVALID_REQUEST, "Default topic resources are not allowed.")
         if topic_name_error(name):
@@ -129,7 +131,7 @@ def _alter_resource(apis: KafkaApis, rtype: int, name: str, ops: list[Op], incre
                 raise KafkaError(Errors.INVALID_CONFIG, str(exc)) from None
 
         md.alter_topic_configs(name, alter_topic, validate_only)
-    elif rtype == CONFIG_RESOURCE_BROKER:
+    elif rtype == ConfigResourceType.BROKER:
         if name != CLUSTER_DEFAULT:
             if not name.lstrip("-").isdigit():
                 raise KafkaError(Errors.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}")
@@ -139,8 +141,9 @@ def _alter_resource(apis: KafkaApis, rtype: int, name: str, ops: list[Op], incre
         md.alter_broker_configs(
             name, lambda current: validate_broker_configs(_new_configs(current, ops, incremental, KAFKA_CONFIG_DEF)),
             validate_only)
-    elif rtype in _TYPE_NAMES:
-        raise KafkaError(Errors.INVALID_REQUEST, f"Resource type {_TYPE_NAMES[rtype]} is not supported by the emulator")
+    elif rtype in _NOT_SUPPORTED:
+        raise KafkaError(Errors.INVALID_REQUEST,
+                         f"Resource type {ConfigResourceType(rtype).name} is not supported by the emulator")
     else:
         raise KafkaError(Errors.INVALID_REQUEST, f"Unknown resource type {rtype}")
 

@@ -42,12 +42,7 @@ from kafka_emu.broker.log import Log
 from kafka_emu.broker.log_cleaner import LogCleaner
 from kafka_emu.broker.log_manager import MEMORY_CHECK_INTERVAL_MS
 from kafka_emu.broker.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
-from kafka_emu.broker.metadata import (
-    ConfigResourceType,
-    OFFSETS_TOPIC,
-    BrokerInfo,
-    MetadataStore,
-)
+from kafka_emu.broker.metadata import OFFSETS_TOPIC, BrokerInfo, ConfigResourceType, MetadataStore
 from kafka_emu.broker.network.socket_server import SocketServer, SocketServerSnapshot
 from kafka_emu.broker.partition import Partition
 from kafka_emu.broker.replica_fetcher import ReplicaFetcherManager

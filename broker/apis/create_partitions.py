@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from kafka_emu.broker.request_channel import Request
 
 CREATE_PARTITIONS = 37
-_TIMED_OUT = "The request timed out before the controller could process it."
 
 
 def handle_create_partitions(apis: KafkaApis, request: Request) -> None:
@@ -50,7 +49,7 @@ def handle_create_partitions(apis: KafkaApis, request: Request) -> None:
             continue
         answered.add(t.name)
         if timed_out:
-            err, msg = Errors.REQUEST_TIMED_OUT, _TIMED_OUT
+            err, msg = Errors.REQUEST_TIMED_OUT, None   # Kafka's message-less TimeoutException
         elif t.name in duplicates:
             err, msg = Errors.INVALID_REQUEST, "Duplicate topic name."
         else:

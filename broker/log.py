@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.broker.leader_epoch_cache import LeaderEpochFileCache
 from kafka_emu.broker.log_config import LogConfig
 from kafka_emu.broker.log_segment import LogSegment, iter_headers
 from kafka_emu.broker.log_validator import record_timestamps, validate_messages_and_assign_offsets
@@ -116,7 +117,7 @@ class Log:
         self.high_watermark = log_start_offset
         self.segments: list[LogSegment] = []
         self._bases: list[int] = []
-        self._epochs: list[tuple[int, int]] = []  # (epoch, start offset), increasing
+        self.leader_epoch_cache = LeaderEpochFileCache()
         self.producers: dict[int, ProducerStateEntry] = {}
         self._add_segment(log_start_offset)
 
@@ -301,47 +302,23 @@ class Log:
 
     # ------------------------------------------------------------------ epochs
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
-        if epoch < 0:
-            return
-        if not self._epochs or self._epochs[-1][0] < epoch:
-            self._epochs.append((epoch, start_offset))
+        """Batches written with leader epoch -1 (before KIP-101) name no epoch."""
+        if epoch >= 0:
+            self.leader_epoch_cache.assign(epoch, start_offset)
 
     def assign_epoch_start_offset(self, epoch: int) -> None:
-        """On becoming leader: the new epoch starts at the current LEO."""
+        """On becoming leader (Kafka's ``Partition.makeLeader``): the new epoch starts at the LEO."""
         self._assign_epoch(epoch, self.log_end_offset)
 
     def latest_epoch(self) -> int:
-        return self._epochs[-1][0] if self._epochs else UNDEFINED_EPOCH
+        return self.leader_epoch_cache.latest_epoch()
 
     def epoch_start_offset(self, epoch: int) -> int:
-        for e, start in self._epochs:
-            if e == epoch:
-                return start
-        return UNDEFINED_OFFSET
+        return self.leader_epoch_cache.start_offset_of(epoch)
 
     def end_offset_for_epoch(self, requested: int) -> tuple[int, int]:
         """Kafka's ``LeaderEpochFileCache.endOffsetFor``: (epoch, end offset) or (-1, -1)."""
-        if requested == UNDEFINED_EPOCH or not self._epochs:
-            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
-        if self._epochs[-1][0] == requested:
-            return requested, self.log_end_offset
-        floor = None
-        for e, start in self._epochs:
-            if e > requested:
-                if floor is None:
-                    return requested, start
-                return floor[0], start
-            floor = (e, start)
-        return UNDEFINED_EPOCH, UNDEFINED_OFFSET
-
-    def _truncate_epochs_from_start(self, start_offset: int) -> None:
-        """Kafka's ``truncateFromStartAsyncFlush``: the epoch covering the new log start keeps
-        an entry starting there."""
-        kept = [(e, s) for e, s in self._epochs if s > start_offset]
-        removed = [(e, s) for e, s in self._epochs if s <= start_offset]
-        if removed:
-            kept.insert(0, (removed[-1][0], start_offset))
-        self._epochs = kept
+        return self.leader_epoch_cache.end_offset_for(requested, self.log_end_offset)
 
     # ------------------------------------------------------------------ reads
     def read(self, fetch_offset: int, max_bytes: int, max_offset: int | None = None,
@@ -447,7 +424,7 @@ class Log:
         if new <= self.log_start_offset:
             return False
         self.log_start_offset = new
-        self._truncate_epochs_from_start(new)
+        self.leader_epoch_cache.truncate_from_start(new)
         self._evict_producers_below(new)
         return True
 
@@ -508,7 +485,7 @@ class Log:
         new_start = self.segments[0].base_offset
         if new_start > self.log_start_offset:
             self.log_start_offset = new_start
-            self._truncate_epochs_from_start(new_start)
+            self.leader_epoch_cache.truncate_from_start(new_start)
             self._evict_producers_below(new_start)
         return freed
 
@@ -523,9 +500,9 @@ class Log:
     def truncate_to(self, offset: int) -> bool:
         """Drop every batch at or past ``offset``; true if anything was removed."""
         if offset >= self.log_end_offset:
-            # No data to drop, but epochs starting at or after ``offset`` (e.g. an epoch this
+            # No data to drop, but epochs starting at or after the LEO (e.g. an epoch this
             # replica led without appending) go, so they cannot cause a divergence loop.
-            self._epochs = [(e, s) for e, s in self._epochs if s < offset]
+            self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
             return False
         if offset < self.segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)
@@ -537,7 +514,7 @@ class Log:
         self.log_end_offset = self.active_segment.next_offset
         self.log_start_offset = min(self.log_start_offset, self.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
-        self._epochs = [(e, s) for e, s in self._epochs if s < self.log_end_offset]
+        self.leader_epoch_cache.truncate_from_end(self.log_end_offset)
         self._rebuild_producer_state()
         return True
 
@@ -548,7 +525,7 @@ class Log:
         self._bases.clear()
         self._add_segment(new_offset)
         self.log_start_offset = self.log_end_offset = self.high_watermark = new_offset
-        self._epochs.clear()
+        self.leader_epoch_cache.clear()
         self.producers.clear()
 
     def num_batches(self) -> int:

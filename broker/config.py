@@ -137,6 +137,8 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "The purge interval (in number of requests) of the fetch request purgatory."),
     _key("producer.purgatory.purge.interval.requests", Type.INT, 1000, None, MEDIUM,
          "The purge interval (in number of requests) of the producer request purgatory."),
+    _key("delete.records.purgatory.purge.interval.requests", Type.INT, 1, None, MEDIUM,
+         "The purge interval (in number of requests) of the delete records request purgatory."),
     # SocketServerConfigs
     _key("listeners", Type.STRING, "", _listeners, HIGH,
          "Comma-separated listener URIs (PLAINTEXT://host:port); empty: in-process requests only."),
@@ -255,7 +257,7 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "controlled.shutdown.max.retries", "controlled.shutdown.retry.backoff.ms", "controller.listener.names",
     "controller.quorum.bootstrap.servers", "controller.quorum.election.backoff.max.ms",
     "controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms", "controller.quorum.voters",
-    "create.topic.policy.class.name", "delete.records.purgatory.purge.interval.requests", "delete.topic.enable",
+    "create.topic.policy.class.name", "delete.topic.enable",
     "early.start.listeners", "fetch.max.bytes", "group.coordinator.rebalance.protocols", "group.coordinator.threads",
     "host.name", "initial.broker.registration.timeout.ms", "inter.broker.listener.name", "inter.broker.protocol.version",
     "kafka.metrics.polling.interval.secs", "kafka.metrics.reporters", "leader.imbalance.check.interval.seconds",

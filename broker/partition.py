@@ -201,15 +201,77 @@ class Partition:
             return True, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
         return False, Errors.NONE
 
+    # ------------------------------------------------------------------ OffsetForLeaderEpoch
+    def last_offset_for_leader_epoch(self, current_leader_epoch: int, leader_epoch: int) -> tuple[int, int, int]:
+        """Kafka's ``lastOffsetForLeaderEpoch`` (fetchOnlyFromLeader, as 4.0's broker always asks):
+        (error, epoch, end offset). The caller's ``current_leader_epoch`` (-1: unchecked) older or
+        newer than this replica's answers FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH; a follower
+        NOT_LEADER_OR_FOLLOWER; an epoch the cache cannot place NONE with (-1, -1)."""
+        with self.lock:
+            if current_leader_epoch >= 0 and self.online:
+                if current_leader_epoch < self.leader_epoch:
+                    return Errors.FENCED_LEADER_EPOCH, UNDEFINED_EPOCH, -1
+                if current_leader_epoch > self.leader_epoch:
+                    return Errors.UNKNOWN_LEADER_EPOCH, UNDEFINED_EPOCH, -1
+            if not self.online or not self.is_leader:
+                return Errors.NOT_LEADER_OR_FOLLOWER, UNDEFINED_EPOCH, -1
+            epoch, end_offset = self.log.end_offset_for_epoch(leader_epoch)
+            return Errors.NONE, epoch, end_offset
+
+    # ------------------------------------------------------------------ DeleteRecords
+    def delete_records_on_leader(self, offset: int) -> tuple[int, int]:
+        """Kafka's ``deleteRecordsOnLeader``: raise the log start offset to ``offset`` (-1: the
+        HW); returns (requested offset, low watermark). KafkaError NOT_LEADER_OR_FOLLOWER,
+        POLICY_VIOLATION (a ``cleanup.policy`` without ``delete``) or OFFSET_OUT_OF_RANGE
+        (negative, or above the HW)."""
+        with self.lock:
+            if not self.is_leader or not self.online:
+                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER,
+                                 f"broker {self.broker_id} is not the leader of {self.topic}-{self.partition}")
+            log = self.log
+            if not log.config.delete:
+                raise KafkaError(Errors.POLICY_VIOLATION,
+                                 f"Records of partition {self.topic}-{self.partition} can not be deleted "
+                                 f"due to the configured policy")
+            requested = log.high_watermark if offset == -1 else offset
+            if requested < 0:
+                raise KafkaError(Errors.OFFSET_OUT_OF_RANGE,
+                                 f"The offset {offset} for partition {self.topic}-{self.partition} is "
+                                 f"not valid")
+            if requested > log.high_watermark:
+                raise KafkaError(Errors.OFFSET_OUT_OF_RANGE,
+                                 f"Cannot increment the log start offset to {requested} of partition "
+                                 f"{self.topic}-{self.partition} since it is larger than the high "
+                                 f"watermark {log.high_watermark}")
+            log.maybe_increment_log_start_offset(requested)
+            return requested, self._low_watermark()
+
+    def low_watermark_if_leader(self) -> int | None:
+        """Kafka's ``lowWatermarkIfLeader``: the smallest log start offset over this leader and
+        its followers on live brokers (-1 for one that has not fetched yet); None if not leader."""
+        with self.lock:
+            if not self.is_leader or not self.online:
+                return None
+            return self._low_watermark()
+
+    def _low_watermark(self) -> int:
+        low = self.log.log_start_offset
+        for st in self.followers.values():
+            if st.log_start_offset < low and (self.metadata is None or self.metadata.is_live(st.broker_id)):
+                low = st.log_start_offset
+        return low
+
     # ------------------------------------------------------------------ follower fetch state
     def update_follower_fetch_state(self, replica_id: int, fetch_offset: int, log_start_offset: int,
                                     fetch_time_ms: int, leader_leo: int) -> bool:
-        """A follower fetched at ``fetch_offset``; returns whether the HW moved."""
+        """A follower fetched at ``fetch_offset``; returns whether the HW or the low watermark
+        (DeleteRecords) moved, i.e. whether delayed operations may complete."""
         with self.lock:
             st = self.followers.get(replica_id)
             if st is None or not self.is_leader:
                 return False
             old_leo = st.log_end_offset
+            low_watermark_moved = log_start_offset > st.log_start_offset
             if fetch_offset >= leader_leo:
                 st.last_caught_up_time_ms = max(st.last_caught_up_time_ms, fetch_time_ms)
             elif fetch_offset >= st.last_fetch_leader_leo:
@@ -224,7 +286,7 @@ class Partition:
                 hw_moved = self._maybe_expand_isr(st, fetch_time_ms)
             if old_leo != fetch_offset:
                 hw_moved = self._maybe_increment_leader_hw(fetch_time_ms) or hw_moved
-            return hw_moved
+            return hw_moved or low_watermark_moved
 
     def _maybe_expand_isr(self, st: FollowerState, now_ms: int) -> bool:
         leo = st.log_end_offset

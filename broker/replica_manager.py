@@ -10,7 +10,11 @@ produces directly, as Kafka's ``Partition.updateFollowerFetchState`` does), and 
 (Kafka's LeaderAndIsr / metadata delta): become leader or follower, start or stop fetchers, and
 complete delayed operations of partitions this broker no longer leads.
 
-Differences from Kafka on purpose: no DeleteRecords, ShareFetch or remote-storage purgatories;
+``delete_records`` raises leaders' log start offsets (DeleteRecords) and parks one
+``DelayedDeleteRecords`` per request in the ``DeleteRecords`` purgatory until every live
+follower's log start offset caught up.
+
+Differences from Kafka on purpose: no ShareFetch or remote-storage purgatories;
 consumers fetch from leaders only (no KIP-392 preferred read replica); ``last_stable_offset`` is
 the HW (no transactions); role changes come from the in-process metadata store instead of
 LeaderAndIsr requests or KRaft metadata deltas.
@@ -30,6 +34,7 @@ from uuid import UUID
 import structlog
 
 from kafka_emu.broker.action_queue import ActionQueue
+from kafka_emu.broker.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionStatus
 from kafka_emu.broker.delayed_fetch import DelayedFetch
 from kafka_emu.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafka_emu.broker.log import Log, LogSnapshot
@@ -93,7 +98,7 @@ class ReplicaManagerSnapshot:
     stats: BrokerTopicStatsSnapshot
     logs: tuple[LogSnapshot, ...]                 # every hosted replica (leader or follower)
     leaders: frozenset[tuple[str, int]]           # the partitions among them this broker leads
-    purgatories: tuple[PurgatorySnapshot, ...]    # Produce and Fetch
+    purgatories: tuple[PurgatorySnapshot, ...]    # Produce, Fetch and DeleteRecords
     log_memory_budget_deleted_bytes: int = 0      # LogManager: segments deleted over the memory budget
 
 
@@ -108,7 +113,8 @@ class ReplicaManager:
                  time: Time | None = None, logs: dict[TP, Log] | None = None,
                  produce_purgatory: DelayedOperationPurgatory | None = None,
                  fetch_purgatory: DelayedOperationPurgatory | None = None,
-                 action_queue: ActionQueue | None = None) -> None:
+                 action_queue: ActionQueue | None = None,
+                 delete_records_purgatory: DelayedOperationPurgatory | None = None) -> None:
         self.config = config
         self.broker_id: int = config["broker.id"]
         self.metadata = metadata
@@ -123,6 +129,9 @@ class ReplicaManager:
         self.fetch_purgatory = fetch_purgatory or DelayedOperationPurgatory(
             "Fetch", broker_id=self.broker_id,
             purge_interval=config["fetch.purgatory.purge.interval.requests"], time=self.time)
+        self.delete_records_purgatory = delete_records_purgatory or DelayedOperationPurgatory(
+            "DeleteRecords", broker_id=self.broker_id,
+            purge_interval=config["delete.records.purgatory.purge.interval.requests"], time=self.time)
         self._lock = threading.Lock()
         self.partitions: dict[TP, Partition] = {}
         self.fetcher_manager: ReplicaFetcherManager | None = None   # set by KafkaServer
@@ -185,14 +194,15 @@ class ReplicaManager:
                 under_min_isr += p.is_under_min_isr()
         return ReplicaManagerSnapshot(len(logs), len(leaders), under_replicated, under_min_isr,
                                       self.stats.snapshot(), tuple(logs), frozenset(leaders),
-                                      (self.produce_purgatory.snapshot(), self.fetch_purgatory.snapshot()),
+                                      (self.produce_purgatory.snapshot(), self.fetch_purgatory.snapshot(),
+                                       self.delete_records_purgatory.snapshot()),
                                       self.log_manager.memory_budget_deleted_bytes)
 
     # ------------------------------------------------------------------ triggers
     def try_complete_delayed_requests(self, tp: TP) -> None:
-        """HW moved: Fetch then Produce (each guarded, KAFKA-17240)."""
+        """HW or low watermark moved: Fetch, Produce, DeleteRecords (each guarded, KAFKA-17240)."""
         key = self._key(tp)
-        for purgatory in (self.fetch_purgatory, self.produce_purgatory):
+        for purgatory in (self.fetch_purgatory, self.produce_purgatory, self.delete_records_purgatory):
             try:
                 purgatory.check_and_complete(key)
             except Exception:
@@ -253,6 +263,34 @@ class ReplicaManager:
         if required_acks == -1 and entries and successes > 0:
             op = DelayedProduce(timeout_ms, statuses, self, response_callback, delayed_produce_lock)
             self.produce_purgatory.try_complete_else_watch(op, [self._key(tp) for tp in entries])
+        else:
+            response_callback(statuses)
+
+    # ------------------------------------------------------------------ delete records
+    def delete_records(self, timeout_ms: int, offsets: dict[TP, int],
+                       response_callback: Callable[[dict[TP, DeleteRecordsPartitionStatus]], None],
+                       internal_topics_allowed: bool = False) -> None:
+        """Kafka's ``deleteRecords``: raise each leader's log start offset (``offsets``: the
+        requested offset, -1 for the HW), then answer at once if every successful partition's
+        low watermark already reached it, else park a ``DelayedDeleteRecords``."""
+        statuses: dict[TP, DeleteRecordsPartitionStatus] = {}
+        for tp, offset in offsets.items():
+            try:
+                if tp[0] in INTERNAL_TOPICS and not internal_topics_allowed:
+                    raise KafkaError(Errors.INVALID_TOPIC_EXCEPTION,
+                                     f"Cannot delete records of internal topic {tp[0]}")
+                partition = self.partitions.get(tp)
+                if partition is None:
+                    known = self.metadata is not None and self.metadata.partition_state(*tp) is not None
+                    raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER if known else Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                     f"partition {tp} is not hosted here")
+                requested, low_watermark = partition.delete_records_on_leader(offset)
+                statuses[tp] = DeleteRecordsPartitionStatus(requested, low_watermark, Errors.NONE)
+            except KafkaError as e:
+                statuses[tp] = DeleteRecordsPartitionStatus(-1, -1, e.code)
+        if any(s.error == Errors.NONE and s.low_watermark < s.required_offset for s in statuses.values()):
+            op = DelayedDeleteRecords(timeout_ms, statuses, self, response_callback)
+            self.delete_records_purgatory.try_complete_else_watch(op, [self._key(tp) for tp in statuses])
         else:
             response_callback(statuses)
 
@@ -448,3 +486,4 @@ class ReplicaManager:
         self.action_queue.try_complete_actions()
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
+        self.delete_records_purgatory.shutdown()

@@ -53,6 +53,7 @@ class BrokerTopicStatsSnapshot:
     produce_expirations: int = 0
     fetch_expirations_follower: int = 0
     fetch_expirations_consumer: int = 0
+    delete_records_expirations: int = 0
 
 
 class BrokerTopicStats:
@@ -69,6 +70,7 @@ class BrokerTopicStats:
         self._isr_expands = 0
         self._produce_expirations = 0
         self._fetch_expirations = {True: 0, False: 0}   # is follower -> count
+        self._delete_records_expirations = 0
 
     def record_isr_shrink(self) -> None:
         with self._lock:
@@ -111,6 +113,11 @@ class BrokerTopicStats:
         with self._lock:
             self._fetch_expirations[follower] += 1
 
+    def record_delete_records_expiration(self) -> None:
+        """One partition of a DeleteRecords was still waiting for its followers at expiry."""
+        with self._lock:
+            self._delete_records_expirations += 1
+
     def remove_topic(self, topic: str) -> None:
         """A deleted topic's series go (Kafka's ``BrokerTopicStats.removeMetrics``)."""
         with self._lock:
@@ -121,4 +128,5 @@ class BrokerTopicStats:
             return BrokerTopicStatsSnapshot(
                 {topic: stats.copy() for topic, stats in self._topics.items()},
                 self._isr_shrinks, self._isr_expands, self._produce_expirations,
-                self._fetch_expirations[True], self._fetch_expirations[False])
+                self._fetch_expirations[True], self._fetch_expirations[False],
+                self._delete_records_expirations)

@@ -132,6 +132,7 @@ class BrokerMetrics:
         out.add(names.DELAYED_PRODUCE_EXPIRES, stats.produce_expirations, b)
         out.add(names.DELAYED_FETCH_EXPIRES, stats.fetch_expirations_follower, b, "follower")
         out.add(names.DELAYED_FETCH_EXPIRES, stats.fetch_expirations_consumer, b, "consumer")
+        out.add(names.DELAYED_DELETE_RECORDS_EXPIRES, stats.delete_records_expirations, b)
 
     def _collect_request_path(self, out: Samples, snapshot: BrokerSnapshotView) -> None:
         b = self._label

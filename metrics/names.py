@@ -74,6 +74,12 @@ DELAYED_FETCH_EXPIRES = MetricSpec(
     "Fetch requests that waited their full max.wait.ms in the Fetch purgatory without "
     "reaching min.bytes; fetcherType is follower (replica fetchers) or consumer.",
     "kafka.server:type=DelayedFetchMetrics,name=ExpiresPerSec,fetcherType=<follower|consumer>")
+DELAYED_DELETE_RECORDS_EXPIRES = MetricSpec(
+    "kafka_server_delayeddeleterecordsmetrics_expirespersec", "counter", (),
+    "DeleteRecords requests that timed out in the DeleteRecords purgatory (answered "
+    "REQUEST_TIMED_OUT), counted once per partition whose followers had not yet reached the "
+    "requested offset.",
+    "kafka.server:type=DelayedDeleteRecordsMetrics,name=ExpiresPerSec")
 PURGATORY_EXPIRATIONS = MetricSpec(
     "kafka_emu_purgatory_expirations", "counter", ("delayedOperation",),
     "Operations of any purgatory completed by their timeout (the purgatory's "
@@ -287,7 +293,7 @@ CONSUMER_GROUP_LAG = MetricSpec(
     "kafka-exporter kafka_consumergroup_lag")
 
 ALL: tuple[MetricSpec, ...] = (
-    PURGATORY_SIZE, NUM_DELAYED, DELAYED_PRODUCE_EXPIRES, DELAYED_FETCH_EXPIRES,
+    PURGATORY_SIZE, NUM_DELAYED, DELAYED_PRODUCE_EXPIRES, DELAYED_FETCH_EXPIRES, DELAYED_DELETE_RECORDS_EXPIRES,
     PURGATORY_EXPIRATIONS, PURGATORY_PURGES, TIMER_PENDING, TIMER_EXPIRED,
     REQUESTS, ERRORS, *REQUEST_TIME_HISTOGRAMS, REQUEST_QUEUE_SIZE, RESPONSE_QUEUE_SIZE,
     HANDLER_IDLE, HANDLER_IDLE_SECONDS, HANDLER_THREADS, NETWORK_IDLE,

@@ -19,18 +19,20 @@ from kafka_emu.broker.apis import (
     alter_configs,
     api_versions,
     create_partitions,
+    delete_records,
     fetch,
     find_coordinator,
     group,
     init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
 )
 from kafka_emu.broker.apis.api_spec import ApiSpec
 
 _MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api_versions, admin,
-            init_producer_id, create_partitions, alter_configs)
+            init_producer_id, create_partitions, alter_configs, delete_records, offset_for_leader_epoch)
 
 
 def _collect() -> Mapping[int, ApiSpec]:

@@ -26,8 +26,10 @@ lock) may call ``alter_isr`` (takes ``_lock`` only).
 
 Differences from Kafka on purpose: ISR changes are applied synchronously (no in-flight
 AlterPartition state); a stopped broker is fenced at once (removed from every ISR unless it is
-the last member, and loses its leaderships); there is no unclean election; replica placement
-is the round robin above, not Kafka's rack-aware ``StripedReplicaPlacer`` (racks are ignored).
+the last member, and loses its leaderships); an unclean election happens only when asked for
+(ElectLeaders UNCLEAN), never automatically (``unclean.leader.election.enable`` is not acted on);
+replica placement is the round robin above, not Kafka's rack-aware ``StripedReplicaPlacer``
+(racks are ignored).
 """
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("broker.metadata")
 
 OFFSETS_TOPIC = "__consumer_offsets"
+ELECTION_PREFERRED, ELECTION_UNCLEAN = 0, 1   # ElectLeadersRequest's ElectionType
 FIRST_PRODUCER_ID = 1000
 
 
@@ -449,22 +452,66 @@ class MetadataStore:
                 listener_fn(mine, [])
             self._push(changed, [], exclude=info.broker_id)
 
-    def elect_preferred_leaders(self) -> list[PartitionState]:
-        """Move leadership back to the first replica where it is live and in the ISR."""
+    def elect_leaders(self, election_type: int,
+                      partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """ElectLeaders (Kafka's ``ReplicationControlManager.electLeader`` with
+        ``PartitionChangeBuilder``): (error, message) per partition, ``partitions`` None meaning
+        every partition. PREFERRED (0) moves leadership to the first replica if it is live and in
+        the ISR (ELECTION_NOT_NEEDED if it leads; PREFERRED_LEADER_NOT_AVAILABLE otherwise).
+        UNCLEAN (1) elects a leader for a partition without one: a live ISR member if there is
+        one, else the first live replica, whose ISR becomes itself alone, losing what only the
+        old ISR had (ELECTION_NOT_NEEDED while a leader exists; ELIGIBLE_LEADERS_NOT_AVAILABLE
+        without a live replica). Each election bumps the leader epoch and is pushed to the
+        brokers like any partition change."""
+        results: dict[tuple[str, int], tuple[int, str | None]] = {}
         with self._controller_lock:
-            changed = []
+            changed: list[PartitionState] = []
             with self._lock:
-                for t in self.topics.values():
-                    for p, st in list(t.partitions.items()):
-                        pref = st.replicas[0]
-                        if st.leader != pref and pref in st.isr and self.brokers.get(pref) \
-                                and self.brokers[pref].live:
-                            new = replace(st, leader=pref, leader_epoch=st.leader_epoch + 1,
-                                          partition_epoch=st.partition_epoch + 1)
-                            t.partitions[p] = new
-                            changed.append(new)
+                if partitions is None:
+                    partitions = [(t.name, p) for t in self.topics.values() for p in sorted(t.partitions)]
+                live = {b.broker_id for b in self.brokers.values() if b.live}
+                for topic, partition in partitions:
+                    t = self.topics.get(topic)
+                    st = t.partitions.get(partition) if t is not None else None
+                    if st is None:
+                        results[(topic, partition)] = (Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                                       f"No such topic partition as {topic}-{partition}")
+                        continue
+                    new = self._elect(st, election_type, live)
+                    if isinstance(new, int):
+                        results[(topic, partition)] = (new, None)
+                        continue
+                    t.partitions[partition] = new
+                    changed.append(new)
+                    results[(topic, partition)] = (Errors.NONE, None)
+            for st in changed:
+                _log.info("leader_elected", topic=st.topic, partition=st.partition, leader=st.leader,
+                          leader_epoch=st.leader_epoch, isr=list(st.isr), election_type=election_type)
             self._push(changed, [])
-            return changed
+        return results
+
+    @staticmethod
+    def _elect(st: PartitionState, election_type: int, live: set[int]) -> PartitionState | int:
+        """The partition after the election, or the error code when nothing changes."""
+        clean = [r for r in st.replicas if r in st.isr and r in live]
+        if election_type == ELECTION_PREFERRED:
+            preferred = st.replicas[0]
+            if st.leader == preferred:
+                return Errors.ELECTION_NOT_NEEDED
+            if preferred not in clean:
+                return Errors.PREFERRED_LEADER_NOT_AVAILABLE
+            return replace(st, leader=preferred, leader_epoch=st.leader_epoch + 1,
+                           partition_epoch=st.partition_epoch + 1)
+        if st.leader >= 0:
+            return Errors.ELECTION_NOT_NEEDED
+        if clean:
+            return replace(st, leader=clean[0], leader_epoch=st.leader_epoch + 1,
+                           partition_epoch=st.partition_epoch + 1)
+        unclean = [r for r in st.replicas if r in live]
+        if not unclean:
+            return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        return replace(st, leader=unclean[0], leader_epoch=st.leader_epoch + 1,
+                       partition_epoch=st.partition_epoch + 1, isr=(unclean[0],))
 
     def elect_leader(self, topic: str, partition: int, broker_id: int) -> PartitionState:
         """Move leadership to ``broker_id``, a live ISR member, with a leader-epoch bump (as an

@@ -20,6 +20,7 @@ from kafka_emu.broker.apis import (
     api_versions,
     create_partitions,
     delete_records,
+    elect_leaders,
     fetch,
     find_coordinator,
     group,
@@ -32,7 +33,7 @@ from kafka_emu.broker.apis import (
 from kafka_emu.broker.apis.api_spec import ApiSpec
 
 _MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api_versions, admin,
-            init_producer_id, create_partitions, alter_configs, delete_records, offset_for_leader_epoch)
+            init_producer_id, create_partitions, alter_configs, delete_records, offset_for_leader_epoch, elect_leaders)
 
 
 def _collect() -> Mapping[int, ApiSpec]:

@@ -1,5 +1,5 @@
 """Classic group APIs → ``GroupCoordinator``: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-OffsetCommit, OffsetFetch, DescribeGroups, ListGroups and DeleteGroups.
+OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups and OffsetDelete.
 
 These are Kafka's ``KafkaApis.handleJoinGroupRequest`` & co.: unpack the versioned kio request
 into the coordinator's plain arguments, and map its result (``coordinator.results``) back onto
@@ -12,7 +12,9 @@ timeout is used); v4+ without a group instance id requires a known member id (KI
 JoinGroup/SyncGroup protocol name and type are nullable only from v7/v5; LeaveGroup v0-v2 names
 one member and answers with only the top-level error; OffsetFetch v8+ batches groups; v1 has
 no top-level error, so it goes into every partition; OffsetCommit older than v5 carries a
-retention time that Kafka ignores since 2.1, as we do.
+retention time that Kafka ignores since 2.1, as we do. OffsetDelete answers
+UNKNOWN_TOPIC_OR_PARTITION itself for partitions the metadata does not know (without asking the
+coordinator), and a group-level error with no topics.
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
 PartitionOffsets = dict[str, list[tuple[int, "OffsetFetchPartitionData | None"]]]   # topic -> [(partition, data)]
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP = 8, 9, 11, 12, 13
-SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 14, 15, 16, 42
+SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 14, 15, 16, 42, 47
 
 
 def _ms(value: timedelta | None) -> int:
@@ -327,6 +329,31 @@ def handle_delete_groups(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, results=results))
 
 
+def handle_offset_delete(apis: KafkaApis, request: Request) -> None:
+    """Kafka's ``handleOffsetDeleteRequest``: delete committed offsets of partitions the group
+    does not consume (``GroupCoordinator.handle_delete_offsets`` has the group rules)."""
+    gc = _coordinator(apis, request)
+    if gc is None:
+        return
+    body = request.body
+    cls = response_schema(OFFSET_DELETE, request.api_version)
+    topic_cls = item_cls(cls, "topics")
+    part_cls = item_cls(topic_cls, "partitions")
+    requested = [(t.name, int(p.partition_index)) for t in body.topics for p in t.partitions]
+    errors = {tp: Errors.UNKNOWN_TOPIC_OR_PARTITION for tp in requested
+              if apis.metadata.partition_state(*tp) is None}
+    group_error, results = gc.handle_delete_offsets(body.group_id, [tp for tp in requested if tp not in errors])
+    if group_error:
+        respond(apis, request, build(cls, error_code=group_error, throttle_time=ZERO_THROTTLE, topics=()))
+        return
+    errors.update(results)
+    by_topic: dict[str, list[Any]] = {}
+    for tp in dict.fromkeys(requested):
+        by_topic.setdefault(tp[0], []).append(build(part_cls, partition_index=tp[1], error_code=errors[tp]))
+    respond(apis, request, build(cls, error_code=Errors.NONE, throttle_time=ZERO_THROTTLE, topics=tuple(
+        build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_topic.items())))
+
+
 APIS = (
     ApiSpec(OFFSET_COMMIT, "OffsetCommit", 2, 9, handle_offset_commit),   # v10 names topics by id
     ApiSpec(OFFSET_FETCH, "OffsetFetch", 1, 9, handle_offset_fetch),      # v10 names topics by id
@@ -337,4 +364,5 @@ APIS = (
     ApiSpec(DESCRIBE_GROUPS, "DescribeGroups", 0, 6, handle_describe_groups),
     ApiSpec(LIST_GROUPS, "ListGroups", 0, 5, handle_list_groups),
     ApiSpec(DELETE_GROUPS, "DeleteGroups", 0, 2, handle_delete_groups),
+    ApiSpec(OFFSET_DELETE, "OffsetDelete", 0, 0, handle_offset_delete),
 )

@@ -65,9 +65,17 @@ class CachedBatch(NamedTuple):
 
 @dataclass
 class ProducerStateEntry:
+    """Kafka's ``ProducerStateEntry``: the last batches of one producer id, for duplicate and
+    sequence checks, and what DescribeProducers reports. ``coordinator_epoch`` and
+    ``current_txn_first_offset`` (-1: no ongoing transaction) stay -1 until transaction markers
+    and transactional appends set them."""
+
     producer_id: int
     producer_epoch: int
     batches: deque = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
+    last_timestamp: int = -1
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -284,6 +292,7 @@ class Log:
             entry = self.producers[pid] = ProducerStateEntry(pid, info.producer_epoch)
         entry.batches.append(CachedBatch(info.base_sequence, info.last_sequence, base_offset,
                                          base_offset + info.last_offset_delta))
+        entry.last_timestamp = info.max_timestamp
 
     def _rebuild_producer_state(self) -> None:
         self.producers.clear()

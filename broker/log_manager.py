@@ -31,7 +31,7 @@ import ctypes
 import ctypes.util
 import platform
 import threading
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 import structlog
 
@@ -46,6 +46,7 @@ _log = structlog.get_logger("broker.log_manager")
 
 TP = tuple[str, int]
 MEMORY_CHECK_INTERVAL_MS = 1000
+IN_MEMORY_LOG_DIR = "/kafka-emu/in-memory/broker-{broker_id}"   # the notional log dir DescribeLogDirs names
 MEMORY_BUDGET_CONFIG = "emulator.log.memory.max.bytes"
 
 
@@ -68,6 +69,15 @@ def release_free_memory() -> bool:
         return False
     _MALLOC_TRIM(0)
     return True
+
+
+class LogDirInfo(NamedTuple):
+    """One log directory as DescribeLogDirs reports it."""
+
+    path: str
+    logs: list[Log]
+    total_bytes: int
+    usable_bytes: int
 
 
 class LogManager:
@@ -106,6 +116,16 @@ class LogManager:
 
     def total_size_bytes(self) -> int:
         return sum(log.size_bytes for log in self.all_logs())
+
+    def log_dirs(self) -> list[LogDirInfo]:
+        """The broker's log directories (Kafka's ``ReplicaManager.describeLogDirs`` source). Logs
+        live in memory, so there is one notional directory, ``IN_MEMORY_LOG_DIR``, holding every
+        log; its total bytes are the memory budget (``emulator.log.memory.max.bytes``) and its
+        usable bytes what the logs leave of it."""
+        logs = self.all_logs()
+        used = sum(log.size_bytes for log in logs)
+        return [LogDirInfo(IN_MEMORY_LOG_DIR.format(broker_id=self.config["broker.id"]), logs,
+                           self.memory_max_bytes, max(self.memory_max_bytes - used, 0))]
 
     # ------------------------------------------------------------------ retention
     def cleanup_logs(self) -> int:

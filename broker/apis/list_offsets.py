@@ -1,10 +1,18 @@
 """ListOffsets: earliest, latest, max-timestamp and by-timestamp offsets.
 
-Special timestamps, as in Kafka: -1 LATEST (the HW for consumers, also the LSO for
-read_committed since there are no transactions; the LEO for a replica, ``replica_id >= 0``),
--2 EARLIEST (log start), -3 MAX_TIMESTAMP (v7+), -4 EARLIEST_LOCAL and -5 EARLIEST_TIERED
-(log start: everything is local here). A timestamp ``t >= 0`` finds the first offset whose
-record timestamp is ``>= t`` below the HW, or offset -1 and timestamp -1 when there is none.
+Special timestamps, as in Kafka's ``UnifiedLog.fetchOffsetByTimestamp`` without remote storage:
+-1 LATEST (the HW for consumers, also the LSO for read_committed since there are no
+transactions; the LEO for a replica, ``replica_id >= 0``) with the partition's leader epoch;
+-2 EARLIEST and -4 EARLIEST_LOCAL (KIP-405: the local log start, which is the log start here)
+with the epoch of the earliest leader-epoch entry if it starts at or below the log start;
+-3 MAX_TIMESTAMP (KIP-734) the record with the largest timestamp and the epoch that wrote it
+(among the records at or above the log start: Kafka's segment-level maximum can still name a
+record DeleteRecords removed until its segment is deleted; the emulator never does);
+-5 LATEST_TIERED (KIP-1005) offset -1 and epoch -1 (nothing is tiered). Clients ask -3, -4 and -5
+from v7, v8 and v9 on (Kafka's ``ListOffsetsRequest.Builder`` raises its minimum version), and
+the broker, like Kafka's, answers them at any version it serves. A timestamp ``t >= 0`` finds
+the first offset whose record timestamp is ``>= t`` below the HW, or offset -1 and timestamp -1
+when there is none.
 
 Only the leader answers (NOT_LEADER_OR_FOLLOWER otherwise); a ``current_leader_epoch`` older or
 newer than the leader's gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (KIP-320).
@@ -27,7 +35,7 @@ if TYPE_CHECKING:
     from kafka_emu.broker.request_channel import Request
 
 API_KEY = 2
-LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_TIERED = -1, -2, -3, -4, -5
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 
 
 def _answer(partition: Partition, replica_id: int, isolation_level: int, timestamp: int,
@@ -46,15 +54,19 @@ def _answer(partition: Partition, replica_id: int, isolation_level: int, timesta
         limit = log.log_end_offset if replica_id >= 0 else log.high_watermark
         if timestamp == LATEST:
             return Errors.NONE, -1, limit, epoch
-        if timestamp in (EARLIEST, EARLIEST_LOCAL, EARLIEST_TIERED):
-            return Errors.NONE, -1, log.log_start_offset, epoch
+        if timestamp in (EARLIEST, EARLIEST_LOCAL):
+            earliest = log.leader_epoch_cache.earliest_entry()
+            start = log.log_start_offset
+            return Errors.NONE, -1, start, earliest.epoch if earliest and earliest.start_offset <= start else -1
+        if timestamp == LATEST_TIERED:
+            return Errors.NONE, -1, -1, -1
         if timestamp == MAX_TIMESTAMP:
             off, ts = log.fetch_offset_of_max_timestamp(limit)
-            return Errors.NONE, ts, off, epoch if off >= 0 else -1
+            return Errors.NONE, ts, off, log.leader_epoch_cache.epoch_for_offset(off) if off >= 0 else -1
         if timestamp < 0:
             return Errors.INVALID_REQUEST, -1, -1, -1
         off, ts = log.fetch_offset_by_timestamp(timestamp, limit)
-        return Errors.NONE, ts, off, epoch if off >= 0 else -1
+        return Errors.NONE, ts, off, log.leader_epoch_cache.epoch_for_offset(off) if off >= 0 else -1
 
 
 def handle_list_offsets(apis: KafkaApis, request: Request) -> None:

@@ -244,6 +244,7 @@ class KafkaServer:
             target = p.log.log_end_offset if p is not None else 0
             with self._lock:
                 self._pending_coordinator_elections[partition] = (epoch, target)
+            self.group_coordinator.on_loading(partition, epoch)
             self._on_hw_moved((topic, partition))
         else:
             with self._lock:

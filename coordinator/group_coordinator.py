@@ -202,6 +202,18 @@ class GroupCoordinator:
     def is_partition_loading(self, partition: int) -> bool:
         return self.group_manager.is_partition_loading(partition)
 
+    def on_loading(self, partition: int, epoch: int) -> None:
+        """This broker became leader of ``__consumer_offsets-<partition>`` in ``epoch`` but cannot
+        read it yet (its HW still trails what the previous leader committed); ``on_elected``
+        follows once it can. Meanwhile the partition counts as loading, so its groups' requests
+        get COORDINATOR_LOAD_IN_PROGRESS, as from Kafka's coordinator, which schedules the load
+        the moment it becomes leader."""
+        with self._epoch_lock:
+            current = self._epochs.get(partition)
+            if current is not None and epoch <= current:
+                return
+        self.group_manager.mark_loading(partition)
+
     def on_elected(self, partition: int, epoch: int) -> None:
         """This broker became leader of ``__consumer_offsets-<partition>``: load it."""
         with self._epoch_lock:

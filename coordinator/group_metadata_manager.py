@@ -82,6 +82,7 @@ class GroupMetadataManager:
         self._partition_lock = threading.Lock()
         self._owned_partitions: set[int] = set()
         self._loading_partitions: set[int] = set()
+        self._load_scheduled: set[int] = set()   # loading partitions whose load task is queued or running
         self._shutting_down = False
         # metrics (read at scrape time)
         self.groups_loaded = 0
@@ -117,11 +118,21 @@ class GroupMetadataManager:
     def owned_partitions(self) -> set[int]:
         return set(self._owned_partitions)
 
-    def add_loading_partition(self, partition: int) -> bool:
+    def mark_loading(self, partition: int) -> None:
+        """Kafka's ``loadingPartitions`` entry, made as soon as this broker leads the partition,
+        before its log is readable and the load task starts: requests for its groups answer
+        COORDINATOR_LOAD_IN_PROGRESS from then on, never NOT_COORDINATOR."""
         with self._partition_lock:
-            if partition in self._owned_partitions or partition in self._loading_partitions:
+            if partition not in self._owned_partitions:
+                self._loading_partitions.add(partition)
+
+    def _add_load_task(self, partition: int) -> bool:
+        """Mark ``partition`` loading with a load task; false if it is owned or already has one."""
+        with self._partition_lock:
+            if partition in self._owned_partitions or partition in self._load_scheduled:
                 return False
             self._loading_partitions.add(partition)
+            self._load_scheduled.add(partition)
             return True
 
     def add_owned_partition(self, partition: int) -> None:
@@ -300,7 +311,7 @@ class GroupMetadataManager:
     # ------------------------------------------------------------------ loading
     def schedule_load_group_and_offsets(self, partition: int, epoch: int,
                                         on_group_loaded: Callable[[GroupMetadata], None]) -> None:
-        if self.add_loading_partition(partition):
+        if self._add_load_task(partition):
             _log.info("scheduling_load", partition=partition, epoch=epoch, broker_id=self.broker_id)
             start = self.time.milliseconds()
             self.scheduler.schedule(f"__consumer_offsets-{partition}",
@@ -317,6 +328,7 @@ class GroupMetadataManager:
             _log.exception("load_failed", partition=partition, epoch=epoch)
         finally:
             with self._partition_lock:
+                self._load_scheduled.discard(partition)
                 if partition in self._loading_partitions:
                     self._owned_partitions.add(partition)
                     self._loading_partitions.discard(partition)

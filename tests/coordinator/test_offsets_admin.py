@@ -381,3 +381,20 @@ def test_partitions_deleted_remove_offsets_from_every_group_with_tombstones(h: H
         tombstones = [(k, v) for log in h.log.partitions.values() for _, k, v in log
                       if k == offset_commit_key(group, *TP)]
         assert tombstones[-1][1] is None
+
+
+def test_load_in_progress_from_leadership_until_loaded(h: Harness) -> None:
+    """GroupCoordinatorTest.testRequestHandlingWhileLoadingInProgress across a failover: from the
+    moment the broker learns it leads the partition (``on_loading``) until the load that
+    ``on_elected`` runs has finished, OffsetFetch and DescribeGroups answer
+    COORDINATOR_LOAD_IN_PROGRESS (Kafka schedules the load at once), never NOT_COORDINATOR."""
+    assert h.commit(GROUP_ID, "", -1, {TP: OffsetAndMetadata(7)})[TP] == Errors.NONE
+    h.coordinator.on_resigned(0, 1)
+    assert h.fetch(GROUP_ID, [TP])[0] == Errors.NOT_COORDINATOR
+    h.coordinator.on_loading(0, 2)
+    assert h.fetch(GROUP_ID, [TP])[0] == Errors.COORDINATOR_LOAD_IN_PROGRESS
+    assert h.coordinator.handle_describe_group(GROUP_ID)[0] == Errors.COORDINATOR_LOAD_IN_PROGRESS
+    h.coordinator.on_loading(0, 1)   # a stale epoch changes nothing
+    h.coordinator.on_elected(0, 2)   # the inline scheduler loads at once
+    err, data = h.fetch(GROUP_ID, [TP])
+    assert err == Errors.NONE and data[TP].offset == 7

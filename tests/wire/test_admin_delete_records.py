@@ -186,3 +186,24 @@ def test_delete_records_while_follower_stalled_completes_on_catch_up(kafka_clust
     assert result == [(Errors.NONE, 6)]
     assert log_starts(kafka_cluster, topic) == [6, 6]
     assert _purgatory(kafka_cluster, leader).num_delayed() == 0
+
+
+def test_delete_records_aiokafka(kafka_cluster: Any, admin: AdminClient) -> None:
+    """aiokafka's delete_records: the low watermark of each partition, every replica moved."""
+    import asyncio
+
+    from aiokafka import TopicPartition as AioTopicPartition
+    from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+
+    topic = make_topic(kafka_cluster, admin)
+
+    async def run() -> dict[Any, int]:
+        client = AIOKafkaAdminClient(bootstrap_servers=kafka_cluster.bootstrap_servers)
+        await client.start()
+        try:
+            return await client.delete_records({AioTopicPartition(topic, 0): RecordsToDelete(7)}, timeout_ms=10000)
+        finally:
+            await client.close()
+
+    assert asyncio.run(asyncio.wait_for(run(), 45)) == {AioTopicPartition(topic, 0): 7}
+    assert log_starts(kafka_cluster, topic) == [7, 7, 7]

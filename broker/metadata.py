@@ -75,6 +75,18 @@ class PartitionState:
     partition_epoch: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    adding_replicas: tuple[int, ...] = ()     # an ongoing reassignment (KIP-455): still catching up
+    removing_replicas: tuple[int, ...] = ()   # an ongoing reassignment: leave when it completes
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """The replicas once the ongoing reassignment (if any) completes."""
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
+
+    @property
+    def original_replicas(self) -> tuple[int, ...]:
+        """The replicas before the ongoing reassignment (if any) began."""
+        return tuple(r for r in self.replicas if r not in self.adding_replicas)
 
 
 @dataclass
@@ -123,6 +135,9 @@ class MetadataStore:
         self._broker_configs: dict[str, dict[str, Any]] = {}
         self._next_assignment_start = 0
         self._next_producer_id = FIRST_PRODUCER_ID
+        # reassignments whose adding replicas all joined the ISR (set by alter_isr, which runs
+        # under a partition lock); completed by complete_reassignments, called lock-free
+        self.reassignments_completable: set[tuple[str, int]] = set()
 
     # ------------------------------------------------------------------ brokers
     def register_broker(self, info: BrokerInfo, listener: PartitionListener | None = None) -> None:
@@ -388,6 +403,8 @@ class MetadataStore:
                 return None  # fenced brokers cannot join the ISR
             new = replace(st, isr=tuple(new_isr), partition_epoch=st.partition_epoch + 1)
             t.partitions[partition] = new
+            if new.adding_replicas and all(r in new.isr for r in new.target_replicas):
+                self.reassignments_completable.add((topic, partition))
             return new
 
     # ------------------------------------------------------------------ broker lifecycle
@@ -513,6 +530,132 @@ class MetadataStore:
         return replace(st, leader=unclean[0], leader_epoch=st.leader_epoch + 1,
                        partition_epoch=st.partition_epoch + 1, isr=(unclean[0],))
 
+    # ------------------------------------------------------------------ reassignment (KIP-455)
+    def alter_partition_reassignments(self, reassignments: dict[tuple[str, int], tuple[int, ...] | None],
+                                      allow_replication_factor_change: bool = True
+                                      ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """AlterPartitionReassignments (Kafka's ``ReplicationControlManager.alterPartitionReassignment``):
+        (error, message) per partition. A target replica list starts a reassignment: the
+        partition's replicas become target + the current ones not in it, the new ones are
+        ``adding_replicas`` (their brokers create the replica and fetch from the leader), the
+        dropped ones ``removing_replicas``. It completes when every target replica is in the ISR
+        (``complete_reassignments``): replicas := target, the removed replicas stop and delete
+        their logs, and a leader outside the target hands over to a target ISR member. None
+        cancels an ongoing reassignment (back to the original replicas)."""
+        results: dict[tuple[str, int], tuple[int, str | None]] = {}
+        with self._controller_lock:
+            changed: list[PartitionState] = []
+            stopped: dict[tuple[str, int], set[int]] = {}
+            with self._lock:
+                for (topic, partition), target in reassignments.items():
+                    t = self.topics.get(topic)
+                    st = t.partitions.get(partition) if t is not None else None
+                    if st is None:
+                        results[(topic, partition)] = (Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                                       f"Unable to find partition {topic}:{partition}.")
+                        continue
+                    error, message, new, gone = self._reassign(st, target, allow_replication_factor_change)
+                    if new is None:
+                        results[(topic, partition)] = (error, message)
+                        continue
+                    done = self._completed(new)
+                    if done is not None:
+                        new, more = done
+                        gone = gone | more
+                    t.partitions[partition] = new
+                    changed.append(new)
+                    if gone:
+                        stopped[(topic, partition)] = gone
+                    results[(topic, partition)] = (Errors.NONE, None)
+            for st in changed:
+                _log.info("partition_reassignment", topic=st.topic, partition=st.partition,
+                          replicas=list(st.replicas), adding=list(st.adding_replicas),
+                          removing=list(st.removing_replicas), leader=st.leader)
+            self._push(changed, [], stopped=stopped)
+        return results
+
+    def _reassign(self, st: PartitionState, target: tuple[int, ...] | None, allow_rf_change: bool
+                  ) -> tuple[int, str | None, PartitionState | None, set[int]]:
+        """Lock held. (error, message, the partition with the reassignment applied or None on
+        error, brokers whose replica it drops)."""
+        original = st.original_replicas
+        error = None
+        if target is None:
+            if not st.adding_replicas and not st.removing_replicas:
+                error = Errors.NO_REASSIGNMENT_IN_PROGRESS, f"Partition {st.topic}-{st.partition} is not being reassigned."
+            target = original
+        elif not target:
+            error = Errors.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."
+        elif len(set(target)) != len(target):
+            error = (Errors.INVALID_REPLICA_ASSIGNMENT,
+                     f"The manual partition assignment includes duplicate replicas {list(target)}.")
+        elif any(r not in self.brokers for r in target):
+            error = (Errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes broker(s) "
+                     f"{[r for r in target if r not in self.brokers]} that are not registered.")
+        elif not allow_rf_change and len(target) != len(original):
+            error = (Errors.INVALID_REPLICATION_FACTOR,
+                     f"The replication factor is changed from {len(original)} to {len(target)}")
+        if error is not None:
+            return error[0], error[1], None, set()
+        replicas = tuple(target) + tuple(r for r in original if r not in target)
+        adding = tuple(r for r in target if r not in original)
+        removing = tuple(r for r in original if r not in target)
+        gone = {r for r in st.replicas if r not in replicas}   # adding replicas of a replaced reassignment
+        isr = tuple(r for r in st.isr if r in replicas)
+        new = replace(st, replicas=replicas, isr=isr or st.isr, adding_replicas=adding,
+                      removing_replicas=removing, partition_epoch=st.partition_epoch + 1)
+        if new.leader not in replicas:
+            new = self._hand_over(new, isr)
+        return Errors.NONE, None, new, gone
+
+    def _completed(self, st: PartitionState) -> tuple[PartitionState, set[int]] | None:
+        """Lock held. The partition with its reassignment completed (and the brokers leaving it)
+        if every target replica is in the ISR, else None."""
+        if not st.adding_replicas and not st.removing_replicas:
+            return None
+        target = st.target_replicas
+        if any(r not in st.isr for r in target):
+            return None
+        isr = tuple(r for r in st.isr if r in target)
+        new = replace(st, replicas=target, isr=isr, adding_replicas=(), removing_replicas=(),
+                      partition_epoch=st.partition_epoch + 1)
+        if new.leader not in target:
+            new = self._hand_over(new, isr)
+        return new, set(st.removing_replicas)
+
+    def _hand_over(self, st: PartitionState, isr: tuple[int, ...]) -> PartitionState:
+        """Lock held. A new leader from ``isr`` (live members first) with an epoch bump."""
+        live = [r for r in isr if self.brokers.get(r) is not None and self.brokers[r].live]
+        return replace(st, leader=live[0] if live else -1, leader_epoch=st.leader_epoch + 1, isr=isr or st.isr)
+
+    def complete_reassignments(self) -> None:
+        """Complete the reassignments ``alter_isr`` found ready (every target replica in the
+        ISR). Called with no partition lock held (the ReplicaManager after follower fetches)."""
+        with self._controller_lock:
+            changed: list[PartitionState] = []
+            stopped: dict[tuple[str, int], set[int]] = {}
+            with self._lock:
+                ready, self.reassignments_completable = self.reassignments_completable, set()
+                for topic, partition in ready:
+                    t = self.topics.get(topic)
+                    st = t.partitions.get(partition) if t is not None else None
+                    done = self._completed(st) if st is not None else None
+                    if done is None:
+                        continue
+                    new, gone = done
+                    t.partitions[partition] = new   # type: ignore[union-attr]
+                    changed.append(new)
+                    stopped[(topic, partition)] = gone
+            for st in changed:
+                _log.info("partition_reassignment_completed", topic=st.topic, partition=st.partition,
+                          replicas=list(st.replicas), leader=st.leader, leader_epoch=st.leader_epoch)
+            self._push(changed, [], stopped=stopped)
+
+    def ongoing_reassignments(self) -> list[PartitionState]:
+        with self._lock:
+            return [st for t in self.topics.values() for st in t.partitions.values()
+                    if st.adding_replicas or st.removing_replicas]
+
     def elect_leader(self, topic: str, partition: int, broker_id: int) -> PartitionState:
         """Move leadership to ``broker_id``, a live ISR member, with a leader-epoch bump (as an
         election does); the new state. ValueError for an unknown partition or a broker that
@@ -541,14 +684,18 @@ class MetadataStore:
 
     # ------------------------------------------------------------------ pushes
     def _push(self, states: list[PartitionState], removed: list[tuple[str, int]],
-              exclude: int | None = None) -> None:
+              exclude: int | None = None, stopped: dict[tuple[str, int], set[int]] | None = None) -> None:
+        """Send each live broker the states of the partitions it has a replica of, and those it
+        no longer has (``stopped``: partition -> brokers whose replica the state drops; the
+        broker stops and deletes it); ``removed`` (deleted topics' partitions) goes to all."""
         if not states and not removed:
             return
+        stopped = stopped or {}
         with self._lock:
             targets = [(bid, fn) for bid, fn in self._listeners.items()
                        if bid != exclude and self.brokers.get(bid) is not None and self.brokers[bid].live]
         for bid, fn in sorted(targets, key=lambda x: x[0]):
-            mine = [s for s in states if bid in s.replicas]
+            mine = [s for s in states if bid in s.replicas or bid in stopped.get((s.topic, s.partition), ())]
             gone = removed
             if mine or gone:
                 try:

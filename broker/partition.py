@@ -122,10 +122,12 @@ class Partition:
                     r: FollowerState(r, last_caught_up_time_ms=now if r in self.isr else 0,
                                      last_fetch_leader_leo=leo)
                     for r in self.replicas if r != self.broker_id}
-            else:
+            else:   # same leadership, new replica set (a reassignment) or ISR
                 for r in self.replicas:
                     if r != self.broker_id and r not in self.followers:
                         self.followers[r] = FollowerState(r)
+                for r in [r for r in self.followers if r not in self.replicas]:
+                    del self.followers[r]
             hw_moved = self._maybe_increment_leader_hw(now)
             return new_leader, hw_moved
 

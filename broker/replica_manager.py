@@ -348,6 +348,8 @@ class ReplicaManager:
         for tp in moved:  # outside partition locks (a follower fetch moved the HW)
             self.try_complete_delayed_requests(tp)
             self._on_hw_moved(tp)
+        if update_fetch_state and self.metadata is not None and self.metadata.reassignments_completable:
+            self.metadata.complete_reassignments()   # a new replica joined the ISR
         return out
 
     # ------------------------------------------------------------------ ISR expiration
@@ -378,6 +380,9 @@ class ReplicaManager:
         for st in states:
             tp = (st.topic, st.partition)
             if self.broker_id not in st.replicas:
+                # a reassignment moved this replica away: stop it and delete its log
+                if self._stop_replica(tp, events):
+                    complete.append(tp)
                 continue
             topic_info = self.metadata.topic(st.topic) if self.metadata is not None else None
             partition = self.create_partition(st.topic, st.partition, st.topic_id,
@@ -407,21 +412,8 @@ class ReplicaManager:
                     _log.info("became_follower", broker_id=self.broker_id, topic=st.topic,
                               partition=st.partition, leader=st.leader, leader_epoch=st.leader_epoch)
         for tp in removed:
-            partition = self.partitions.get(tp)
-            if partition is None:
-                continue
-            was_leader = partition.is_leader
-            partition.go_offline()
-            if self.fetcher_manager is not None:
-                self.fetcher_manager.remove_partitions([tp])
-            with self._lock:
-                self.partitions.pop(tp, None)
-            self.log_manager.delete_log(tp)
-            if not any(t == tp[0] for t, _ in list(self.partitions)):
-                self.stats.remove_topic(tp[0])
-            complete.append(tp)
-            if was_leader:
-                events.append((tp[0], tp[1], False, partition.leader_epoch))
+            if self._stop_replica(tp, events):
+                complete.append(tp)
         for tp in complete:
             self.try_complete_delayed_requests(tp)
             self._on_hw_moved(tp)
@@ -431,6 +423,25 @@ class ReplicaManager:
                     listener(*event)
                 except Exception:
                     _log.exception("leadership_listener_failed", broker_id=self.broker_id)
+
+    def _stop_replica(self, tp: TP, events: list[tuple[str, int, bool, int]]) -> bool:
+        """Kafka's StopReplica with deletion (a deleted topic, or a replica reassigned away):
+        the replica goes offline, its fetcher stops, its log is deleted; false if not hosted."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return False
+        was_leader = partition.is_leader
+        partition.go_offline()
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_partitions([tp])
+        with self._lock:
+            self.partitions.pop(tp, None)
+        self.log_manager.delete_log(tp)
+        if not any(t == tp[0] for t, _ in list(self.partitions)):
+            self.stats.remove_topic(tp[0])
+        if was_leader:
+            events.append((tp[0], tp[1], False, partition.leader_epoch))
+        return True
 
     def _on_hw_moved(self, tp: TP) -> None:
         """Hook for HW watchers (coordinator loading waits on it)."""

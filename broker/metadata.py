@@ -4,7 +4,10 @@ It holds live brokers and their endpoints, topics with stable non-zero topic ids
 partition the leader, leader epoch, partition epoch, assigned replicas and ISR. It plays the
 KRaft controller's part: leader election from the ISR with a leader-epoch bump when a broker
 stops, ISR changes from leaders (``alter_isr``, Kafka's AlterPartition) accepted only for the
-current leader epoch, and pushes of partition states to the live brokers.
+current leader epoch, ElectLeaders (``elect_leaders``), partition reassignments
+(``alter_partition_reassignments``, completed by ``complete_reassignments`` once the new
+replicas are in the ISR), and pushes of partition states to the live brokers (a broker whose
+replica a state drops gets it too, and stops that replica).
 
 It also owns what is cluster-wide rather than per broker: the producer-id counter (Kafka's
 controller hands out producer-id blocks), the creation of ``__consumer_offsets``, new partitions
@@ -18,11 +21,13 @@ Replica placement (``_place``): round robin over the live brokers, partition ``p
 partitions of a topic continue its stripe (``start`` = the position of partition 0's first
 replica), so a topic grown with CreatePartitions is laid out as if created with the new count.
 
-Locks: ``_lock`` guards the maps (topics, brokers, config records, listeners) and the producer-id counter (held briefly, never while calling out). ``_controller_lock``
+Locks: ``_lock`` guards the maps (topics, brokers, config records, listeners), the producer-id
+counter and ``reassignments_completable`` (held briefly, never while calling out). ``_controller_lock``
 serialises controller operations (topic creation and deletion, broker stop/start, elections)
 including the pushes to brokers, so brokers see changes in order, as from a single-threaded
 controller. Lock order: controller lock → partition locks → ``_lock``; a partition (holding its
-lock) may call ``alter_isr`` (takes ``_lock`` only).
+lock) may call ``alter_isr`` (takes ``_lock`` only), which therefore only notes a reassignment
+it made completable; the ReplicaManager completes it after the fetch, with no lock held.
 
 Differences from Kafka on purpose: ISR changes are applied synchronously (no in-flight
 AlterPartition state); a stopped broker is fenced at once (removed from every ISR unless it is

@@ -24,6 +24,7 @@ from kio.schema.delete_records.v2.request import (
 from kio.schema.types import TopicName
 
 from kafka_emu.coordinator.errors import Errors
+from kafka_emu.metrics import ClusterMetrics
 
 from wire_helpers import RawClient, unique, wait_until
 
@@ -178,8 +179,11 @@ def test_delete_records_while_follower_stalled_completes_on_catch_up(kafka_clust
         purgatory = _purgatory(kafka_cluster, leader)
         wait_until(lambda: purgatory.num_delayed() == 1, what="DeleteRecords parked")
         assert not result
-        metrics = kafka_cluster.broker(leader).replica_manager.snapshot().purgatories
-        assert {p.name: p.num_delayed for p in metrics}["DeleteRecords"] == 1
+        with ClusterMetrics() as metrics:   # the broker's scrape, as Prometheus reads it
+            metrics.register_broker(kafka_cluster.broker(leader))
+            labels = {"broker_id": str(leader), "delayedOperation": "DeleteRecords"}
+            assert metrics.sample("kafka_server_delayedoperationpurgatory_numdelayedoperations", labels) == 1
+            assert metrics.sample("kafka_server_delayedoperationpurgatory_purgatorysize", labels) == 1
     finally:
         fetchers.set_paused(False, leader_id=leader)
     t.join(20)

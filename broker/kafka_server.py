@@ -1,5 +1,5 @@
 """KafkaServer: one broker, owning its config, request channel, handler pool, replica manager
-(with the Produce and Fetch purgatories and the action queue), replica fetchers, scheduler, the
+(with the Produce, Fetch and DeleteRecords purgatories and the action queue), replica fetchers, scheduler, the
 group coordinator (when the ``coordinator`` package provides it) and, later, the socket server.
 
 Start-up order: request channel → replica manager → fetcher manager → coordinator → KafkaApis

@@ -230,3 +230,33 @@ def test_log_start_offset_moves_trim_the_cache():
     log.high_watermark = log.log_end_offset
     assert log.maybe_increment_log_start_offset(3)
     assert log.leader_epoch_cache.entries() == [(1, 3), (3, 4)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(
+    st.tuples(st.just("append"), st.integers(1, 3), st.integers(0, 2)),
+    st.tuples(st.just("delete"), st.integers(0, 40), st.just(0)),
+    st.tuples(st.just("truncate"), st.integers(0, 40), st.just(0))), max_size=25))
+def test_cache_follows_the_log(ops):
+    """Property (LeaderEpochFileCacheTest's invariants seen through the log): after any mix of
+    appends under rising epochs, log-start moves (DeleteRecords) and truncations, every retained
+    batch's offset maps to the epoch that wrote it, and no entry starts past the LEO (one may
+    start at it: the epoch covering a log start moved up to the LEO)."""
+    from kafka_emu.broker.record_batch import parse_batches
+
+    log = Log("t", 0)
+    epoch = 0
+    for op, a, b in ops:
+        if op == "append":
+            epoch += b
+            log.append_as_leader(_batch(a), epoch)
+            log.high_watermark = log.log_end_offset
+        elif op == "delete":
+            log.maybe_increment_log_start_offset(min(a, log.high_watermark))
+        else:
+            log.truncate_to(max(a, log.log_start_offset))
+        cache = log.leader_epoch_cache
+        for base, data in log.batches_from(log.log_start_offset):
+            if base >= log.log_start_offset:
+                assert cache.epoch_for_offset(base) == parse_batches(data)[0].leader_epoch
+        assert all(log.log_start_offset <= e.start_offset <= log.log_end_offset for e in cache.entries())

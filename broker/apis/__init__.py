@@ -36,7 +36,8 @@ from kafka_emu.broker.apis import (
 from kafka_emu.broker.apis.api_spec import ApiSpec
 
 _MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api_versions, admin,
-            init_producer_id, create_partitions, alter_configs, delete_records, offset_for_leader_epoch, elect_leaders, describe_log_dirs, describe_producers, partition_reassignments)
+            init_producer_id, create_partitions, alter_configs, delete_records, offset_for_leader_epoch,
+            elect_leaders, describe_log_dirs, describe_producers, partition_reassignments)
 
 
 def _collect() -> Mapping[int, ApiSpec]:

@@ -138,6 +138,9 @@ def test_unclean_election_truncation_detected_by_consumer(kafka_cluster: Any) ->
         assert kafka_cluster.produce(topic, 0, [(b"k", b"r%d" % i)], acks=-1)[0] == Errors.NONE
     wait_until(lambda: kafka_cluster.logs[stale][(topic, 0)].log_end_offset == 5, what="follower caught up")
     kafka_cluster.broker(stale).fetcher_manager.set_paused(True, leader_id=old)
+    # a follower fetch parked on the leader when the pause came would take the next appends
+    fetches = kafka_cluster.broker(old).replica_manager.fetch_purgatory
+    wait_until(lambda: fetches.num_delayed() == 0, what="no follower fetch parked")
     for i in range(5, 10):
         assert kafka_cluster.produce(topic, 0, [(b"k", b"r%d" % i)], acks=1)[0] == Errors.NONE
     # the stalled follower leaves the ISR after replica.lag.time.max.ms; the HW then reaches 10

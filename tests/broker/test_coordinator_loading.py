@@ -33,11 +33,14 @@ def test_offset_fetch_and_describe_answer_load_in_progress_until_loaded(make_clu
     wait_until(lambda: box == [Errors.NONE], msg="commit")
     new_log = cluster.logs[new][(OFFSETS_TOPIC, 0)]
     wait_until(lambda: new_log.high_watermark == new_log.log_end_offset > 0, msg="replicated")
-    # the old leader, about to follow, does not fetch: the new leader's HW cannot advance
+    # the old leader, about to follow, does not fetch: the new leader's HW cannot advance; the
+    # new one stops fetching too, so no fetch brings it the HW back before the move
     cluster.broker(old).fetcher_manager.set_paused(True)
+    cluster.broker(new).fetcher_manager.set_paused(True)
     with new_log.lock:
         new_log.high_watermark = new_log.log_start_offset
     cluster.move_group_coordinator(GROUP, new)
+    cluster.broker(new).fetcher_manager.set_paused(False)
     coordinator = cluster.broker(new).group_coordinator
     assert coordinator.handle_fetch_offsets(GROUP, partitions=[TP])[0] == Errors.COORDINATOR_LOAD_IN_PROGRESS
     assert coordinator.handle_describe_group(GROUP)[0] == Errors.COORDINATOR_LOAD_IN_PROGRESS

@@ -493,8 +493,7 @@ class MetadataStore:
                     partitions = [(t.name, p) for t in self.topics.values() for p in sorted(t.partitions)]
                 live = {b.broker_id for b in self.brokers.values() if b.live}
                 for topic, partition in partitions:
-                    t = self.topics.get(topic)
-                    st = t.partitions.get(partition) if t is not None else None
+                    st = self.partition_state(topic, partition)
                     if st is None:
                         results[(topic, partition)] = (Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                                        f"No such topic partition as {topic}-{partition}")
@@ -503,7 +502,7 @@ class MetadataStore:
                     if isinstance(new, int):
                         results[(topic, partition)] = (new, None)
                         continue
-                    t.partitions[partition] = new
+                    self.topics[topic].partitions[partition] = new
                     changed.append(new)
                     results[(topic, partition)] = (Errors.NONE, None)
             for st in changed:
@@ -553,8 +552,7 @@ class MetadataStore:
             stopped: dict[tuple[str, int], set[int]] = {}
             with self._lock:
                 for (topic, partition), target in reassignments.items():
-                    t = self.topics.get(topic)
-                    st = t.partitions.get(partition) if t is not None else None
+                    st = self.partition_state(topic, partition)
                     if st is None:
                         results[(topic, partition)] = (Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                                        f"Unable to find partition {topic}:{partition}.")
@@ -567,7 +565,7 @@ class MetadataStore:
                     if done is not None:
                         new, more = done
                         gone = gone | more
-                    t.partitions[partition] = new
+                    self.topics[topic].partitions[partition] = new
                     changed.append(new)
                     if gone:
                         stopped[(topic, partition)] = gone
@@ -642,13 +640,12 @@ class MetadataStore:
             with self._lock:
                 ready, self.reassignments_completable = self.reassignments_completable, set()
                 for topic, partition in ready:
-                    t = self.topics.get(topic)
-                    st = t.partitions.get(partition) if t is not None else None
+                    st = self.partition_state(topic, partition)
                     done = self._completed(st) if st is not None else None
                     if done is None:
                         continue
                     new, gone = done
-                    t.partitions[partition] = new   # type: ignore[union-attr]
+                    self.topics[topic].partitions[partition] = new
                     changed.append(new)
                     stopped[(topic, partition)] = gone
             for st in changed:

@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
-from confluent_kafka import ElectionType
+from confluent_kafka import Consumer, ElectionType, KafkaError, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaAdminClient
 from kio.schema.offset_for_leader_epoch.v4.request import (
     OffsetForLeaderEpochRequest,

@@ -12,6 +12,12 @@ complete with NOT_LEADER_OR_FOLLOWER; leaders move with an epoch bump). Each bro
 survive in ``cluster.logs[broker_id]`` (the "disk"), so ``start_broker`` restarts it on them:
 truncate to HW, rejoin as follower, rejoin the ISR once caught up.
 
+With ``log.dirs`` (or ``log.dir``) the logs are also files (``broker.persistent_log``) and
+the controller state a JSON snapshot (``broker.log_dirs``): a new process on the same
+directories gets the topics, group offsets and producer state back. The directories are
+checked and locked at construction (``ConfigException``: unwritable, in use, another
+cluster's); with several brokers broker ``i`` uses ``<dir>/broker-<i>``.
+
 Lowered defaults (``EMBEDDED_DEFAULTS``, for speed in tests; any can be overridden):
 ``num.io.threads`` 4 (Kafka 8), ``replica.fetch.backoff.ms`` 50 (Kafka 1000),
 ``offsets.topic.num.partitions`` 10 (Kafka 50). Everything else is Kafka's default. The
@@ -58,6 +64,7 @@ from kafka_emu.broker.inprocess_client import fetch_request, produce_request, se
 from kafka_emu.broker.kafka_server import KafkaServer
 from kafka_emu.broker.log import Log
 from kafka_emu.broker.log_config import validate_topic_configs
+from kafka_emu.broker.log_dirs import ClusterStorage, configured_log_dirs
 from kafka_emu.broker.metadata import OFFSETS_TOPIC, MetadataStore, PartitionState, TopicInfo
 from kafka_emu.broker.record_batch import build_batch, iter_records
 from kafka_emu.coordinator.errors import Errors
@@ -144,7 +151,15 @@ class EmbeddedCluster:
         self.base_config[cpu_affinity.CONFIG_KEY] = cpu_affinity.describe(self.cpus)
         self.time: Time = make_time(time)
         self.control = ClusterControl(self, record_requests)
-        self.metadata = MetadataStore()
+        # with log.dirs: directories checked and locked, the persisted controller state back
+        base_dirs = configured_log_dirs(checked)
+        self.storage = ClusterStorage(base_dirs, brokers) if base_dirs else None
+        self.metadata = MetadataStore(self.storage.cluster_id if self.storage is not None else None)
+        if self.storage is not None:
+            if self.storage.state is not None:
+                self.metadata.restore_state(self.storage.state)
+            self.metadata.on_change = self.storage.snapshot_file
+            self.storage.snapshot_file(self.metadata)
         self.logs: dict[int, dict[tuple[str, int], Log]] = {i: {} for i in range(brokers)}
         self.servers: dict[int, KafkaServer] = {}
         self.offsets_topic = offsets_topic
@@ -162,6 +177,9 @@ class EmbeddedCluster:
     def broker_config(self, broker_id: int) -> KafkaConfig:
         props = dict(self.base_config)
         props["broker.id"] = broker_id
+        if self.storage is not None:   # each broker its own directories (broker.log_dirs)
+            props.pop("log.dir", None)
+            props["log.dirs"] = ",".join(str(d) for d in self.storage.broker_dirs(broker_id))
         # ---- socket server: one listener per broker ----
         props.setdefault("num.network.threads", EMBEDDED_NETWORK_THREADS)
         previous = self.servers.get(broker_id)
@@ -233,6 +251,8 @@ class EmbeddedCluster:
         for s in servers:  # no elections while the whole cluster goes down
             s.shutdown(fence=False)
         self.control.close()
+        if self.storage is not None:
+            self.storage.release()
 
     # ------------------------------------------------------------------ topics
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,

@@ -26,6 +26,8 @@ Differences from Kafka on purpose:
   Kafka can change but the emulator reads only at start-up (``num.io.threads`` ...) are refused
   and described read-only.
 * ``log.level``, ``log.format``, ``log.level.<logger>`` and ``emulator.*`` are the emulator's own.
+* ``log.dir`` has no default (Kafka: ``/tmp/kafka-logs``): without ``log.dirs``/``log.dir`` the
+  logs live in memory and nothing touches the disk.
 
 Immutable after construction (read from any thread without a lock).
 """
@@ -197,9 +199,9 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     _log_key("log.roll.jitter.ms", Type.LONG, None, None, "The maximum jitter subtracted from the roll time (in milliseconds).", implemented=True),
     _log_key("log.roll.jitter.hours", Type.INT, 0, _AT_LEAST_0, "The maximum jitter subtracted from the roll time (in hours).", implemented=True, primary=False),
     _log_key("log.index.size.max.bytes", Type.INT, 10 * MIB, Range.at_least(4), "The maximum size in bytes of the offset index.", implemented=True),
-    _log_key("log.flush.interval.messages", Type.LONG, LONG_MAX, _AT_LEAST_1, "Messages accumulated on a log partition before they are flushed."),
-    _log_key("log.flush.interval.ms", Type.LONG, None, None, "The maximum time a message stays in memory before being flushed."),
-    _log_key("log.flush.scheduler.interval.ms", Type.LONG, LONG_MAX, None, "How often the log flusher checks whether a log needs flushing.", primary=False),
+    _log_key("log.flush.interval.messages", Type.LONG, LONG_MAX, _AT_LEAST_1, "Messages accumulated on a log partition before they are flushed.", implemented=True),
+    _log_key("log.flush.interval.ms", Type.LONG, None, None, "The maximum time a message stays in memory before being flushed.", implemented=True),
+    _log_key("log.flush.scheduler.interval.ms", Type.LONG, LONG_MAX, None, "How often the log flusher checks whether a log needs flushing.", implemented=True, primary=False),
     _log_key("log.retention.bytes", Type.LONG, -1, None, "The maximum size of the log before deleting it.", implemented=True),
     _log_key("log.retention.ms", Type.LONG, None, None, "How long to keep a log file before deleting it (in milliseconds).", implemented=True),
     _log_key("log.retention.minutes", Type.INT, None, None, "How long to keep a log file before deleting it (in minutes).", implemented=True, primary=False),
@@ -221,6 +223,16 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     _log_key("log.message.timestamp.after.max.ms", Type.LONG, 3600000, _AT_LEAST_0, "How far a message timestamp may lie in the future."),
     _log_key("log.local.retention.ms", Type.LONG, -2, Range.at_least(-2), "Local retention time of tiered-storage logs (-2: log.retention.ms)."),
     _log_key("log.local.retention.bytes", Type.LONG, -2, Range.at_least(-2), "Local retention size of tiered-storage logs (-2: log.retention.bytes)."),
+    _key("log.dirs", Type.STRING, None, None, HIGH,
+         "Comma-separated directories holding the logs in Kafka's layout (unset: log.dir; both unset: "
+         "logs in memory only, nothing touches the disk)."),
+    _key("log.dir", Type.STRING, None, None, HIGH, "The log directory, used when log.dirs is not set."),
+    _key("log.flush.offset.checkpoint.interval.ms", Type.INT, 60000, _AT_LEAST_0, HIGH,
+         "How often the recovery-point-offset-checkpoint is written (with log.dirs)."),
+    _key("log.flush.start.offset.checkpoint.interval.ms", Type.INT, 60000, _AT_LEAST_0, HIGH,
+         "How often the log-start-offset-checkpoint is written (with log.dirs)."),
+    _key("replica.high.watermark.checkpoint.interval.ms", Type.LONG, 5000, _AT_LEAST_1, HIGH,
+         "How often the high watermarks are saved to replication-offset-checkpoint (with log.dirs)."),
     _key("log.retention.check.interval.ms", Type.LONG, 300000, _AT_LEAST_1, MEDIUM,
          "The frequency in milliseconds that the log retention task checks for deletable segments."),
     _key("log.initial.task.delay.ms", Type.LONG, 30000, _AT_LEAST_0, LOW,
@@ -263,9 +275,8 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "kafka.metrics.polling.interval.secs", "kafka.metrics.reporters", "leader.imbalance.check.interval.seconds",
     "leader.imbalance.per.broker.percentage", "listener.security.protocol.map",
     "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
-    "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.threads", "log.dir", "log.dirs",
-    "log.dir.failure.timeout.ms", "log.flush.offset.checkpoint.interval.ms",
-    "log.flush.start.offset.checkpoint.interval.ms", "log.message.downconversion.enable",
+    "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.threads",
+    "log.dir.failure.timeout.ms", "log.message.downconversion.enable",
     "log.message.format.version", "log.message.timestamp.difference.max.ms",
     "max.connection.creation.rate", "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
     "max.incremental.fetch.session.cache.slots", "metadata.log.dir", "metadata.log.max.record.bytes.between.snapshots",
@@ -275,7 +286,7 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "num.replica.alter.log.dirs.threads", "offsets.load.buffer.size", "offsets.topic.compression.codec",
     "offsets.topic.segment.bytes", "password.encoder.secret", "port", "principal.builder.class", "process.roles",
     "producer.id.expiration.check.interval.ms", "producer.id.expiration.ms", "queued.max.request.bytes",
-    "quota.window.num", "quota.window.size.seconds", "replica.high.watermark.checkpoint.interval.ms",
+    "quota.window.num", "quota.window.size.seconds",
     "replica.selector.class", "replica.socket.receive.buffer.bytes", "replica.socket.timeout.ms",
     "replication.quota.window.num", "replication.quota.window.size.seconds", "request.timeout.ms",
     "reserved.broker.max.id", "security.inter.broker.protocol", "socket.connection.setup.timeout.max.ms",

@@ -7,7 +7,10 @@ and handler pool → scheduler (``isr-expiration`` every ``replica.lag.time.max.
 ``kafka-log-retention`` every ``log.retention.check.interval.ms``, the log memory budget) → log
 cleaner (``kafka-log-cleaner-thread-0``, when ``log.cleaner.enable``) →
 socket server (if enabled) → registration with the metadata store, which pushes the partition
-states (become leader / follower). A restarted broker first truncates every log to its HW.
+states (become leader / follower). A restarted broker first truncates every log it kept in
+memory to its HW; with ``log.dirs`` the log manager then loads (recovers) the partition
+directories it does not hold yet, before the broker registers; ``shutdown`` ends with the log
+manager's clean shutdown (flush, checkpoints, ``.kafka_cleanshutdown``).
 The broker listens to config records too (``_on_config_change``): topic config and dynamic broker
 config changes reach its logs at once (``broker.dynamic_config``).
 
@@ -129,6 +132,7 @@ class KafkaServer:
             rm = self.replica_manager = ReplicaManager(cfg, self.metadata, self.time, self.logs)
             self.metadata.register_config_listener(self.broker_id, self._on_config_change)
             self._on_config_change(ConfigResourceType.BROKER, CLUSTER_DEFAULT)   # dynamic configs set before
+            rm.log_manager.load_logs(self.metadata)   # with log.dirs: recover this broker's logs
             rm.action_queue.on_add = self._wake_handler_if_needed
             self.fetcher_manager = ReplicaFetcherManager(self.broker_id, rm, self.metadata, cfg)
             rm.fetcher_manager = self.fetcher_manager
@@ -152,6 +156,7 @@ class KafkaServer:
                                     cfg["log.retention.check.interval.ms"], cfg["log.initial.task.delay.ms"])
             self.scheduler.schedule("emulator-log-memory-budget", rm.log_manager.enforce_memory_budget,
                                     MEMORY_CHECK_INTERVAL_MS)
+            rm.log_manager.schedule_tasks(self.scheduler)
             self.scheduler.start()
             if cfg["log.cleaner.enable"]:
                 self.log_cleaner = LogCleaner(rm.log_manager, cfg["log.cleaner.backoff.ms"], self.time,
@@ -314,6 +319,7 @@ class KafkaServer:
         if self.log_cleaner is not None:
             self.log_cleaner.shutdown()
         self.replica_manager.shutdown()
+        self.replica_manager.log_manager.shutdown()   # with log.dirs: flush, checkpoints, clean marker
         if self.group_coordinator is not None:
             try:
                 self.group_coordinator.shutdown()

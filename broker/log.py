@@ -24,8 +24,10 @@ Locking: ``lock`` (an RLock) guards every call that reads or changes the log; it
 taken by ``LogManager`` and ``LogCleaner`` for retention and compaction. Readers that hold no
 lock (metrics) only read ints.
 
-Differences from Kafka on purpose: segments live in memory (``broker.log_segment``); the HW is
-kept in memory (survives an emulated restart because the cluster keeps the ``Log`` object);
+Differences from Kafka on purpose: segments live in memory (``broker.log_segment``); with
+``log.dirs`` set, ``broker.persistent_log.PersistentLog`` writes them through to Kafka's files
+and recovers them at start-up. The HW survives an emulated restart because the cluster keeps
+the ``Log`` object (and a process restart through ``replication-offset-checkpoint``);
 batches are never split, so truncation points and HWs always fall on batch boundaries.
 """
 from __future__ import annotations
@@ -163,6 +165,12 @@ class Log:
             return active
         active.on_become_inactive_segment()
         return self._add_segment(self.log_end_offset)
+
+    def replace_segments(self, segments: list[LogSegment]) -> None:
+        """Swap in a new segment list: the cleaner's rewritten segments followed by the ones it
+        left alone (Kafka's ``replaceSegments``)."""
+        self.segments[:] = segments
+        self._bases[:] = [s.base_offset for s in segments]
 
     def _maybe_roll(self, messages_size: int, max_timestamp: int, last_offset: int, now_ms: int) -> LogSegment:
         active = self.active_segment

@@ -214,8 +214,7 @@ class LogCleaner(ShutdownableThread):
             written += out.size
             cleaned.append(out)
         rest = [s for s in log.segments if s.base_offset >= end_offset or s is log.active_segment]
-        log.segments[:] = cleaned + rest
-        log._bases[:] = [s.base_offset for s in log.segments]
+        log.replace_segments(cleaned + rest)
         with self._lock:
             self._first_dirty[(log.topic, log.partition)] = end_offset
         return CleanerStats(read, written, removed)

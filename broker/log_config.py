@@ -8,7 +8,9 @@ synonym that has a value, else the LogConfig default (``topic_value``).
 
 The configs marked ``implemented`` act as in Kafka (``LogConfig`` below is what a ``Log`` reads:
 segments and rolling, retention, compaction, ``max.message.bytes``, recompression to
-``compression.type``, ``LogAppendTime``, ``min.insync.replicas`` read by the partition); the others are accepted, stored and described, and warn (or are refused with
+``compression.type``, ``LogAppendTime``, ``min.insync.replicas`` read by the partition, and with
+``log.dirs`` the fsyncs of ``flush.messages`` and ``flush.ms``); the others are accepted, stored
+and described, and warn (or are refused with
 INVALID_CONFIG under ``emulator.strict.config``).
 
 Stateless; no locking.
@@ -58,8 +60,8 @@ LOG_CONFIG_DEF = ConfigDef((
     _topic("segment.ms", Type.LONG, 604800000, _AT_LEAST_1, "The period after which the log rolls a segment.", implemented=True),
     _topic("segment.jitter.ms", Type.LONG, 0, _AT_LEAST_0, "The maximum random jitter subtracted from segment.ms.", implemented=True),
     _topic("segment.index.bytes", Type.INT, 10 * 1024 * 1024, Range.at_least(4), "The size of the offset index.", implemented=True),
-    _topic("flush.messages", Type.LONG, LONG_MAX, _AT_LEAST_1, "Messages written to the log between fsyncs."),
-    _topic("flush.ms", Type.LONG, LONG_MAX, _AT_LEAST_0, "Time between fsyncs of the log."),
+    _topic("flush.messages", Type.LONG, LONG_MAX, _AT_LEAST_1, "Messages written to the log between fsyncs (with log.dirs).", implemented=True),
+    _topic("flush.ms", Type.LONG, LONG_MAX, _AT_LEAST_0, "Time between fsyncs of the log (with log.dirs).", implemented=True),
     _topic("retention.bytes", Type.LONG, -1, None, "The maximum size a partition's log can grow to (-1: no limit).", implemented=True),
     _topic("retention.ms", Type.LONG, 604800000, Range.at_least(-1), "How long to retain a log (-1: no limit).", implemented=True),
     _topic("max.message.bytes", Type.INT, 1024 * 1024 + 12, _AT_LEAST_0, "The largest record batch size allowed.", implemented=True),
@@ -189,7 +191,7 @@ class LogConfig:
                  "retention_bytes", "retention_ms", "max_message_bytes", "index_interval_bytes",
                  "cleanup_policy", "compression_type", "compression_levels", "message_timestamp_type",
                  "delete_retention_ms", "min_compaction_lag_ms", "max_compaction_lag_ms",
-                 "min_cleanable_dirty_ratio", "min_insync_replicas")
+                 "min_cleanable_dirty_ratio", "min_insync_replicas", "flush_messages", "flush_ms")
 
     def __init__(self, values: Mapping[str, ConfigValue]) -> None:
         self.segment_bytes = int(values["segment.bytes"])  # type: ignore[arg-type]
@@ -211,6 +213,8 @@ class LogConfig:
         self.max_compaction_lag_ms = int(values["max.compaction.lag.ms"])  # type: ignore[arg-type]
         self.min_cleanable_dirty_ratio = float(values["min.cleanable.dirty.ratio"])  # type: ignore[arg-type]
         self.min_insync_replicas = int(values["min.insync.replicas"])  # type: ignore[arg-type]
+        self.flush_messages = int(values["flush.messages"])  # type: ignore[arg-type]
+        self.flush_ms = int(values["flush.ms"])  # type: ignore[arg-type]
 
     @classmethod
     def for_topic(cls, overrides: Mapping[str, object] | None = None,

@@ -21,8 +21,10 @@ when empty).
 Locking: none of its own; the owning ``Log``'s caller (the ``Partition`` lock) serialises
 appends, truncation and reads of one log.
 
-Differences from Kafka on purpose: no files (see ``broker.log`` for persistence), so no
-pre-allocation, memory mapping, ``.deleted`` renames or fsync; the transaction index is absent
+Differences from Kafka on purpose: the segment itself knows no files: with ``log.dirs`` set,
+``broker.persistent_log`` writes its batches through to a ``FileRecords`` and swaps
+``records`` for a read-only map of that file once the segment is inactive (a ``bytearray``
+otherwise); the transaction index is absent
 (no transactions yet); ``largest_timestamp`` of a segment without timestamps is the time of its
 last append (Kafka: the file's modification time, which is the same thing).
 """
@@ -124,6 +126,10 @@ class OffsetIndex:
                 return off
         return None
 
+    def items(self, start: int = 0) -> list[tuple[int, int]]:
+        """(offset, position) of the entries from the ``start``-th on (for the ``.index`` file)."""
+        return list(zip(self._offsets[start:], self._positions[start:]))
+
     def truncate_to(self, offset: int) -> None:
         """Remove every entry with offset >= ``offset``."""
         i = bisect_right(self._offsets, offset - 1)
@@ -175,6 +181,10 @@ class TimeIndex:
         if i < 0:
             return NO_TIMESTAMP, self.base_offset
         return self._timestamps[i], self._offsets[i]
+
+    def items(self, start: int = 0) -> list[tuple[int, int]]:
+        """(timestamp, offset) of the entries from the ``start``-th on (for the ``.timeindex`` file)."""
+        return list(zip(self._timestamps[start:], self._offsets[start:]))
 
     def truncate_to(self, offset: int) -> None:
         i = bisect_right(self._offsets, offset - 1)

@@ -29,12 +29,18 @@ controller. Lock order: controller lock → partition locks → ``_lock``; a par
 lock) may call ``alter_isr`` (takes ``_lock`` only), which therefore only notes a reassignment
 it made completable; the ReplicaManager completes it after the fetch, with no lock held.
 
+Persistence (with ``log.dirs``): ``_push`` is the single publish point of every controller
+change (and ``alter_isr`` and a new producer-id block call ``_changed`` too); it calls
+``on_change`` first, which ``broker.log_dirs.MetadataSnapshotFile`` uses to rewrite the state
+(``state_snapshot``) atomically; ``restore_state`` takes it back at start-up.
+
 Differences from Kafka on purpose: ISR changes are applied synchronously (no in-flight
 AlterPartition state); a stopped broker is fenced at once (removed from every ISR unless it is
 the last member, and loses its leaderships); an unclean election happens only when asked for
 (ElectLeaders UNCLEAN), never automatically (``unclean.leader.election.enable`` is not acted on);
 replica placement is the round robin above, not Kafka's rack-aware ``StripedReplicaPlacer``
-(racks are ignored).
+(racks are ignored); the persisted controller state is a JSON snapshot rewritten on each change,
+not the KRaft ``__cluster_metadata`` log.
 """
 from __future__ import annotations
 
@@ -56,6 +62,7 @@ _log = structlog.get_logger("broker.metadata")
 OFFSETS_TOPIC = "__consumer_offsets"
 ELECTION_PREFERRED, ELECTION_UNCLEAN = 0, 1   # ElectLeadersRequest's ElectionType
 FIRST_PRODUCER_ID = 1000
+PRODUCER_ID_BLOCK_SIZE = 1000   # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 
 
 class ConfigResourceType(enum.IntEnum):
@@ -143,6 +150,9 @@ class MetadataStore:
         # reassignments whose adding replicas all joined the ISR (set by alter_isr, which runs
         # under a partition lock); completed by complete_reassignments, called lock-free
         self.reassignments_completable: set[tuple[str, int]] = set()
+        self._producer_id_block_end = FIRST_PRODUCER_ID
+        # called after every change (the persistence of ``log.dirs``); never with a lock of this store held
+        self.on_change: Callable[["MetadataStore"], None] | None = None
 
     # ------------------------------------------------------------------ brokers
     def register_broker(self, info: BrokerInfo, listener: PartitionListener | None = None) -> None:
@@ -176,7 +186,12 @@ class MetadataStore:
         with self._lock:
             producer_id = self._next_producer_id
             self._next_producer_id += 1
-            return producer_id
+            new_block = producer_id >= self._producer_id_block_end
+            if new_block:
+                self._producer_id_block_end = producer_id + PRODUCER_ID_BLOCK_SIZE
+        if new_block:
+            self._changed()
+        return producer_id
 
     # ------------------------------------------------------------------ topics
     def topic(self, name: str) -> TopicInfo | None:
@@ -410,7 +425,8 @@ class MetadataStore:
             t.partitions[partition] = new
             if new.adding_replicas and all(r in new.isr for r in new.target_replicas):
                 self.reassignments_completable.add((topic, partition))
-            return new
+        self._changed()
+        return new
 
     # ------------------------------------------------------------------ broker lifecycle
     def broker_stopped(self, broker_id: int, elect: bool = True) -> list[PartitionState]:
@@ -687,9 +703,11 @@ class MetadataStore:
     # ------------------------------------------------------------------ pushes
     def _push(self, states: list[PartitionState], removed: list[tuple[str, int]],
               exclude: int | None = None, stopped: dict[tuple[str, int], set[int]] | None = None) -> None:
-        """Send each live broker the states of the partitions it has a replica of, and those it
-        no longer has (``stopped``: partition -> brokers whose replica the state drops; the
-        broker stops and deletes it); ``removed`` (deleted topics' partitions) goes to all."""
+        """The publish point of partition-state changes: persist (``on_change``), then send each
+        live broker the states of the partitions it has a replica of, and those it no longer
+        has (``stopped``: partition -> brokers whose replica the state drops; the broker stops
+        and deletes it); ``removed`` (deleted topics' partitions) goes to all."""
+        self._changed()
         if not states and not removed:
             return
         stopped = stopped or {}
@@ -704,6 +722,50 @@ class MetadataStore:
                     fn(mine, gone)
                 except Exception:
                     _log.exception("metadata_push_failed", broker_id=bid)
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change(self)
+
+    # ------------------------------------------------------------------ persistence
+    def state_snapshot(self) -> dict[str, Any]:
+        """The controller state as plain data (JSON-able): what ``restore_state`` takes back."""
+        with self._lock:
+            return {
+                "cluster_id": self.cluster_id,
+                "producer_id_block_end": self._producer_id_block_end,
+                "next_assignment_start": self._next_assignment_start,
+                "topics": [{
+                    "name": t.name, "topic_id": str(t.topic_id), "internal": t.internal,
+                    "configs": t.configs,
+                    "partitions": [{"partition": st.partition, "leader": st.leader,
+                                    "leader_epoch": st.leader_epoch, "partition_epoch": st.partition_epoch,
+                                    "replicas": list(st.replicas), "isr": list(st.isr),
+                                    "adding_replicas": list(st.adding_replicas),
+                                    "removing_replicas": list(st.removing_replicas)}
+                                   for st in t.partitions.values()],
+                } for t in self.topics.values()],
+            }
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """Take back a ``state_snapshot`` at start-up, before any broker registers. Every broker
+        is fenced then, so every partition starts offline (leader -1, epochs bumped, ISR kept)
+        and is elected when a broker of its ISR starts (``broker_started``); producer ids
+        continue after the persisted block, as Kafka's controller hands out a new block."""
+        with self._lock:
+            self.cluster_id = state["cluster_id"]
+            self._producer_id_block_end = self._next_producer_id = int(state["producer_id_block_end"])
+            self._next_assignment_start = int(state["next_assignment_start"])
+            for t in state["topics"]:
+                topic_id = uuid.UUID(t["topic_id"])
+                info = TopicInfo(t["name"], topic_id, configs=dict(t["configs"]), internal=bool(t["internal"]))
+                for p in t["partitions"]:
+                    info.partitions[p["partition"]] = PartitionState(
+                        t["name"], p["partition"], topic_id, -1, p["leader_epoch"] + 1, p["partition_epoch"] + 1,
+                        tuple(p["replicas"]), tuple(p["isr"]), tuple(p["adding_replicas"]),
+                        tuple(p["removing_replicas"]))
+                self.topics[info.name] = info
+                self.topics_by_id[topic_id] = info.name
 
     def unregister_listener(self, broker_id: int) -> None:
         with self._lock:

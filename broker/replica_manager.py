@@ -160,7 +160,7 @@ class ReplicaManager:
             p = self.partitions.get(tp)
             if p is not None:
                 return p
-            log = self.log_manager.get_or_create_log(tp, topic_configs)
+            log = self.log_manager.get_or_create_log(tp, topic_configs, topic_id)
             p = Partition(topic, partition, topic_id, self.broker_id, log, self.metadata, self.time,
                           self.stats, self.replica_lag_time_max_ms)
             self.partitions[tp] = p

@@ -1,7 +1,8 @@
 """KafkaScheduler: one named thread running the broker's periodic tasks (``kafka-scheduler-<id>``).
 
-Used for ``isr-expiration`` (every ``replica.lag.time.max.ms / 2``), ``kafka-log-retention`` and
-the log memory budget. Tasks run on the scheduler
+Used for ``isr-expiration`` (every ``replica.lag.time.max.ms / 2``), ``kafka-log-retention``,
+the log memory budget and, with ``log.dirs``, the flusher, the checkpoints and the one-off
+``flush-log`` of a rolled segment. Tasks run on the scheduler
 thread; an exception is logged and the task keeps its schedule. On a ``MockTime`` the scheduler
 is one of the clock's due runners: ``run_due`` runs the tasks due now on the caller's thread
 (broker time travel), so a clock jump does not wait for the thread's next poll.
@@ -29,7 +30,7 @@ class KafkaScheduler(ShutdownableThread):
         self.broker_id = broker_id
         self.time = time or Time.SYSTEM
         self._cond = threading.Condition()
-        self._tasks: list[list] = []  # [next_run_ms, period_ms, name, fn]
+        self._tasks: list[list] = []  # [next_run_ms, period_ms (None: once), name, fn]
         self._run_lock = threading.Lock()
         if isinstance(self.time, MockTime):
             self.time.add_due_runner(self)
@@ -38,6 +39,12 @@ class KafkaScheduler(ShutdownableThread):
         with self._cond:
             first = self.time.hi_res_clock_ms() + (period_ms if delay_ms is None else delay_ms)
             self._tasks.append([first, max(1, period_ms), name, fn])
+            self._cond.notify_all()
+
+    def schedule_once(self, name: str, fn: Callable[[], None], delay_ms: int = 0) -> None:
+        """Run ``fn`` once, ``delay_ms`` from now (Kafka's ``Scheduler.scheduleOnce``)."""
+        with self._cond:
+            self._tasks.append([self.time.hi_res_clock_ms() + delay_ms, None, name, fn])
             self._cond.notify_all()
 
     def on_initiate_shutdown(self) -> None:
@@ -64,7 +71,10 @@ class KafkaScheduler(ShutdownableThread):
                 now = self.time.hi_res_clock_ms()
                 due = [t for t in self._tasks if t[0] <= now]
                 for t in due:
-                    t[0] = now + t[1]
+                    if t[1] is None:
+                        self._tasks.remove(t)
+                    else:
+                        t[0] = now + t[1]
             for _, _, name, fn in due:
                 if self.is_shutdown_initiated():
                     break

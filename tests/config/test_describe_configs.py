@@ -63,7 +63,7 @@ def test_broker_entries_show_what_is_in_force(admin: AdminClient) -> None:
 def test_create_topics_with_a_bad_config_is_invalid_config(admin: AdminClient) -> None:
     futures = admin.create_topics([NewTopic("bad-cfg", 1, 1, config={"min.insync.replicas": "0"}),
                                    NewTopic("typo-cfg", 1, 1, config={"retention.msx": "1"}),
-                                   NewTopic("unimpl-cfg", 1, 1, config={"flush.ms": "1000"})])
+                                   NewTopic("unimpl-cfg", 1, 1, config={"preallocate": "true"})])
     messages = {}
     for name, future in futures.items():
         with pytest.raises(KafkaException) as info:
@@ -73,7 +73,7 @@ def test_create_topics_with_a_bad_config_is_invalid_config(admin: AdminClient) -
         messages[name] = error.str()
     assert messages["bad-cfg"] == "Invalid value 0 for configuration min.insync.replicas: Value must be at least 1"
     assert messages["typo-cfg"] == "Unknown topic config name: retention.msx"
-    assert "flush.ms" in messages["unimpl-cfg"] and "emulator.strict.config=true" in messages["unimpl-cfg"]
+    assert "preallocate" in messages["unimpl-cfg"] and "emulator.strict.config=true" in messages["unimpl-cfg"]
 
 
 def test_topic_synonyms_follow_config_helper() -> None:
@@ -92,7 +92,7 @@ def test_topic_synonyms_follow_config_helper() -> None:
     assert topic["segment.bytes"].synonyms == (Synonym("log.segment.bytes", "1073741824", SOURCE_DEFAULT_CONFIG),)
     assert topic["min.insync.replicas"].documentation.startswith("The minimum")
     assert topic["retention.ms"].documentation.startswith("How long")
-    assert topic["flush.ms"].documentation.startswith("Not implemented by the emulator")
+    assert topic["preallocate"].documentation.startswith("Not implemented by the emulator")
     broker = {e.name: e for e in describe_broker(config, ["log.retention.minutes", "nope"])}
     assert list(broker) == ["log.retention.minutes"]
     assert broker["log.retention.minutes"].synonyms == (

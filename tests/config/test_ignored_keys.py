@@ -23,13 +23,14 @@ def _ignored_events(logs: list[dict]) -> dict[str, str]:
 def test_unknown_and_unimplemented_keys_warn_once_per_key() -> None:
     with capture_logs() as logs:
         cluster = EmbeddedCluster(brokers=2, offsets_topic=False, config={
-            **NO_SOCKETS, "foo.bar.baz": "1", "num.partitionz": "3", "log.dirs": "/tmp/x",
-            "ssl.keystore.location": "/k", "log.flush.interval.messages": "1"})
+            **NO_SOCKETS, "foo.bar.baz": "1", "num.partitionz": "3", "num.recovery.threads.per.data.dir": "2",
+            "ssl.keystore.location": "/k", "log.preallocate": "true"})
         cluster.close()
     assert _ignored_events(logs) == {
         "foo.bar.baz": "unknown", "num.partitionz": "unknown",
-        "log.dirs": "not implemented by the emulator", "ssl.keystore.location": "not implemented by the emulator",
-        "log.flush.interval.messages": "not implemented by the emulator"}
+        "num.recovery.threads.per.data.dir": "not implemented by the emulator",
+        "ssl.keystore.location": "not implemented by the emulator",
+        "log.preallocate": "not implemented by the emulator"}
     assert sum(e["event"] == "config_ignored" for e in logs) == 5      # once, not once per broker
     message = next(e["message"] for e in logs if e.get("key") == "num.partitionz")
     assert message == "The configuration 'num.partitionz' was supplied but isn't a known config."
@@ -44,7 +45,8 @@ def test_implemented_keys_do_not_warn() -> None:
 @pytest.mark.parametrize("key, message", [
     ("num.partitionz", "The configuration 'num.partitionz' was supplied but isn't a known config. "
                        "(emulator.strict.config=true refuses it)"),
-    ("log.dirs", "The configuration 'log.dirs' is defined by Kafka but not implemented by the emulator. "
+    ("num.recovery.threads.per.data.dir", "The configuration 'num.recovery.threads.per.data.dir' is defined by "
+                                          "Kafka but not implemented by the emulator. "
                  "(emulator.strict.config=true refuses it)"),
 ])
 def test_strict_mode_refuses_ignored_keys(key: str, message: str) -> None:
@@ -81,15 +83,15 @@ def test_topic_configs_validated() -> None:
         ({"cleanup.policy": "forever"},
          "Invalid value forever for configuration cleanup.policy: String must be one of: compact, delete"),
         ({"retention.ms": None}, "Null value not supported for topic configs: retention.ms"),
-        ({"flush.ms": "1000"}, "The topic config 'flush.ms' is defined by Kafka but not implemented by "
-                               "the emulator. (emulator.strict.config=true refuses it)"),
+        ({"preallocate": "true"}, "The topic config 'preallocate' is defined by Kafka but not implemented by "
+                                  "the emulator. (emulator.strict.config=true refuses it)"),
     ]:
         with pytest.raises(ConfigException) as info:
             validate_topic_configs("t", configs, strict=True)
         assert str(info.value) == message
     with capture_logs() as logs:
-        assert validate_topic_configs("t", {"flush.ms": "1000"}, strict=False) == {"flush.ms": 1000}
-    assert [(e["event"], e["topic"], e["key"]) for e in logs] == [("topic_config_ignored", "t", "flush.ms")]
+        assert validate_topic_configs("t", {"preallocate": "true"}, strict=False) == {"preallocate": True}
+    assert [(e["event"], e["topic"], e["key"]) for e in logs] == [("topic_config_ignored", "t", "preallocate")]
 
 
 def test_cluster_create_topic_goes_through_the_topic_table() -> None:

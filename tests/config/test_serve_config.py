@@ -44,8 +44,8 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
     ("emulator.strict.config=true\nnum.partitionz=3\n",
      "kafka-emu: The configuration 'num.partitionz' was supplied but isn't a known config. "
      "(emulator.strict.config=true refuses it)"),
-    ("emulator.strict.config=true\nlog.dirs=/var/kafka\n",
-     "kafka-emu: The configuration 'log.dirs' is defined by Kafka but not implemented by the emulator. "
+    ("emulator.strict.config=true\nnum.recovery.threads.per.data.dir=2\n",
+     "kafka-emu: The configuration 'num.recovery.threads.per.data.dir' is defined by Kafka but not implemented by the emulator. "
      "(emulator.strict.config=true refuses it)"),
 ])
 def test_bad_config_file_exits_2_with_one_line(tmp_path: Path, text: str, expected: str) -> None:
@@ -110,11 +110,11 @@ def test_listeners_in_file_apply_without_flags(tmp_path: Path) -> None:
 
 def test_unknown_and_unimplemented_keys_warned_on_stderr(tmp_path: Path) -> None:
     props = tmp_path / "server.properties"
-    props.write_text("foo.bar.baz=1\nnum.partitionz=3\nlog.dirs=/var/kafka\n")
+    props.write_text("foo.bar.baz=1\nnum.partitionz=3\nnum.recovery.threads.per.data.dir=2\n")
     proc, _ = _start("--port", "0", "--config", str(props))
     err = _stop(proc)
     assert "Traceback" not in err
-    for key in ("foo.bar.baz", "num.partitionz", "log.dirs"):
+    for key in ("foo.bar.baz", "num.partitionz", "num.recovery.threads.per.data.dir"):
         assert sum(f'"key": "{key}"' in line and "config_ignored" in line for line in err.splitlines()) == 1, err
 
 

@@ -1,0 +1,494 @@
+"""PersistentLog: a ``Log`` whose segments are also files in Kafka's layout, and its loader.
+
+With ``log.dirs`` set, each partition replica has a directory ``<log dir>/<topic>-<partition>``
+holding, per segment, ``<20-digit base offset>.log`` (the record batches byte for byte as
+stored, ``broker.file_records.FileRecords``), ``.index`` and ``.timeindex``; and the
+``leader-epoch-checkpoint`` and ``partition.metadata`` files (``broker.checkpoint_file``).
+
+Writing (Kafka's ``LocalLog``/``UnifiedLog``): every append goes to the in-memory active
+segment and, in the same call, to its ``.log`` file (``os.write``: the page cache); when
+``log_end_offset - recovery_point`` reaches ``flush.messages`` the log is flushed (fsync, and
+the recovery point moves to the LEO); ``LogManager``'s flusher does the same for logs not
+flushed within ``flush.ms``; a roll schedules a one-off flush of the rolled segment. A rolled
+segment's bytes are then read back through a read-only memory map of its file, so inactive
+segments live in the page cache, not in the heap. Truncation, retention, the cleaner's
+rewrites (``.cleaned`` then ``.swap`` then renamed into place, as Kafka's cleaner does) and
+epoch changes reach the files in the same call.
+
+Loading (``PersistentLog.load``, Kafka's ``LogLoader.load``): delete ``.deleted`` and
+``.cleaned`` files, complete ``.swap`` files (the segments they cover go), delete index files
+without a ``.log``; open every segment and sanity-check its indexes (a missing or corrupt index
+is rebuilt from the batches). Unless the directory was shut down cleanly, every segment from the
+one holding the checkpointed recovery point on is *recovered* (Kafka's ``LogSegment.recover``):
+each batch's size, magic and CRC-32C and its offsets are checked, the file is truncated at the
+first bad batch (a torn or corrupt tail) and every later segment is deleted; epochs of the
+recovered batches enter the leader-epoch cache. Then the log start offset is
+max(checkpoint, first base offset), the HW is the checkpointed one clamped into
+[log start, LEO], the epoch cache is truncated to [log start, LEO), and producer state is
+rebuilt by replaying every batch (control and transactional batches are batches like any
+other here).
+
+Differences from Kafka on purpose: no ``<offset>.snapshot`` producer-state files: producer
+state is rebuilt by replaying the log at load (what Kafka does when it has no snapshot), so it
+keeps the last five batches of each producer instead of the one a snapshot keeps; deleted
+segments and directories are removed at once (no ``.deleted`` rename and
+``file.delete.delay.ms``); no ``.txnindex`` (no transactions yet); a write error answers
+KAFKA_STORAGE_ERROR and takes the batch back out of memory (Kafka takes the whole log
+directory offline).
+
+Locking: as ``Log``: the owner's ``lock`` (the Partition's) guards every method, including
+the file operations; ``LogManager``'s tasks take it too.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+from pathlib import Path
+from typing import Callable
+
+import structlog
+from crc32c import crc32c
+
+from kafka_emu.broker.checkpoint_file import (
+    LEADER_EPOCH_CHECKPOINT,
+    CorruptCheckpointError,
+    LeaderEpochCheckpointFile,
+    fsync_dir,
+)
+from kafka_emu.broker.file_records import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SEGMENT_SUFFIXES,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    CorruptIndexError,
+    FileRecords,
+    append_file,
+    encode_offset_index,
+    encode_time_index,
+    offset_from_file_name,
+    read_offset_index,
+    read_time_index,
+    segment_path,
+    write_file,
+)
+from kafka_emu.broker.log import Log
+from kafka_emu.broker.log_config import LogConfig
+from kafka_emu.broker.log_segment import LogSegment, iter_headers
+from kafka_emu.broker.record_batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC
+from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.timer.time import Time
+
+_log = structlog.get_logger("broker.persistent_log")
+
+_BASE_LEN = struct.Struct(">qi")
+_U32 = struct.Struct(">I")
+_I32 = struct.Struct(">i")
+_I32_AT_12 = 12     # partitionLeaderEpoch
+_MAGIC_AT = 16
+_CRC_AT = 17
+_LAST_DELTA_AT = 23
+
+FlushScheduler = Callable[["PersistentLog", int], None]
+
+
+def valid_bytes(buf: bytes | bytearray | memoryview, base_offset: int,
+                on_batch: Callable[[int, int], None] | None = None) -> int:
+    """How many leading bytes of a segment hold whole, valid batches (Kafka's
+    ``LogSegment.recover`` checks: size, magic, CRC-32C over attributes..end, offsets not below
+    the segment base nor the previous batch). ``on_batch(leader_epoch, base_offset)`` is called
+    for each valid batch."""
+    position, end, expected = 0, len(buf), base_offset
+    with memoryview(buf) as view:
+        while position + HEADER_SIZE <= end:
+            base, length = _BASE_LEN.unpack_from(view, position)
+            size = length + LOG_OVERHEAD
+            if length < HEADER_SIZE - LOG_OVERHEAD or position + size > end or view[position + _MAGIC_AT] != MAGIC:
+                break
+            if crc32c(view[position + 21:position + size]) != _U32.unpack_from(view, position + _CRC_AT)[0]:
+                break
+            last = base + _I32.unpack_from(view, position + _LAST_DELTA_AT)[0]
+            if base < expected or last < base or last - base_offset > 0x7FFFFFFF:
+                break
+            if on_batch is not None:
+                on_batch(_I32.unpack_from(view, position + _I32_AT_12)[0], base)
+            expected = last + 1
+            position += size
+    return position
+
+
+def _delete_segment_files(directory: Path, base_offset: int) -> None:
+    for suffix in SEGMENT_SUFFIXES:
+        try:
+            os.unlink(segment_path(directory, base_offset, suffix))
+        except FileNotFoundError:
+            pass
+
+
+class PersistentLog(Log):
+    """A ``Log`` written through to its partition directory; see the module docstring."""
+
+    def __init__(self, directory: Path, topic: str, partition: int, log_start_offset: int = 0,
+                 config: LogConfig | None = None, time: Time | None = None,
+                 flush_scheduler: FlushScheduler | None = None, _load: bool = False) -> None:
+        self.dir = directory
+        self._files: dict[int, FileRecords] = {}
+        # per segment base offset: (offset index entries, time index entries) in the files
+        self._index_written: dict[int, tuple[int, int]] = {}
+        self._epoch_file = LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT)
+        self._flush_scheduler = flush_scheduler
+        self._loading = _load
+        if not _load:
+            directory.mkdir(parents=True, exist_ok=True)
+        super().__init__(topic, partition, log_start_offset, config, time)
+        self.recovery_point = self.log_end_offset
+        self.last_flush_ms = self.time.milliseconds()
+        self._loading = False
+        if not _load:
+            self._write_epochs()
+            fsync_dir(directory.parent)
+
+    # ------------------------------------------------------------------ segments and files
+    def _add_segment(self, base_offset: int) -> LogSegment:
+        seg = super()._add_segment(base_offset)
+        if not self._loading:
+            self._files[base_offset] = FileRecords(segment_path(self.dir, base_offset, LOG_SUFFIX), create=True)
+            write_file(segment_path(self.dir, base_offset, INDEX_SUFFIX), b"")
+            write_file(segment_path(self.dir, base_offset, TIME_INDEX_SUFFIX), b"")
+            self._index_written[base_offset] = (0, 0)
+        return seg
+
+    def _drop_segment(self, seg: LogSegment) -> None:
+        """Forget a segment that left the log and delete its files."""
+        file = self._files.pop(seg.base_offset, None)
+        if file is not None:
+            file.close()
+        self._index_written.pop(seg.base_offset, None)
+        _delete_segment_files(self.dir, seg.base_offset)
+
+    def _sync_indexes(self, seg: LogSegment) -> None:
+        """Bring the segment's index files up to its in-memory indexes (entries are only ever
+        appended between truncations, which rewrite the files)."""
+        base = seg.base_offset
+        written_offsets, written_times = self._index_written.get(base, (0, 0))
+        oi, ti = seg.offset_index, seg.time_index
+        if oi.entries != written_offsets:
+            if oi.entries < written_offsets:
+                write_file(segment_path(self.dir, base, INDEX_SUFFIX), encode_offset_index(oi))
+            else:
+                append_file(segment_path(self.dir, base, INDEX_SUFFIX), encode_offset_index(oi, written_offsets))
+        if ti.entries != written_times:
+            if ti.entries < written_times:
+                write_file(segment_path(self.dir, base, TIME_INDEX_SUFFIX), encode_time_index(ti))
+            else:
+                append_file(segment_path(self.dir, base, TIME_INDEX_SUFFIX), encode_time_index(ti, written_times))
+        self._index_written[base] = (oi.entries, ti.entries)
+
+    def _rewrite_indexes(self, seg: LogSegment) -> None:
+        base = seg.base_offset
+        write_file(segment_path(self.dir, base, INDEX_SUFFIX), encode_offset_index(seg.offset_index))
+        write_file(segment_path(self.dir, base, TIME_INDEX_SUFFIX), encode_time_index(seg.time_index))
+        self._index_written[base] = (seg.offset_index.entries, seg.time_index.entries)
+
+    def _deactivate(self, seg: LogSegment) -> None:
+        """A rolled segment: final index entries on disk, append handle closed, bytes read back
+        through a memory map of the file (the heap copy is freed)."""
+        self._sync_indexes(seg)
+        file = self._files[seg.base_offset]
+        file.close()
+        seg.records = file.map()  # type: ignore[assignment]
+
+    def _activate(self, seg: LogSegment) -> None:
+        """A mapped segment becomes the active one again (truncation): bytes back in the heap,
+        append handle open."""
+        file = self._files[seg.base_offset]
+        if not isinstance(seg.records, bytearray):
+            seg.records = bytearray(seg.records)
+        self._files[seg.base_offset] = FileRecords(file.path)
+
+    def memory_bytes(self) -> int:
+        """Bytes of this log held in the heap (the active segment; the rest are mapped)."""
+        return sum(seg.size for seg in self.segments if isinstance(seg.records, bytearray))
+
+    # ------------------------------------------------------------------ Log hooks
+    def roll(self) -> LogSegment:
+        previous = self.active_segment
+        seg = super().roll()
+        if seg is not previous:
+            self._deactivate(previous)
+            if self._flush_scheduler is not None:
+                self._flush_scheduler(self, seg.base_offset)
+        return seg
+
+    def _append(self, records: bytes | memoryview, last_offset: int, max_timestamp: int,
+                shallow_offset_of_max_timestamp: int, now_ms: int) -> None:
+        start = self.log_end_offset
+        super()._append(records, last_offset, max_timestamp, shallow_offset_of_max_timestamp, now_ms)
+        try:
+            self._files[self.active_segment.base_offset].append(records)
+        except OSError as exc:
+            _log.error("log_append_failed", topic=self.topic, partition=self.partition, dir=str(self.dir),
+                       error=str(exc))
+            self.truncate_to(start)
+            raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"cannot write {self.dir}: {exc.strerror or exc}") from None
+        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+            self.flush()
+
+    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        count = len(self._epochs)
+        super()._assign_epoch(epoch, start_offset)
+        if len(self._epochs) != count and not self._loading:
+            self._write_epochs()
+
+    def _truncate_epochs_from_start(self, start_offset: int) -> None:
+        before = list(self._epochs)
+        super()._truncate_epochs_from_start(start_offset)
+        if self._epochs != before:
+            self._write_epochs()
+
+    def _write_epochs(self) -> None:
+        self._epoch_file.write(self._epochs)
+
+    def _delete_segments(self, deletable: list[LogSegment]) -> int:
+        freed = super()._delete_segments(deletable)
+        for seg in deletable:
+            self._drop_segment(seg)
+        return freed
+
+    def truncate_to(self, offset: int) -> bool:
+        before = list(self.segments)
+        epochs = list(self._epochs)
+        partial = self.segments[0].base_offset <= offset < self.log_end_offset
+        if partial:
+            kept = self.segments[self._segment_index(offset)]
+            if kept is not self.active_segment:
+                self._activate(kept)
+        changed = super().truncate_to(offset)
+        if partial:
+            current = set(map(id, self.segments))
+            for seg in before:
+                if id(seg) not in current:
+                    self._drop_segment(seg)
+            active = self.active_segment
+            self._files[active.base_offset].truncate_to(active.size)
+            self._rewrite_indexes(active)
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        if self._epochs != epochs:
+            self._write_epochs()
+        return changed
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        for seg in list(self.segments):
+            self._drop_segment(seg)
+        super().truncate_fully_and_start_at(new_offset)
+        self.recovery_point = new_offset
+        self._write_epochs()
+
+    def replace_segments(self, segments: list[LogSegment]) -> None:
+        """The cleaner's output: each rewritten segment is written to ``<base>.log.cleaned``,
+        fsynced and renamed to ``.swap``; then the replaced segments' files go and the swap
+        files are renamed into place (Kafka's ``replaceSegments``; the loader completes a swap
+        interrupted by a crash)."""
+        old = list(self.segments)
+        kept = set(map(id, old))
+        new = [seg for seg in segments if id(seg) not in kept]
+        swaps: list[tuple[LogSegment, Path]] = []
+        for seg in new:
+            cleaned = segment_path(self.dir, seg.base_offset, LOG_SUFFIX + CLEANED_SUFFIX)
+            with open(cleaned, "wb") as f:
+                f.write(seg.records)
+                f.flush()
+                os.fsync(f.fileno())
+            swap = segment_path(self.dir, seg.base_offset, LOG_SUFFIX + SWAP_SUFFIX)
+            os.replace(cleaned, swap)
+            swaps.append((seg, swap))
+        fsync_dir(self.dir)
+        super().replace_segments(segments)
+        current = set(map(id, self.segments))
+        for seg in old:
+            if id(seg) not in current:
+                self._drop_segment(seg)
+        for seg, swap in swaps:
+            os.replace(swap, segment_path(self.dir, seg.base_offset, LOG_SUFFIX))
+            file = self._files[seg.base_offset] = FileRecords(segment_path(self.dir, seg.base_offset, LOG_SUFFIX))
+            file.flushed_size = file.size
+            self._rewrite_indexes(seg)
+            file.close()
+            seg.records = file.map()  # type: ignore[assignment]
+        fsync_dir(self.dir)
+
+    # ------------------------------------------------------------------ flush and close
+    def flush(self, offset: int | None = None) -> None:
+        """fsync every segment holding offsets in [recovery point, ``offset``) (default: the
+        LEO) and move the recovery point there (Kafka's ``UnifiedLog.flush``)."""
+        offset = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
+        if offset <= self.recovery_point:
+            return
+        for seg in self.segments:
+            if seg.base_offset >= offset:
+                break
+            if seg.next_offset <= self.recovery_point and seg is not self.active_segment:
+                continue
+            self._sync_indexes(seg)
+            self._files[seg.base_offset].flush()
+        self.recovery_point = offset
+        self.last_flush_ms = self.time.milliseconds()
+
+    def close(self) -> None:
+        """Clean shutdown: flush everything, index files complete, handles closed."""
+        self.flush()
+        for seg in self.segments:
+            self._sync_indexes(seg)
+        for file in self._files.values():
+            file.close()
+
+    def delete(self) -> None:
+        """The partition is deleted: close and remove its directory."""
+        for file in self._files.values():
+            file.close()
+        self._files.clear()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # ------------------------------------------------------------------ loading
+    @classmethod
+    def load(cls, directory: Path, topic: str, partition: int, config: LogConfig, time: Time,
+             recovery_point: int, log_start_offset: int | None, high_watermark: int | None,
+             clean_shutdown: bool, flush_scheduler: FlushScheduler | None = None) -> "PersistentLog":
+        """Open a partition directory and recover it (see the module docstring)."""
+        _complete_swaps(directory)
+        bases = sorted(offset_from_file_name(p.name) for p in directory.iterdir()
+                       if p.name.endswith(LOG_SUFFIX) and _is_segment_name(p.name))
+        first = bases[0] if bases else (log_start_offset or 0)
+        log = cls(directory, topic, partition, first, config, time, flush_scheduler, _load=True)
+        try:
+            epochs = log._epoch_file.read()
+        except CorruptCheckpointError as exc:
+            _log.warning("leader_epoch_checkpoint_corrupt", dir=str(directory), error=str(exc))
+            epochs = []
+        log._epochs = epochs
+        log._loading = True
+        segments: list[LogSegment] = []
+        truncated = False
+        for i, base in enumerate(bases):
+            if truncated:   # everything after a truncated segment is unflushed garbage
+                _delete_segment_files(directory, base)
+                continue
+            last = i == len(bases) - 1
+            upper = bases[i + 1] if not last else None
+            recover = not clean_shutdown and (upper is None or upper > recovery_point)
+            seg, lost = log._open_segment(base, last, recover)
+            if lost:
+                truncated = True
+                _log.warning("log_segment_truncated", topic=topic, partition=partition, segment=base,
+                             bytes=lost, message=f"{topic}-{partition}: truncated {lost} invalid bytes "
+                                                 f"at the end of segment {base} (torn or corrupt tail)")
+            segments.append(seg)
+        log._loading = False
+        if segments:
+            log.segments[:] = segments
+            log._bases[:] = [s.base_offset for s in segments]
+        else:
+            log._add_segment(first)
+        log.log_end_offset = log.active_segment.next_offset
+        if log_start_offset is not None and log.log_end_offset < log_start_offset:
+            # the segments were removed behind the log's back (Kafka's ``LogLoader``: start over)
+            log.truncate_fully_and_start_at(log_start_offset)
+        log.log_start_offset = max(log_start_offset or 0, log.segments[0].base_offset)
+        leo = log.log_end_offset
+        log._epochs = [(e, s) for e, s in log._epochs if s < leo]
+        log._truncate_epochs_from_start(log.log_start_offset)
+        log._write_epochs()
+        hw = high_watermark if high_watermark is not None else log.log_start_offset
+        log.high_watermark = max(min(hw, leo), log.log_start_offset)
+        log.recovery_point = leo if clean_shutdown else min(max(recovery_point, log.log_start_offset), leo)
+        log._rebuild_producer_state()
+        return log
+
+    def _open_segment(self, base: int, active: bool, recover: bool) -> tuple[LogSegment, int]:
+        """One segment from its files; (segment, bytes truncated by recovery)."""
+        cfg = self.config
+        path = segment_path(self.dir, base, LOG_SUFFIX)
+        file = FileRecords(path)
+        seg = LogSegment(base, cfg.index_interval_bytes, cfg.segment_index_bytes, 0, self.time.milliseconds())
+        seg.last_modified_ms = int(os.stat(path).st_mtime * 1000)
+        self._files[base] = file
+        buf = file.map()
+        lost = 0
+        if recover:
+            valid = valid_bytes(buf, base, self._assign_epoch)
+            if valid < file.size:
+                lost = file.size - valid
+                del buf
+                file.truncate_to(valid)
+                buf = file.map()
+            file.flushed_size = 0   # nothing here is known to be on disk
+        seg.records = buf  # type: ignore[assignment]
+        indexes_ok = False
+        if not recover:
+            try:
+                seg.offset_index = read_offset_index(
+                    _read(segment_path(self.dir, base, INDEX_SUFFIX)), base, cfg.segment_index_bytes, file.size)
+                seg.time_index = read_time_index(
+                    _read(segment_path(self.dir, base, TIME_INDEX_SUFFIX)), base, cfg.segment_index_bytes)
+                indexes_ok = True
+            except (FileNotFoundError, CorruptIndexError) as exc:
+                _log.warning("log_index_rebuilt", topic=self.topic, partition=self.partition, segment=base,
+                             reason=str(exc))
+        if indexes_ok:
+            self._index_written[base] = (seg.offset_index.entries, seg.time_index.entries)
+            seg._recompute_after_truncation()
+            first = next(iter_headers(seg.records), None)
+            seg.rolling_based_timestamp = first.max_timestamp if first is not None else None
+        else:
+            seg.rebuild_indexes()
+            seg._recompute_after_truncation()
+        if not active:
+            seg.on_become_inactive_segment()
+        if not indexes_ok:
+            self._rewrite_indexes(seg)
+        if active:
+            seg.records = bytearray(seg.records)
+        else:
+            file.close()
+        return seg, lost
+
+
+def _read(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+def _is_segment_name(name: str) -> bool:
+    try:
+        offset_from_file_name(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _complete_swaps(directory: Path) -> None:
+    """Kafka's ``LogLoader.removeTempFilesAndCollectSwapFiles`` and swap completion:
+    ``.deleted`` and ``.cleaned`` files go, index files without a ``.log`` go, and each
+    ``.log.swap`` replaces the segments whose base offsets it covers."""
+    for p in list(directory.iterdir()):
+        if p.name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX)):
+            p.unlink()
+    swaps = sorted(p for p in directory.iterdir() if p.name.endswith(LOG_SUFFIX + SWAP_SUFFIX))
+    for swap in swaps:
+        base = offset_from_file_name(swap.name)
+        data = swap.read_bytes()
+        next_offset = base
+        for h in iter_headers(data):
+            next_offset = h.last_offset + 1
+        for p in list(directory.iterdir()):
+            if p.name.endswith(LOG_SUFFIX) and _is_segment_name(p.name) \
+                    and base <= offset_from_file_name(p.name) < max(next_offset, base + 1):
+                _delete_segment_files(directory, offset_from_file_name(p.name))
+        os.replace(swap, segment_path(directory, base, LOG_SUFFIX))
+    logs = {p.name[:20] for p in directory.iterdir() if p.name.endswith(LOG_SUFFIX)}
+    for p in list(directory.iterdir()):
+        if p.name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and _is_segment_name(p.name) \
+                and p.name[:20] not in logs:
+            p.unlink()

@@ -185,7 +185,11 @@ class LogManager:
             high_watermarks = self._read_checkpoint(d / HIGH_WATERMARK_CHECKPOINT)
             for child in sorted(d.iterdir()):
                 tp = _parse_partition_dir(child)
-                if tp is None or tp in self.logs:
+                if tp is None:
+                    continue
+                kept = self.logs.get(tp)
+                if isinstance(kept, PersistentLog):   # kept in memory across an in-process restart
+                    kept.flush_scheduler = self._schedule_flush
                     continue
                 topic = metadata.topic(tp[0])
                 state = topic.partitions.get(tp[1]) if topic is not None else None

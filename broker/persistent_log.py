@@ -139,7 +139,7 @@ class PersistentLog(Log):
         # per segment base offset: (offset index entries, time index entries) in the files
         self._index_written: dict[int, tuple[int, int]] = {}
         self._epoch_file = LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT)
-        self._flush_scheduler = flush_scheduler
+        self.flush_scheduler = flush_scheduler
         self._loading = _load
         if not _load:
             directory.mkdir(parents=True, exist_ok=True)
@@ -219,8 +219,8 @@ class PersistentLog(Log):
         seg = super().roll()
         if seg is not previous:
             self._deactivate(previous)
-            if self._flush_scheduler is not None:
-                self._flush_scheduler(self, seg.base_offset)
+            if self.flush_scheduler is not None:
+                self.flush_scheduler(self, seg.base_offset)
         return seg
 
     def _append(self, records: bytes | memoryview, last_offset: int, max_timestamp: int,

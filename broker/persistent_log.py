@@ -169,28 +169,19 @@ class PersistentLog(Log):
         self._index_written.pop(seg.base_offset, None)
         _delete_segment_files(self.dir, seg.base_offset)
 
-    def _sync_indexes(self, seg: LogSegment) -> None:
-        """Bring the segment's index files up to its in-memory indexes (entries are only ever
-        appended between truncations, which rewrite the files)."""
+    def _sync_indexes(self, seg: LogSegment, rewrite: bool = False) -> None:
+        """Bring the segment's index files up to its in-memory indexes: the new entries are
+        appended (entries are only ever appended between truncations); fewer entries than
+        written, or ``rewrite``, write the files anew."""
         base = seg.base_offset
-        written_offsets, written_times = self._index_written.get(base, (0, 0))
-        oi, ti = seg.offset_index, seg.time_index
-        if oi.entries != written_offsets:
-            if oi.entries < written_offsets:
-                write_file(segment_path(self.dir, base, INDEX_SUFFIX), encode_offset_index(oi))
-            else:
-                append_file(segment_path(self.dir, base, INDEX_SUFFIX), encode_offset_index(oi, written_offsets))
-        if ti.entries != written_times:
-            if ti.entries < written_times:
-                write_file(segment_path(self.dir, base, TIME_INDEX_SUFFIX), encode_time_index(ti))
-            else:
-                append_file(segment_path(self.dir, base, TIME_INDEX_SUFFIX), encode_time_index(ti, written_times))
-        self._index_written[base] = (oi.entries, ti.entries)
-
-    def _rewrite_indexes(self, seg: LogSegment) -> None:
-        base = seg.base_offset
-        write_file(segment_path(self.dir, base, INDEX_SUFFIX), encode_offset_index(seg.offset_index))
-        write_file(segment_path(self.dir, base, TIME_INDEX_SUFFIX), encode_time_index(seg.time_index))
+        written = self._index_written.get(base, (0, 0))
+        for index, suffix, encode, count in ((seg.offset_index, INDEX_SUFFIX, encode_offset_index, written[0]),
+                                             (seg.time_index, TIME_INDEX_SUFFIX, encode_time_index, written[1])):
+            path = segment_path(self.dir, base, suffix)
+            if rewrite or index.entries < count:
+                write_file(path, encode(index))
+            elif index.entries > count:
+                append_file(path, encode(index, count))
         self._index_written[base] = (seg.offset_index.entries, seg.time_index.entries)
 
     def _deactivate(self, seg: LogSegment) -> None:
@@ -199,7 +190,7 @@ class PersistentLog(Log):
         self._sync_indexes(seg)
         file = self._files[seg.base_offset]
         file.close()
-        seg.records = file.map()  # type: ignore[assignment]
+        seg.records = file.map()
 
     def _activate(self, seg: LogSegment) -> None:
         """A mapped segment becomes the active one again (truncation): bytes back in the heap,
@@ -274,7 +265,7 @@ class PersistentLog(Log):
                     self._drop_segment(seg)
             active = self.active_segment
             self._files[active.base_offset].truncate_to(active.size)
-            self._rewrite_indexes(active)
+            self._sync_indexes(active, rewrite=True)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         if self._epochs != epochs:
             self._write_epochs()
@@ -315,9 +306,9 @@ class PersistentLog(Log):
             os.replace(swap, segment_path(self.dir, seg.base_offset, LOG_SUFFIX))
             file = self._files[seg.base_offset] = FileRecords(segment_path(self.dir, seg.base_offset, LOG_SUFFIX))
             file.flushed_size = file.size
-            self._rewrite_indexes(seg)
+            self._sync_indexes(seg, rewrite=True)
             file.close()
-            seg.records = file.map()  # type: ignore[assignment]
+            seg.records = file.map()
         fsync_dir(self.dir)
 
     # ------------------------------------------------------------------ flush and close
@@ -425,7 +416,7 @@ class PersistentLog(Log):
                 file.truncate_to(valid)
                 buf = file.map()
             file.flushed_size = 0   # nothing here is known to be on disk
-        seg.records = buf  # type: ignore[assignment]
+        seg.records = buf
         indexes_ok = False
         if not recover:
             try:
@@ -448,7 +439,7 @@ class PersistentLog(Log):
         if not active:
             seg.on_become_inactive_segment()
         if not indexes_ok:
-            self._rewrite_indexes(seg)
+            self._sync_indexes(seg, rewrite=True)
         if active:
             seg.records = bytearray(seg.records)
         else:

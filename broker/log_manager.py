@@ -165,6 +165,8 @@ class LogManager:
             if isinstance(log, PersistentLog) and log.dir.parent in counts:
                 counts[log.dir.parent] += 1
         directory = min(self.log_dirs, key=lambda d: counts[d]) / f"{tp[0]}-{tp[1]}"
+        if directory.exists():   # not a log of this broker (load_logs set strays aside): keep it apart
+            _set_aside(directory)
         log = PersistentLog(directory, tp[0], tp[1], config=config, time=self.time,
                             flush_scheduler=self._schedule_flush)
         if topic_id is not None:
@@ -199,10 +201,7 @@ class LogManager:
                     stored_id = None
                 if state is None or broker_id not in state.replicas or \
                         (stored_id is not None and stored_id != topic.topic_id):
-                    stray = child.with_name(f"{child.name}.{uuid.uuid4().hex}-stray")
-                    child.rename(stray)
-                    _log.warning("stray_log_dir", dir=str(child), renamed_to=stray.name,
-                                 message=f"{child.name} is not a replica this broker hosts: renamed to {stray.name}")
+                    _set_aside(child)
                     continue
                 log = PersistentLog.load(child, tp[0], tp[1], self.log_config(topic.configs), self.time,
                                          recovery_points.get(tp, 0), log_starts.get(tp), high_watermarks.get(tp),
@@ -388,6 +387,15 @@ class LogManager:
                     log.delete()
             release_free_memory()
         return log
+
+
+def _set_aside(directory: Path) -> None:
+    """Rename a partition directory this broker does not host to ``<name>.<uuid>-stray``
+    (Kafka 4.0's stray logs: kept for an operator, never served)."""
+    stray = directory.with_name(f"{directory.name}.{uuid.uuid4().hex}-stray")
+    directory.rename(stray)
+    _log.warning("stray_log_dir", dir=str(directory), renamed_to=stray.name,
+                 message=f"{directory.name} is not a replica this broker hosts: renamed to {stray.name}")
 
 
 def _heap_bytes(log: Log) -> int:

@@ -18,6 +18,12 @@ itself), then ``log.level``/``log.format``/``log.level.<logger>`` from the prope
 ``--metrics-port`` serves the cluster's Prometheus metrics (``metrics.cluster.ClusterMetrics``)
 at ``http://host:port/metrics``; its address is printed as a second line (``metrics=...``).
 
+``--set log.dirs=DIR`` (or ``log.dirs``/``log.dir`` in the file) keeps the logs in Kafka's
+on-disk layout under DIR (``broker.persistent_log``, ``broker.log_dirs``; with several
+brokers, ``DIR/broker-<i>``): a restart on the same directory, after SIGTERM or SIGKILL, brings
+back topics, records, committed offsets and producer state. An unwritable directory, one in
+use by another process or one of another cluster is a one-line error (exit 2).
+
 ``--control-port`` serves the test-control API (``broker.control.control_http``: injected
 errors, latency, isolation, leader moves, time travel, recorded requests) on
 ``--control-host`` (127.0.0.1 unless given), printed as ``control=http://host:port``;

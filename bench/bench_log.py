@@ -13,12 +13,19 @@ Three measurements in one run, on one thread (the log is always used under its p
   and should stay flat once the retention limit is reached (``rss_growth_mib`` after warm-up).
 
 The ratios (segment log / list log) are what to compare across runs on a loaded machine.
+
+``--log-dir DIR`` adds the same append and sequential-read measurements for a persisted log
+(``PersistentLog`` in a new directory under DIR, with ``--flush-messages``; default: Kafka's,
+leave it to the OS), next to the in-memory segment log of the same run.
 """
 from __future__ import annotations
 
 import argparse
 import random
+import shutil
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from kafka_emu.bench.bench_util import emit, mib, rss_bytes
@@ -26,6 +33,7 @@ from kafka_emu.bench.list_log import ListLog
 from kafka_emu.broker.log import Log
 from kafka_emu.broker.log_config import LogConfig
 from kafka_emu.broker.log_manager import release_free_memory
+from kafka_emu.broker.persistent_log import PersistentLog
 from kafka_emu.broker.record_batch import build_batch
 
 
@@ -44,6 +52,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="appends between retention checks in the sustained run")
     parser.add_argument("--sustain-seconds", type=positive_float, default=20.0,
                         help="length of the sustained run")
+    parser.add_argument("--log-dir", default=None,
+                        help="also measure a persisted log in a new directory under this one (default: memory only)")
+    parser.add_argument("--flush-messages", type=positive_int, default=None,
+                        help="flush.messages of the persisted log (default: Kafka's, no fsync per append)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
@@ -125,6 +137,25 @@ def _sustained(args: argparse.Namespace, batches: list[bytes]) -> dict[str, Any]
             "log_start_offset": log.log_start_offset}
 
 
+def _persisted(args: argparse.Namespace, batches: list[bytes], t_memory: float, t_memory_read: float) -> dict[str, Any]:
+    """Append and sequential read of a ``PersistentLog`` (``--log-dir``), as ratios to the
+    in-memory segment log's times of the same run."""
+    configs: dict[str, object] = {"segment.bytes": args.segment_mib << 20}
+    if args.flush_messages is not None:
+        configs["flush.messages"] = args.flush_messages
+    directory = Path(tempfile.mkdtemp(prefix="bench-log-", dir=args.log_dir))
+    try:
+        log = PersistentLog(directory / "bench-0", "bench", 0, config=LogConfig.for_topic(configs))
+        t_append = _append(log, batches, args.batches)
+        t_read, nbytes = _read_sequential(log, log.log_end_offset, args.fetch_bytes)
+        log.close()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    return {"flush_messages": args.flush_messages or "default", "append_batches_per_s": round(args.batches / t_append),
+            "append_ratio": round(t_memory / t_append, 2), "read_mib_per_s": round(nbytes / t_read / (1 << 20), 1),
+            "read_ratio": round(t_memory_read / t_read, 2)}
+
+
 def run(args: argparse.Namespace) -> int:
     batches = _batches(args)
     batch_bytes = len(batches[0])
@@ -148,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
                              "list_reads_per_s": round(args.random_reads / rl), "ratio": round(rl / rs, 2)}
     del seg_log, list_log
     release_free_memory()
+    if args.log_dir:
+        result["persisted"] = _persisted(args, batches, t_seg, ts)
     result["sustained"] = _sustained(args, batches)
     a, r, q, s = result["append"], result["read_sequential"], result["read_random"], result["sustained"]
     table: list[tuple[str, ...]] = [
@@ -160,5 +193,10 @@ def run(args: argparse.Namespace) -> int:
         (f"RSS MiB each second: {s['rss_mib_samples']}",),
         (f"RSS growth over the second half: {s['rss_growth_mib_second_half']} MiB",),
     ]
+    if "persisted" in result:
+        p = result["persisted"]
+        table.append((f"persisted (flush.messages {p['flush_messages']}): append {p['append_batches_per_s']:,} "
+                      f"batches/s ({p['append_ratio']}x the in-memory log), sequential read "
+                      f"{p['read_mib_per_s']} MiB/s ({p['read_ratio']}x)",))
     emit(result, args.json, table)
     return 0

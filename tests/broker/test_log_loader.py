@@ -11,7 +11,7 @@ import pytest
 
 from kafka_emu.broker.checkpoint_file import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
 from kafka_emu.broker.config import KafkaConfig
-from kafka_emu.broker.file_records import read_offset_index, read_time_index, segment_path
+from kafka_emu.broker.file_records import read_offset_index, segment_path
 from kafka_emu.broker.log_cleaner import LogCleaner
 from kafka_emu.broker.log_config import LogConfig
 from kafka_emu.broker.log_manager import LogManager
@@ -154,8 +154,9 @@ def test_missing_index_is_rebuilt(tmp_path: Path) -> None:
 
 
 def test_corrupt_index_is_rebuilt(tmp_path: Path) -> None:
-    """LogLoaderTest.testCorruptIndexRebuild: garbage in the index files fails the sanity check
-    and the indexes are rebuilt; reads by offset and by timestamp work."""
+    """LogLoaderTest.testCorruptIndexRebuild, LogSegmentTest.testRecoveryFixesCorruptIndex and
+    testRecoveryFixesCorruptTimeIndex: garbage in the index files fails the sanity check and the
+    indexes are rebuilt; reads by offset and by timestamp work."""
     time = MockTime()
     log = new_log(tmp_path, time, **{"segment.bytes": 3000, "index.interval.bytes": 1})
     for i in range(30):
@@ -382,3 +383,27 @@ def test_valid_bytes_stops_at_the_first_bad_batch() -> None:
     bad_magic[16] = 1
     assert valid_bytes(good + bytes(bad_magic), 10) == len(good)
     assert valid_bytes(good, 11) == 0                   # below the segment base
+
+
+def test_checkpoint_recovery_points(tmp_path: Path) -> None:
+    """LogManagerTest.testCheckpointRecoveryPoints: recovery-point-offset-checkpoint holds each
+    log's recovery point (what was flushed), per log directory; a new log goes to the directory
+    with the fewest logs (Kafka's nextLogDirs)."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    manager = LogManager(KafkaConfig({"log.dirs": f"{a},{b}"}), time=MockTime())
+    one, two = manager.get_or_create_log(("t", 0)), manager.get_or_create_log(("t", 1))
+    assert {one.dir.parent, two.dir.parent} == {a, b}
+    fill(one, 4)
+    fill(two, 4)
+    with one.lock:
+        one.flush(3)
+    manager.checkpoint_recovery_points()
+    assert (one.dir.parent / "recovery-point-offset-checkpoint").read_text() == "0\n1\nt 0 3\n"
+    assert (two.dir.parent / "recovery-point-offset-checkpoint").read_text() == "0\n1\nt 1 0\n"
+
+
+def test_log_dir_is_used_without_log_dirs(tmp_path: Path) -> None:
+    """``log.dir`` is the directory when ``log.dirs`` is not set (Kafka's fallback)."""
+    manager = LogManager(KafkaConfig({"log.dir": str(tmp_path)}), time=MockTime())
+    log = manager.get_or_create_log(("t", 0))
+    assert isinstance(log, PersistentLog) and log.dir == tmp_path / "t-0"

@@ -153,13 +153,13 @@ class PersistentLog(Log):
 
     # ------------------------------------------------------------------ segments and files
     def _add_segment(self, base_offset: int) -> LogSegment:
-        seg = super()._add_segment(base_offset)
-        if not self._loading:
-            self._files[base_offset] = FileRecords(segment_path(self.dir, base_offset, LOG_SUFFIX), create=True)
+        if not self._loading:   # the files first: an I/O error leaves the log as it was
+            file = FileRecords(segment_path(self.dir, base_offset, LOG_SUFFIX), create=True)
             write_file(segment_path(self.dir, base_offset, INDEX_SUFFIX), b"")
             write_file(segment_path(self.dir, base_offset, TIME_INDEX_SUFFIX), b"")
+            self._files[base_offset] = file
             self._index_written[base_offset] = (0, 0)
-        return seg
+        return super()._add_segment(base_offset)
 
     def _drop_segment(self, seg: LogSegment) -> None:
         """Forget a segment that left the log and delete its files."""
@@ -198,7 +198,8 @@ class PersistentLog(Log):
         file = self._files[seg.base_offset]
         if not isinstance(seg.records, bytearray):
             seg.records = bytearray(seg.records)
-        self._files[seg.base_offset] = FileRecords(file.path)
+        reopened = self._files[seg.base_offset] = FileRecords(file.path)
+        reopened.flushed_size = file.flushed_size
 
     def memory_bytes(self) -> int:
         """Bytes of this log held in the heap (the active segment; the rest are mapped)."""
@@ -217,13 +218,14 @@ class PersistentLog(Log):
     def _append(self, records: bytes | memoryview, last_offset: int, max_timestamp: int,
                 shallow_offset_of_max_timestamp: int, now_ms: int) -> None:
         start = self.log_end_offset
-        super()._append(records, last_offset, max_timestamp, shallow_offset_of_max_timestamp, now_ms)
-        try:
+        try:   # a roll creates files; then the batches go to the active segment's file
+            super()._append(records, last_offset, max_timestamp, shallow_offset_of_max_timestamp, now_ms)
             self._files[self.active_segment.base_offset].append(records)
         except OSError as exc:
             _log.error("log_append_failed", topic=self.topic, partition=self.partition, dir=str(self.dir),
                        error=str(exc))
-            self.truncate_to(start)
+            if self.log_end_offset > start:
+                self.truncate_to(start)
             raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"cannot write {self.dir}: {exc.strerror or exc}") from None
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush()

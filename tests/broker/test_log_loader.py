@@ -2,6 +2,7 @@
 recovery scenarios (tag 4.0.0) ported to the emulator's files, on MockTime."""
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import struct
@@ -11,12 +12,13 @@ import pytest
 
 from kafka_emu.broker.checkpoint_file import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
 from kafka_emu.broker.config import KafkaConfig
-from kafka_emu.broker.file_records import read_offset_index, segment_path
+from kafka_emu.broker.file_records import FileRecords, read_offset_index, segment_path
 from kafka_emu.broker.log_cleaner import LogCleaner
 from kafka_emu.broker.log_config import LogConfig
 from kafka_emu.broker.log_manager import LogManager
 from kafka_emu.broker.persistent_log import PersistentLog, valid_bytes
 from kafka_emu.broker.record_batch import build_batch, iter_records
+from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.timer.time import MockTime
 
 pytestmark = pytest.mark.timeout(30)
@@ -407,3 +409,22 @@ def test_log_dir_is_used_without_log_dirs(tmp_path: Path) -> None:
     manager = LogManager(KafkaConfig({"log.dir": str(tmp_path)}), time=MockTime())
     log = manager.get_or_create_log(("t", 0))
     assert isinstance(log, PersistentLog) and log.dir == tmp_path / "t-0"
+
+
+def test_write_error_is_kafka_storage_error_and_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed write (disk full) answers KAFKA_STORAGE_ERROR and takes the batch back out of
+    memory and file, so no reader sees what is not on disk; the log takes writes again after."""
+    log = new_log(tmp_path)
+    fill(log, 3)
+
+    def full(self: object, data: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(FileRecords, "append", full)
+        with pytest.raises(KafkaError) as info:
+            log.append_as_leader(batch(b"lost"), 0)
+    assert info.value.code == Errors.KAFKA_STORAGE_ERROR and "No space left" in str(info.value)
+    assert log.log_end_offset == 3 and [o for o, _ in records(log)] == [0, 1, 2]
+    assert log.append_as_leader(batch(b"next"), 0).first_offset == 3
+    assert records(reload(log, clean=False))[-1] == (3, b"next")

@@ -339,10 +339,10 @@ class PersistentLog(Log):
             file.close()
 
     def delete(self) -> None:
-        """The partition is deleted: close and remove its directory."""
+        """The partition is deleted: close and remove its directory (a write still racing in
+        finds no file: KAFKA_STORAGE_ERROR, never a write into a deleted directory)."""
         for file in self._files.values():
             file.close()
-        self._files.clear()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # ------------------------------------------------------------------ loading

@@ -29,10 +29,12 @@ controller. Lock order: controller lock → partition locks → ``_lock``; a par
 lock) may call ``alter_isr`` (takes ``_lock`` only), which therefore only notes a reassignment
 it made completable; the ReplicaManager completes it after the fetch, with no lock held.
 
-Persistence (with ``log.dirs``): ``_push`` is the single publish point of every controller
-change (and ``alter_isr`` and a new producer-id block call ``_changed`` too); it calls
-``on_change`` first, which ``broker.log_dirs.MetadataSnapshotFile`` uses to rewrite the state
-(``state_snapshot``) atomically; ``restore_state`` takes it back at start-up.
+Persistence (with ``log.dirs``): the publish points, ``_push`` (partition states: topics,
+partitions, elections) and ``_announce_config`` (topic and dynamic broker configs), and the two
+changes that publish nothing (``alter_isr``, a new producer-id block) call ``_changed``, which
+calls ``on_change``; ``broker.log_dirs.MetadataSnapshotFile`` uses it to rewrite the state
+(``state_snapshot``) atomically. ``restore_state`` takes it back at start-up. A new mutation
+persists by going through one of the publish points.
 
 Differences from Kafka on purpose: ISR changes are applied synchronously (no in-flight
 AlterPartition state); a stopped broker is fenced at once (removed from every ISR unless it is
@@ -399,7 +401,9 @@ class MetadataStore:
             self._config_listeners[broker_id] = listener
 
     def _announce_config(self, resource_type: int, resource_name: str) -> None:
-        """Controller lock held: config listeners of live brokers, in broker order."""
+        """Controller lock held: the publish point of config changes: persist (``on_change``),
+        then the config listeners of live brokers, in broker order."""
+        self._changed()
         with self._lock:
             targets = sorted((bid, fn) for bid, fn in self._config_listeners.items()
                              if self.brokers.get(bid) is not None and self.brokers[bid].live)
@@ -735,6 +739,7 @@ class MetadataStore:
                 "cluster_id": self.cluster_id,
                 "producer_id_block_end": self._producer_id_block_end,
                 "next_assignment_start": self._next_assignment_start,
+                "broker_configs": self._broker_configs,
                 "topics": [{
                     "name": t.name, "topic_id": str(t.topic_id), "internal": t.internal,
                     "configs": t.configs,
@@ -756,6 +761,7 @@ class MetadataStore:
             self.cluster_id = state["cluster_id"]
             self._producer_id_block_end = self._next_producer_id = int(state["producer_id_block_end"])
             self._next_assignment_start = int(state["next_assignment_start"])
+            self._broker_configs = {name: dict(configs) for name, configs in state["broker_configs"].items()}
             for t in state["topics"]:
                 topic_id = uuid.UUID(t["topic_id"])
                 info = TopicInfo(t["name"], topic_id, configs=dict(t["configs"]), internal=bool(t["internal"]))

@@ -242,3 +242,27 @@ def test_persisted_cluster_keeps_its_broker_count(tmp_path: Path) -> None:
     cluster(tmp_path, 2).close()
     with pytest.raises(ConfigException, match="holds a cluster of 2 brokers"):
         cluster(tmp_path, 3)
+
+
+def test_config_changes_and_new_partitions_are_persisted(tmp_path: Path) -> None:
+    """Mutations made after start-up through the controller's publish points (CreatePartitions,
+    AlterConfigs on a topic and on the brokers) are in the snapshot a restart reads."""
+    from kafka_emu.broker.metadata import PartitionState
+
+    c = cluster(tmp_path)
+    try:
+        c.create_topic("t", 1, 1)
+        c.metadata.create_partitions("t", 3, None)
+        c.metadata.alter_topic_configs("t", lambda configs: {**configs, "retention.ms": 60_000})
+        c.metadata.alter_broker_configs("", lambda configs: {**configs, "log.retention.ms": 120_000})
+    finally:
+        c.close()
+    again = cluster(tmp_path)
+    try:
+        topic = again.metadata.topic("t")
+        assert sorted(topic.partitions) == [0, 1, 2]
+        assert all(isinstance(st, PartitionState) and st.leader == 0 for st in topic.partitions.values())
+        assert topic.configs == {"retention.ms": 60_000}
+        assert again.metadata.broker_configs("") == {"log.retention.ms": 120_000}
+    finally:
+        again.close()

@@ -99,7 +99,7 @@ def test_validate_broker_configs() -> None:
         "log.retention.ms": 100, "log.cleanup.policy": ["compact", "delete"]}
     for configs, code in (({"broker.id": "3", "log.retention.ms": "1"}, Errors.INVALID_REQUEST),
                           ({"min.insync.replicas": "0"}, Errors.INVALID_REQUEST),
-                          ({"log.flush.interval.ms": "10"}, Errors.INVALID_CONFIG),
+                          ({"log.preallocate": "true"}, Errors.INVALID_CONFIG),
                           ({"no.such.key": "1"}, Errors.INVALID_CONFIG)):
         with pytest.raises(KafkaError) as info:
             validate_broker_configs(configs)

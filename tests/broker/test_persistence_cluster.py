@@ -266,3 +266,22 @@ def test_config_changes_and_new_partitions_are_persisted(tmp_path: Path) -> None
         assert again.metadata.broker_configs("") == {"log.retention.ms": 120_000}
     finally:
         again.close()
+
+
+def test_dynamic_flush_interval_applies_at_once(tmp_path: Path) -> None:
+    """log.flush.interval.messages is a dynamic broker config (DynamicLogConfig): set through
+    AlterConfigs it reaches every log, whose next append is fsynced."""
+    from kafka_emu.broker.dynamic_config import validate_broker_configs
+
+    c = cluster(tmp_path)
+    try:
+        c.create_topic("t", 1, 1)
+        assert c.produce("t", 0, [(b"k", b"a")])[0] == Errors.NONE
+        log = c.logs[0][("t", 0)]
+        assert log.recovery_point == 0
+        c.metadata.alter_broker_configs(
+            "", lambda configs: {**configs, **validate_broker_configs({"log.flush.interval.messages": "1"})})
+        assert c.produce("t", 0, [(b"k", b"b")])[0] == Errors.NONE
+        assert log.recovery_point == log.log_end_offset == 2
+    finally:
+        c.close()

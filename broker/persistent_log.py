@@ -75,6 +75,7 @@ from kafka_emu.broker.file_records import (
     segment_path,
     write_file,
 )
+from kafka_emu.broker.leader_epoch_cache import LeaderEpochFileCache
 from kafka_emu.broker.log import Log
 from kafka_emu.broker.log_config import LogConfig
 from kafka_emu.broker.log_segment import LogSegment, iter_headers
@@ -120,6 +121,44 @@ def valid_bytes(buf: bytes | bytearray | memoryview, base_offset: int,
     return position
 
 
+class CheckpointedLeaderEpochCache(LeaderEpochFileCache):
+    """The leader-epoch cache written to ``leader-epoch-checkpoint`` after every change (Kafka's
+    ``LeaderEpochFileCache`` with its checkpoint; Kafka flushes truncations asynchronously, the
+    emulator writes them at once). ``writing=False`` holds the writes back (loading)."""
+
+    def __init__(self, checkpoint: LeaderEpochCheckpointFile, entries: list[tuple[int, int]] = ()) -> None:
+        self.checkpoint = checkpoint
+        self.writing = False
+        super().__init__(entries)
+        self.writing = True
+
+    def write(self) -> None:
+        if self.writing:
+            self.checkpoint.write([tuple(e) for e in self.entries()])
+
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        changed = super().assign(epoch, start_offset)
+        if changed:
+            self.write()
+        return changed
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        before = len(self.entries())
+        super().truncate_from_end(end_offset)
+        if len(self.entries()) != before:
+            self.write()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        before = self.entries()
+        super().truncate_from_start(start_offset)
+        if self.entries() != before:
+            self.write()
+
+    def clear(self) -> None:
+        super().clear()
+        self.write()
+
+
 def _delete_segment_files(directory: Path, base_offset: int) -> None:
     for suffix in SEGMENT_SUFFIXES:
         try:
@@ -138,17 +177,18 @@ class PersistentLog(Log):
         self._files: dict[int, FileRecords] = {}
         # per segment base offset: (offset index entries, time index entries) in the files
         self._index_written: dict[int, tuple[int, int]] = {}
-        self._epoch_file = LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT)
         self.flush_scheduler = flush_scheduler
         self._loading = _load
         if not _load:
             directory.mkdir(parents=True, exist_ok=True)
         super().__init__(topic, partition, log_start_offset, config, time)
+        self.leader_epoch_cache = CheckpointedLeaderEpochCache(
+            LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT))
         self.recovery_point = self.log_end_offset
         self.last_flush_ms = self.time.milliseconds()
         self._loading = False
         if not _load:
-            self._write_epochs()
+            self.leader_epoch_cache.write()
             fsync_dir(directory.parent)
 
     # ------------------------------------------------------------------ segments and files
@@ -230,21 +270,6 @@ class PersistentLog(Log):
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush()
 
-    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
-        count = len(self._epochs)
-        super()._assign_epoch(epoch, start_offset)
-        if len(self._epochs) != count and not self._loading:
-            self._write_epochs()
-
-    def _truncate_epochs_from_start(self, start_offset: int) -> None:
-        before = list(self._epochs)
-        super()._truncate_epochs_from_start(start_offset)
-        if self._epochs != before:
-            self._write_epochs()
-
-    def _write_epochs(self) -> None:
-        self._epoch_file.write(self._epochs)
-
     def _delete_segments(self, deletable: list[LogSegment]) -> int:
         freed = super()._delete_segments(deletable)
         for seg in deletable:
@@ -253,7 +278,6 @@ class PersistentLog(Log):
 
     def truncate_to(self, offset: int) -> bool:
         before = list(self.segments)
-        epochs = list(self._epochs)
         partial = self.segments[0].base_offset <= offset < self.log_end_offset
         if partial:
             kept = self.segments[self._segment_index(offset)]
@@ -269,8 +293,6 @@ class PersistentLog(Log):
             self._files[active.base_offset].truncate_to(active.size)
             self._sync_indexes(active, rewrite=True)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
-        if self._epochs != epochs:
-            self._write_epochs()
         return changed
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:
@@ -278,7 +300,6 @@ class PersistentLog(Log):
             self._drop_segment(seg)
         super().truncate_fully_and_start_at(new_offset)
         self.recovery_point = new_offset
-        self._write_epochs()
 
     def replace_segments(self, segments: list[LogSegment]) -> None:
         """The cleaner's output: each rewritten segment is written to ``<base>.log.cleaned``,
@@ -356,12 +377,14 @@ class PersistentLog(Log):
                        if p.name.endswith(LOG_SUFFIX) and _is_segment_name(p.name))
         first = bases[0] if bases else (log_start_offset or 0)
         log = cls(directory, topic, partition, first, config, time, flush_scheduler, _load=True)
+        checkpoint = LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT)
         try:
-            epochs = log._epoch_file.read()
+            epochs = checkpoint.read()
         except CorruptCheckpointError as exc:
             _log.warning("leader_epoch_checkpoint_corrupt", dir=str(directory), error=str(exc))
             epochs = []
-        log._epochs = epochs
+        cache = log.leader_epoch_cache = CheckpointedLeaderEpochCache(checkpoint, epochs)
+        cache.writing = False
         log._loading = True
         segments: list[LogSegment] = []
         truncated = False
@@ -380,6 +403,8 @@ class PersistentLog(Log):
                                                  f"at the end of segment {base} (torn or corrupt tail)")
             segments.append(seg)
         log._loading = False
+        log.segments.clear()
+        log._bases.clear()
         if segments:
             log.segments[:] = segments
             log._bases[:] = [s.base_offset for s in segments]
@@ -391,14 +416,21 @@ class PersistentLog(Log):
             log.truncate_fully_and_start_at(log_start_offset)
         log.log_start_offset = max(log_start_offset or 0, log.segments[0].base_offset)
         leo = log.log_end_offset
-        log._epochs = [(e, s) for e, s in log._epochs if s < leo]
-        log._truncate_epochs_from_start(log.log_start_offset)
-        log._write_epochs()
+        cache.truncate_from_end(leo)
+        cache.truncate_from_start(log.log_start_offset)
+        cache.writing = True
+        cache.write()
         hw = high_watermark if high_watermark is not None else log.log_start_offset
         log.high_watermark = max(min(hw, leo), log.log_start_offset)
         log.recovery_point = leo if clean_shutdown else min(max(recovery_point, log.log_start_offset), leo)
         log._rebuild_producer_state()
         return log
+
+    def _recover_epoch(self, epoch: int, base_offset: int) -> None:
+        """``LogSegment.recover``: a recovered batch of a newer epoch than the cache's latest
+        starts that epoch."""
+        if epoch >= 0 and epoch > self.leader_epoch_cache.latest_epoch():
+            self.leader_epoch_cache.assign(epoch, base_offset)
 
     def _open_segment(self, base: int, active: bool, recover: bool) -> tuple[LogSegment, int]:
         """One segment from its files; (segment, bytes truncated by recovery)."""
@@ -411,7 +443,7 @@ class PersistentLog(Log):
         buf = file.map()
         lost = 0
         if recover:
-            valid = valid_bytes(buf, base, self._assign_epoch)
+            valid = valid_bytes(buf, base, self._recover_epoch)
             if valid < file.size:
                 lost = file.size - valid
                 del buf

@@ -267,7 +267,7 @@ def test_leader_epochs_survive_and_are_rebuilt(tmp_path: Path) -> None:
     assert again.end_offset_for_epoch(1) == (1, 2)
     (log.dir / LEADER_EPOCH_CHECKPOINT).unlink()
     rebuilt = PersistentLog.load(log.dir, "t", 0, log.config, log.time, 0, None, None, False)
-    assert rebuilt._epochs == epochs
+    assert rebuilt.leader_epoch_cache.entries() == epochs
     assert LeaderEpochCheckpointFile(log.dir / LEADER_EPOCH_CHECKPOINT).read() == epochs
 
 

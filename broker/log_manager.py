@@ -51,6 +51,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import platform
+import shutil
 import threading
 import uuid
 from pathlib import Path
@@ -133,7 +134,7 @@ class LogManager:
         self.retention_deleted_bytes = 0
         self.memory_budget_deleted_bytes = 0
         self.cleaner: Any = None   # the LogCleaner, when log.cleaner.enable (set by KafkaServer)
-        self.log_dirs: list[Path] = configured_log_dirs(config)
+        self.live_log_dirs: list[Path] = configured_log_dirs(config)
         self.scheduler: KafkaScheduler | None = None   # set by schedule_tasks
 
     def log_config(self, topic_configs: Mapping[str, object] | None) -> LogConfig:
@@ -149,7 +150,7 @@ class LogManager:
         with self._lock:
             log = self.logs.get(tp)
             if log is None:
-                if self.log_dirs:
+                if self.live_log_dirs:
                     log = self._create_persistent_log(tp, config, topic_id)
                 else:
                     log = Log(tp[0], tp[1], config=config, time=self.time)
@@ -160,11 +161,11 @@ class LogManager:
 
     # ------------------------------------------------------------------ persistence
     def _create_persistent_log(self, tp: TP, config: LogConfig, topic_id: uuid.UUID | None) -> PersistentLog:
-        counts = {d: 0 for d in self.log_dirs}
+        counts = {d: 0 for d in self.live_log_dirs}
         for log in self.logs.values():
             if isinstance(log, PersistentLog) and log.dir.parent in counts:
                 counts[log.dir.parent] += 1
-        directory = min(self.log_dirs, key=lambda d: counts[d]) / f"{tp[0]}-{tp[1]}"
+        directory = min(self.live_log_dirs, key=lambda d: counts[d]) / f"{tp[0]}-{tp[1]}"
         if directory.exists():   # not a log of this broker (load_logs set strays aside): keep it apart
             _set_aside(directory)
         log = PersistentLog(directory, tp[0], tp[1], config=config, time=self.time,
@@ -178,7 +179,7 @@ class LogManager:
         (see the module docstring); raises ``ConfigException`` for a directory that cannot be
         written or belongs to another cluster or node."""
         broker_id = self.config.broker_id
-        for d in self.log_dirs:
+        for d in self.live_log_dirs:
             prepare_dir(d)
             check_meta_properties(d, metadata.cluster_id, broker_id)
             clean = take_clean_shutdown(d)
@@ -226,7 +227,7 @@ class LogManager:
 
     def schedule_tasks(self, scheduler: "KafkaScheduler") -> None:
         """Kafka's flusher and checkpoint tasks (with ``log.dirs``)."""
-        if not self.log_dirs:
+        if not self.live_log_dirs:
             return
         self.scheduler = scheduler
         cfg = self.config
@@ -260,7 +261,7 @@ class LogManager:
                     log.flush()
 
     def _checkpoint(self, name: str, value_of: Any, only: Any = None) -> None:
-        for d in self.log_dirs:
+        for d in self.live_log_dirs:
             offsets = {(log.topic, log.partition): value_of(log) for log in self.persistent_logs()
                        if log.dir.parent == d and (only is None or only(log))}
             OffsetCheckpointFile(d / name).write(offsets)
@@ -279,7 +280,7 @@ class LogManager:
     def shutdown(self) -> None:
         """Clean shutdown of the persisted logs: flushed, checkpoints written, the
         clean-shutdown marker in each directory."""
-        if not self.log_dirs:
+        if not self.live_log_dirs:
             return
         self.scheduler = None
         for log in self.persistent_logs():
@@ -288,7 +289,7 @@ class LogManager:
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
         self.checkpoint_high_watermarks()
-        for d in self.log_dirs:
+        for d in self.live_log_dirs:
             write_clean_shutdown(d)
 
     def get_log(self, tp: TP) -> Log | None:
@@ -301,11 +302,19 @@ class LogManager:
         return sum(log.size_bytes for log in self.all_logs())
 
     def log_dirs(self) -> list[LogDirInfo]:
-        """The broker's log directories (Kafka's ``ReplicaManager.describeLogDirs`` source). Logs
-        live in memory, so there is one notional directory, ``IN_MEMORY_LOG_DIR``, holding every
+        """The broker's log directories (Kafka's ``ReplicaManager.describeLogDirs`` source): with
+        ``log.dirs`` the real ones, with their file system's total and free bytes, as Kafka
+        reports them. Otherwise logs live in memory, so there is one notional directory, ``IN_MEMORY_LOG_DIR``, holding every
         log; its total bytes are the memory budget (``emulator.log.memory.max.bytes``) and its
         usable bytes what the logs leave of it."""
         logs = self.all_logs()
+        if self.live_log_dirs:   # persisted: the real directories and their file systems' sizes
+            out = []
+            for d in self.live_log_dirs:
+                usage = shutil.disk_usage(d)
+                out.append(LogDirInfo(str(d), [log for log in logs if isinstance(log, PersistentLog)
+                                               and log.dir.parent == d], usage.total, usage.free))
+            return out
         used = sum(log.size_bytes for log in logs)
         return [LogDirInfo(IN_MEMORY_LOG_DIR.format(broker_id=self.config["broker.id"]), logs,
                            self.memory_max_bytes, max(self.memory_max_bytes - used, 0))]

@@ -7,8 +7,9 @@ hosted there, leader or follower, with ``partition_size`` (bytes of the log's se
 a listed partition are left out. v4 adds the directory's total and usable bytes; v5
 ``is_cordoned`` is false (no directory is ever cordoned).
 
-Difference from Kafka on purpose: logs live in memory, so the one directory is notional (see
-``LogManager.log_dirs``: its path names the broker, its total bytes are the memory budget).
+Difference from Kafka on purpose: without ``log.dirs`` logs live in memory, so the one
+directory is notional (see ``LogManager.log_dirs``: its path names the broker, its total bytes
+are the memory budget); with ``log.dirs`` the directories and sizes are the real ones.
 """
 from __future__ import annotations
 

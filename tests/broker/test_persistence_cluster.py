@@ -285,3 +285,17 @@ def test_dynamic_flush_interval_applies_at_once(tmp_path: Path) -> None:
         assert log.recovery_point == log.log_end_offset == 2
     finally:
         c.close()
+
+
+def test_describe_log_dirs_reports_the_real_directories(tmp_path: Path) -> None:
+    """DescribeLogDirs' source with log.dirs: each configured directory with the partitions it
+    holds and its file system's total and usable bytes (Kafka's describeLogDirs)."""
+    c = cluster(tmp_path, **{"log.dirs": f"{tmp_path / 'a'},{tmp_path / 'b'}"})
+    try:
+        c.create_topic("t", 2, 1)
+        dirs = c.broker(0).replica_manager.log_manager.log_dirs()
+        assert sorted(d.path for d in dirs) == [str(tmp_path / "a"), str(tmp_path / "b")]
+        assert sorted((lg.topic, lg.partition) for d in dirs for lg in d.logs if lg.topic == "t") == [("t", 0), ("t", 1)]
+        assert all(d.total_bytes >= d.usable_bytes > 0 for d in dirs)
+    finally:
+        c.close()

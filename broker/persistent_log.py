@@ -11,7 +11,8 @@ segment and, in the same call, to its ``.log`` file (``os.write``: the page cach
 the recovery point moves to the LEO); ``LogManager``'s flusher does the same for logs not
 flushed within ``flush.ms``; a roll schedules a one-off flush of the rolled segment. A rolled
 segment's bytes are then read back through a read-only memory map of its file, so inactive
-segments live in the page cache, not in the heap. Truncation, retention, the cleaner's
+segments live in the page cache, not in the heap (each map holds a file descriptor, as Kafka's
+open segments do). Truncation, retention, the cleaner's
 rewrites (``.cleaned`` then ``.swap`` then renamed into place, as Kafka's cleaner does) and
 epoch changes reach the files in the same call.
 

@@ -129,6 +129,7 @@ class Log:
         self._bases: list[int] = []
         self.leader_epoch_cache = LeaderEpochFileCache()
         self.producers: dict[int, ProducerStateEntry] = {}
+        self._name = f"{topic}-{partition}"   # for error messages, built once
         self._add_segment(log_start_offset)
 
     @property
@@ -201,7 +202,7 @@ class Log:
         now = self.time.milliseconds()
         validated = validate_messages_and_assign_offsets(
             data, infos, self.log_end_offset, leader_epoch, cfg, now,
-            topic_partition or f"{self.topic}-{self.partition}")
+            topic_partition or self._name)
         if len(validated.records) > cfg.segment_bytes:
             raise KafkaError(Errors.RECORD_LIST_TOO_LARGE,
                              f"record set of {len(validated.records)} bytes exceeds segment.bytes "

@@ -259,9 +259,20 @@ class LogSegment:
             position = self._tail_position
         else:
             _, position = self.offset_index.lookup(offset)
-        for header in iter_headers(self.records, max(position, starting_position)):
-            if header.last_offset >= offset:
-                return header
+        if starting_position > position:
+            position = starting_position
+        # iter_headers' scan, inlined: this runs for every fetch
+        buf = self.records
+        end = len(buf)
+        while position + HEADER_SIZE <= end:
+            base, length = _BASE_LEN.unpack_from(buf, position)
+            size = length + LOG_OVERHEAD
+            if position + size > end:
+                return None
+            last = base + _I32.unpack_from(buf, position + 23)[0]
+            if last >= offset:
+                return BatchHeader(position, size, base, last, _I64.unpack_from(buf, position + 35)[0])
+            position += size
         return None
 
     def read(self, start_offset: int, max_size: int, max_offset: int | None = None,
@@ -286,11 +297,13 @@ class LogSegment:
             end = first.position + first.size
         else:
             bound = first.position + max_size
-            if max_offset is not None:
+            size = len(self.records)
+            if max_offset is not None and max_offset < self.next_offset:
                 upper = self.translate_offset(max_offset, first.position)
                 if upper is not None and upper.position < bound:
                     bound = upper.position
-            end = self._last_boundary_at_or_before(bound, first.position)
+            # up to the end of the segment (a read at the tail, the usual case): no scan
+            end = size if bound >= size else self._last_boundary_at_or_before(bound, first.position)
         with memoryview(self.records) as view:
             return bytes(view[first.position:end])
 
@@ -330,16 +343,19 @@ class LogSegment:
     def should_roll(self, messages_size: int, max_timestamp_in_messages: int, max_offset_in_messages: int,
                     now_ms: int, segment_bytes: int, segment_ms: int) -> bool:
         """Kafka's ``LogSegment.shouldRoll``: size, age (by record time), full indexes, offset overflow."""
-        reached_roll_ms = self.size > 0 and \
-            self.time_waited_for_roll(now_ms, max_timestamp_in_messages) > segment_ms - self.roll_jitter_ms
-        return (self.size > segment_bytes - messages_size or reached_roll_ms
-                or self.offset_index.is_full() or self.time_index.is_full()
-                or not self.offset_index.can_append_offset(max_offset_in_messages))
-
-    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
-        if self.rolling_based_timestamp is not None and self.rolling_based_timestamp >= 0:
-            return message_timestamp - self.rolling_based_timestamp
-        return now_ms - self.created_ms
+        # written out rather than through the index helpers: this runs before every append. The
+        # age is by record time (from the first batch's max timestamp), else by creation time.
+        size = len(self.records)
+        if size > segment_bytes - messages_size or \
+                not 0 <= max_offset_in_messages - self.base_offset <= INT_MAX:   # OffsetIndex.can_append_offset
+            return True
+        if size > 0:
+            rolling = self.rolling_based_timestamp
+            waited = max_timestamp_in_messages - rolling if rolling is not None and rolling >= 0 \
+                else now_ms - self.created_ms
+            if waited > segment_ms - self.roll_jitter_ms:
+                return True
+        return self.offset_index.is_full() or self.time_index.is_full()
 
     def on_become_inactive_segment(self) -> None:
         """The time index gets its final entry (the segment's max timestamp)."""

@@ -254,21 +254,26 @@ def validate_messages_and_assign_offsets(data: bytes, infos: list[BatchInfo], of
                                          topic_partition: str) -> ValidationResult:
     """Validate a client's batches and assign offsets from ``offset_counter`` (the LEO)."""
     log_append = config.message_timestamp_type == "LogAppendTime"
+    compact = config.compact
     out = bytearray()
     batches: list[BatchInfo] = []
     max_timestamp = NO_TIMESTAMP
     shallow_offset = offset_counter
     changed = False
     view = memoryview(data)
+    whole = len(infos) == 1   # one batch filling ``data`` (every client produce): no slice
     for info in infos:
-        batch = view[info.position:info.position + info.size]
+        batch = view if whole else view[info.position:info.position + info.size]
         attrs = info.attributes
-        _validate_batch(info, topic_partition)
-        payload = records_payload(batch, attrs)
+        if info.base_offset != 0 or attrs & (CONTROL_BIT | TRANSACTIONAL_BIT) or \
+                (info.producer_id != NO_PRODUCER_ID and info.base_sequence < 0):
+            _validate_batch(info, topic_partition)   # raises the error Kafka gives
+        payload = batch[HEADER_SIZE:] if attrs & compression.CODEC_MASK == compression.NONE \
+            else records_payload(batch, attrs)
         summary = summarize_records(payload, info.record_count)
         base_ts = _I64.unpack_from(batch, 27)[0]
-        claims_log_append = bool(attrs & TIMESTAMP_TYPE_BIT)
-        if config.compact and summary.has_keyless:
+        claims_log_append = attrs & TIMESTAMP_TYPE_BIT
+        if compact and summary.has_keyless:
             raise KafkaError(Errors.INVALID_RECORD,
                              f"Compacted topic cannot accept message without key in topic partition "
                              f"{topic_partition}.")

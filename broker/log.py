@@ -207,8 +207,9 @@ class Log:
             raise KafkaError(Errors.RECORD_LIST_TOO_LARGE,
                              f"record set of {len(validated.records)} bytes exceeds segment.bytes "
                              f"{cfg.segment_bytes}")
-        pending: dict[int, ProducerStateEntry] = {}
         batches = validated.batches
+        # the state a batch leaves is needed only by later batches of the same append
+        pending: dict[int, ProducerStateEntry] | None = {} if len(batches) > 1 else None
         for info in batches:
             dup = self._check_producer(info, pending)
             if dup is not None:
@@ -262,13 +263,18 @@ class Log:
         return len(new)
 
     # ------------------------------------------------------------------ producer state
-    def _check_producer(self, info: BatchInfo, pending: dict[int, ProducerStateEntry]) -> CachedBatch | None:
+    def _check_producer(self, info: BatchInfo, pending: dict[int, ProducerStateEntry] | None) -> CachedBatch | None:
+        """Kafka's producer-state checks of one batch (fencing, duplicates, sequence). ``pending``
+        carries the state earlier batches of the same append leave; None when there are none
+        to follow (the state is then not built)."""
         pid = info.producer_id
         if pid == NO_PRODUCER_ID:
             return None
-        entry = pending.get(pid) or self.producers.get(pid)
+        entry = (pending.get(pid) if pending is not None else None) or self.producers.get(pid)
         epoch = info.producer_epoch
         if entry is None:
+            if pending is None:
+                return None
             pending[pid] = ProducerStateEntry(pid, epoch, deque([CachedBatch(
                 info.base_sequence, info.last_sequence, -1, -1)], maxlen=MAX_CACHED_BATCHES))
             return None  # unknown producer: any sequence is accepted (as in Kafka)
@@ -286,6 +292,8 @@ class Log:
         elif info.base_sequence not in (0, NO_SEQUENCE):
             raise KafkaError(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
                              f"producer {pid}: new epoch {epoch} must start at sequence 0")
+        if pending is None:
+            return None
         nxt = ProducerStateEntry(pid, epoch, deque(entry.batches if epoch == entry.producer_epoch else (),
                                                    maxlen=MAX_CACHED_BATCHES))
         nxt.batches.append(CachedBatch(info.base_sequence, info.last_sequence, -1, -1))

@@ -20,6 +20,7 @@ from kafka_emu.coordinator.errors import Errors
 from kafka_emu.timer import DelayedOperation
 
 if TYPE_CHECKING:
+    from kafka_emu.broker.protocol.fast_produce import RecordError
     from kafka_emu.broker.replica_manager import ReplicaManager
     from kafka_emu.coordinator.group_lock import GroupLock
 
@@ -33,6 +34,7 @@ class ProducePartitionStatus:
     log_start_offset: int = -1
     error_message: str | None = None
     acks_pending: bool = False
+    record_errors: tuple[RecordError, ...] = ()   # INVALID_RECORD: the records at fault
 
 
 class DelayedProduce(DelayedOperation):

@@ -63,6 +63,7 @@ class CachedBatch(NamedTuple):
     last_seq: int
     first_offset: int
     last_offset: int
+    timestamp: int = -1   # the batch's max timestamp as stored (Kafka's BatchMetadata.timestamp)
 
 
 @dataclass
@@ -214,8 +215,9 @@ class Log:
             dup = self._check_producer(info, pending)
             if dup is not None:
                 if len(batches) == 1:
+                    # Kafka answers a duplicate with the original batch's timestamp as its append time
                     return LogAppendInfo(dup.first_offset, dup.last_offset, info.record_count,
-                                         0, duplicate=True)
+                                         0, duplicate=True, log_append_time=dup.timestamp)
                 raise KafkaError(Errors.DUPLICATE_SEQUENCE_NUMBER, "duplicate batch in a multi-batch append")
         # Validation passed for every batch: now commit the appends.
         first = self.log_end_offset
@@ -308,7 +310,7 @@ class Log:
         if entry is None or info.producer_epoch != entry.producer_epoch:
             entry = self.producers[pid] = ProducerStateEntry(pid, info.producer_epoch)
         entry.batches.append(CachedBatch(info.base_sequence, info.last_sequence, base_offset,
-                                         base_offset + info.last_offset_delta))
+                                         base_offset + info.last_offset_delta, info.max_timestamp))
         entry.last_timestamp = info.max_timestamp
 
     def _rebuild_producer_state(self) -> None:

@@ -25,8 +25,9 @@ Stateless; the caller holds the partition lock.
 
 Differences from Kafka on purpose: ``message.timestamp.before.max.ms`` and
 ``message.timestamp.after.max.ms`` are not checked (tests run brokers on mock clocks far from
-the clients' wall clocks); record errors are reported in ``error_message`` only (no per-record
-``record_errors`` list); record headers are not walked one by one (a record's length bounds it).
+the clients' wall clocks); record headers are not walked one by one (a record's length bounds it).
+Record-level errors (a record without a key on a compacted topic) are reported as Kafka reports
+them: ``RecordValidationError`` with one (batch index, message) per record.
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ from kafka_emu.broker import compression
 from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.broker.log_config import LogConfig
 from kafka_emu.broker.log_segment import BatchHeader
+from kafka_emu.broker.protocol.fast_produce import RecordError
 from kafka_emu.broker.record_batch import HEADER_SIZE, NO_PRODUCER_ID, BatchInfo
 
 TIMESTAMP_TYPE_BIT = 0x08      # attributes bit 3: LogAppendTime
@@ -62,6 +64,25 @@ class ValidationResult(NamedTuple):
     shallow_offset_of_max_timestamp: int
     log_append_time: int           # -1 unless the topic uses LogAppendTime
     size_maybe_changed: bool
+
+
+class RecordValidationError(KafkaError):
+    """INVALID_RECORD for records of a batch, each named by its index in the batch (Kafka's
+    ``RecordValidationException`` as ``LogValidator.processRecordErrors`` raises it): the
+    Produce response carries them as ``record_errors`` and this message as ``error_message``."""
+
+    def __init__(self, record_errors: list[RecordError]) -> None:
+        shown = ", ".join(_record_error_string(i, m) for i, m in record_errors[:3])
+        super().__init__(Errors.INVALID_RECORD,
+                         f"One or more records have been rejected due to {len(record_errors)} record errors "
+                         f"in total, and only showing the first three errors at most: [{shown}]")
+        self.record_errors = tuple(record_errors)
+
+
+def _record_error_string(batch_index: int, message: str | None) -> str:
+    """Kafka's ``RecordError.toString``."""
+    quoted = "null" if message is None else f"'{message}'"
+    return f"RecordError(batchIndex={batch_index}, message={quoted})"
 
 
 class RecordInfo(NamedTuple):
@@ -274,9 +295,9 @@ def validate_messages_and_assign_offsets(data: bytes, infos: list[BatchInfo], of
         base_ts = _I64.unpack_from(batch, 27)[0]
         claims_log_append = attrs & TIMESTAMP_TYPE_BIT
         if compact and summary.has_keyless:
-            raise KafkaError(Errors.INVALID_RECORD,
-                             f"Compacted topic cannot accept message without key in topic partition "
-                             f"{topic_partition}.")
+            message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}."
+            raise RecordValidationError([(i, message) for i, r in enumerate(walk_records(payload, info.record_count))
+                                         if r.key_length < 0])
         if claims_log_append and (log_append or any(base_ts + r.timestamp_delta == NO_TIMESTAMP
                                                     for r in walk_records(payload, info.record_count))):
             raise KafkaError(Errors.INVALID_TIMESTAMP,

@@ -102,6 +102,12 @@ class ReplicaManagerSnapshot:
     log_memory_budget_deleted_bytes: int = 0      # LogManager: segments deleted over the memory budget
 
 
+# ReplicaManager.appendToLocalLog answers these with UNKNOWN_LOG_APPEND_INFO (log start offset -1)
+_UNKNOWN_APPEND_INFO_ERRORS = frozenset((
+    Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NOT_LEADER_OR_FOLLOWER, Errors.MESSAGE_TOO_LARGE,
+    Errors.RECORD_LIST_TOO_LARGE, Errors.CORRUPT_MESSAGE, Errors.KAFKA_STORAGE_ERROR))
+
+
 def isolation_for(replica_id: int, isolation_level: int) -> int:
     if replica_id >= 0:
         return ISOLATION_LOG_END
@@ -247,7 +253,9 @@ class ReplicaManager:
                     actions.append((tp, hw_moved))
             except KafkaError as e:
                 self.stats.record_failed_produce(tp[0], e.code)
-                statuses[tp] = ProducePartitionStatus(-1, e.code, -1, -1, -1, e.message)
+                statuses[tp] = ProducePartitionStatus(
+                    -1, e.code, -1, -1, self._failed_append_log_start_offset(tp, e.code), e.message,
+                    record_errors=getattr(e, "record_errors", ()))
             except Exception as e:  # never let a bad request kill a handler
                 _log.exception("append_failed", broker_id=self.broker_id, topic=tp[0], partition=tp[1])
                 self.stats.record_failed_produce(tp[0], Errors.UNKNOWN_SERVER_ERROR)
@@ -293,6 +301,15 @@ class ReplicaManager:
             self.delete_records_purgatory.try_complete_else_watch(op, [self._key(tp) for tp in statuses])
         else:
             response_callback(statuses)
+
+    def _failed_append_log_start_offset(self, tp: TP, code: int) -> int:
+        """The log start offset a failed append reports: Kafka's ``processFailedRecord`` for
+        validation and producer-state errors, -1 (``UNKNOWN_LOG_APPEND_INFO``) for the errors
+        ``appendToLocalLog`` names."""
+        partition = self.partitions.get(tp)
+        if code in _UNKNOWN_APPEND_INFO_ERRORS or partition is None:
+            return -1
+        return partition.log.log_start_offset
 
     # ------------------------------------------------------------------ fetch
     def fetch_messages(self, params: FetchParams, fetch_infos: list[tuple[TP, PartitionFetchInfo]],

@@ -10,13 +10,14 @@ transaction coordinator yet.
 from __future__ import annotations
 
 from collections import Counter
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from kafka_emu.broker import compression
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, topic_key_and_name
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.delayed_produce import ProducePartitionStatus
-from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
 from kafka_emu.broker.protocol.fast_produce import PartitionResult, ProduceRequestData, encode_produce_body
 from kafka_emu.coordinator.errors import Errors
@@ -69,7 +70,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
             results = partition_results(order, statuses, pre)
             data = encode_produce_body(version, results)
             if data is not None:
-                counts = Counter(code for _, parts in results for _, code, _, _, _ in parts)
+                counts = Counter(part[1] for _, parts in results for part in parts)
                 channel.send_response(request, EncodedResponse(data, version >= 9, counts))
                 return
         channel.send_response(request, build_response(version, order, statuses, pre))
@@ -86,23 +87,20 @@ def _first_batch_codec(records: bytes) -> int:
 def partition_results(order: TopicOrder, statuses: dict[TopicPartition, ProducePartitionStatus],
                       pre: dict[TopicPartition, tuple[int, str | None]]
                       ) -> list[tuple[TopicKey, list[PartitionResult]]]:
-    """(topic key as sent, [(index, error, base offset, log start offset, message)]) in request order."""
+    """(topic key as sent, [``PartitionResult``]) in request order."""
     topics = []
     for key, name, parts in order:
         results: list[PartitionResult] = []
         for idx in parts:
             tp = (name if name is not None else f"<unknown {key}>", idx)
             st = statuses.get(tp)
-            if st is not None:
-                code, base, lso, msg = st.error, st.base_offset, st.log_start_offset, st.error_message
-            else:
+            if st is None:
                 code, msg = pre.get(tp, (Errors.UNKNOWN_SERVER_ERROR, None))
-                base, lso = -1, -1
-            if code == Errors.NONE:
-                msg = None
+                results.append((idx, code, -1, -1, -1, msg, ()))
+            elif st.error == Errors.NONE:
+                results.append((idx, Errors.NONE, st.base_offset, st.log_append_time, st.log_start_offset, None, ()))
             else:
-                base = -1
-            results.append((idx, code, base, lso, msg))
+                results.append((idx, st.error, -1, -1, st.log_start_offset, st.error_message, st.record_errors))
         topics.append((key, results))
     return topics
 
@@ -113,10 +111,15 @@ def build_response(version: int, order: TopicOrder, statuses: dict[TopicPartitio
     cls = response_schema(API_KEY, version)
     topic_cls = item_cls(cls, "responses")
     part_cls = item_cls(topic_cls, "partition_responses")
+    error_cls = item_cls(part_cls, "record_errors") if has_field(part_cls, "record_errors") else None
     topics = []
     for key, results in partition_results(order, statuses, pre):
-        presp = tuple(build(part_cls, index=idx, error_code=code, base_offset=base, log_start_offset=lso,
-                            error_message=msg) for idx, code, base, lso, msg in results)
+        presp = tuple(build(part_cls, index=idx, error_code=code, base_offset=base,
+                            log_append_time=None if append_ms < 0 else datetime.fromtimestamp(append_ms / 1000, UTC),
+                            log_start_offset=lso, error_message=msg,
+                            record_errors=tuple(build(error_cls, batch_index=i, batch_index_error_message=m)
+                                                for i, m in errors) if error_cls is not None else ())
+                      for idx, code, base, append_ms, lso, msg, errors in results)
         name = key if isinstance(key, str) else ""
         topics.append(build(topic_cls, name=name, topic_id=key, partition_responses=presp))
     return build(cls, responses=tuple(topics), throttle_time=ZERO_THROTTLE)

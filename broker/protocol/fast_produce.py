@@ -14,8 +14,8 @@ and nothing else.
   tagged fields are skipped, as Kafka does.
 * ``encode_produce_body(version, topics)`` writes the response body (no header) from plain
   values; ``encode_produce_response(entity)`` does the same for a kio ProduceResponse entity of
-  the shapes the broker builds (no ``log_append_time``, ``record_errors``, ``current_leader`` or
-  ``node_endpoints``), else returns None and the caller uses kio. The bytes are kio's exactly
+  the shapes the broker builds (no ``current_leader`` or ``node_endpoints``), else returns None
+  and the caller uses kio. The bytes are kio's exactly
   (``tests/wire/test_fast_produce.py`` compares both directions for every version).
 
 Stateless; safe from any thread.
@@ -41,8 +41,11 @@ _PART_V3 = struct.Struct(">ihqq")        # index, error_code, base_offset, log_a
 _PART_V5 = struct.Struct(">ihqqq")       # ... log_start_offset (v5+)
 PRODUCE = 0
 
-# (index, error code, base offset, log start offset, error message) of one answered partition
-PartitionResult = tuple[int, int, int, int, "str | None"]
+# (index of the record in its batch, message): why a batch was refused (Kafka's ProduceResponse.RecordError)
+RecordError = tuple[int, "str | None"]
+# (index, error code, base offset, log append time (-1: none), log start offset, error message,
+# record errors) of one answered partition
+PartitionResult = tuple[int, int, int, int, int, "str | None", tuple[RecordError, ...]]
 
 
 # --- requests ------------------------------------------------------------------------------------
@@ -196,24 +199,27 @@ def encode_produce_body(version: int, topics: Iterable[tuple[Any, list[Partition
             write_uvarint(out, len(parts) + 1)
         else:
             out += _I32.pack(len(parts))
-        for index, code, base_offset, log_start_offset, msg in parts:
+        for index, code, base_offset, log_append_time, log_start_offset, msg, record_errors in parts:
             if version >= 5:
-                out += _PART_V5.pack(index, code, base_offset, -1, log_start_offset)
+                out += _PART_V5.pack(index, code, base_offset, log_append_time, log_start_offset)
             else:
-                out += _PART_V3.pack(index, code, base_offset, -1)
+                out += _PART_V3.pack(index, code, base_offset, log_append_time)
             if version >= 8:
-                out += b"\x01" if flexible else b"\x00\x00\x00\x00"   # empty record_errors
-                if msg is None:
-                    out += b"\x00" if flexible else b"\xff\xff"
+                if not record_errors:
+                    out += b"\x01" if flexible else b"\x00\x00\x00\x00"
                 else:
-                    raw = msg.encode()
                     if flexible:
-                        write_uvarint(out, len(raw) + 1)
-                    elif len(raw) > 0x7FFF:
-                        return None
+                        write_uvarint(out, len(record_errors) + 1)
                     else:
-                        out += _I16.pack(len(raw))
-                    out += raw
+                        out += _I32.pack(len(record_errors))
+                    for batch_index, batch_message in record_errors:
+                        out += _I32.pack(batch_index)
+                        if not _nullable_string(out, batch_message, flexible):
+                            return None
+                        if flexible:
+                            out.append(0)
+                if not _nullable_string(out, msg, flexible):
+                    return None
             if flexible:
                 out.append(0)   # no tagged fields (current_leader at its default)
         if flexible:
@@ -222,6 +228,22 @@ def encode_produce_body(version: int, topics: Iterable[tuple[Any, list[Partition
     if flexible:
         out.append(0)           # no tagged fields (no node_endpoints)
     return bytes(out)
+
+
+def _nullable_string(out: bytearray, value: str | None, flexible: bool) -> bool:
+    """Append a nullable (compact) string; false if it does not fit the format."""
+    if value is None:
+        out += b"\x00" if flexible else b"\xff\xff"
+        return True
+    raw = value.encode()
+    if flexible:
+        write_uvarint(out, len(raw) + 1)
+    elif len(raw) > 0x7FFF:
+        return False
+    else:
+        out += _I16.pack(len(raw))
+    out += raw
+    return True
 
 
 @lru_cache(maxsize=None)
@@ -243,15 +265,15 @@ def encode_produce_response(body: Any) -> bytes | None:
     for topic in body.responses:
         parts: list[PartitionResult] = []
         for p in topic.partition_responses:
-            if p.log_append_time is not None:
-                return None
-            if version >= 8 and p.record_errors:
-                return None
             if default_leader is not None and p.current_leader != default_leader:
                 return None
+            append_time = p.log_append_time
             parts.append((p.index, p.error_code.value, p.base_offset,
+                          -1 if append_time is None else round(append_time.timestamp() * 1000),
                           p.log_start_offset if version >= 5 else -1,
-                          p.error_message if version >= 8 else None))
+                          p.error_message if version >= 8 else None,
+                          tuple((e.batch_index, e.batch_index_error_message) for e in p.record_errors)
+                          if version >= 8 else ()))
         topics.append((topic.topic_id if version >= 13 else topic.name, parts))
     throttle = body.throttle_time
     ms = round(throttle.total_seconds() * 1000) if isinstance(throttle, timedelta) else int(throttle)

@@ -5,7 +5,7 @@ import io
 import random
 import sys
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from kio.index import load_response_schema
@@ -36,11 +36,15 @@ def sample(version: int, rng: random.Random) -> object:
         parts = []
         for _ in range(rng.randint(0, 3)):
             kw = dict(index=rng.randint(0, 2**31 - 1), error_code=rng.choice(list(ErrorCode)),
-                      base_offset=rng.randint(-1, 2**62), log_append_time=None)
+                      base_offset=rng.randint(-1, 2**62),
+                      log_append_time=rng.choice([None, datetime.fromtimestamp(rng.randint(0, 2**42) / 1000, UTC)]))
             if version >= 5:
                 kw["log_start_offset"] = rng.randint(-1, 2**40)
             if version >= 8:
-                kw["record_errors"] = ()
+                kw["record_errors"] = tuple(
+                    mod.BatchIndexAndErrorMessage(batch_index=rng.randint(0, 2**31 - 1),
+                                                  batch_index_error_message=rng.choice([None, "", "no key", "é" * 70]))
+                    for _ in range(rng.choice([0, 0, 1, 3])))
                 kw["error_message"] = rng.choice([None, "", "not leader", "é" * 130])
             parts.append(mod.PartitionProduceResponse(**kw))
         key = {"topic_id": rng.choice([uuid.uuid4(), None])} if version >= 13 else {"name": f"topic-{t}" * rng.randint(1, 20)}
@@ -59,9 +63,12 @@ def test_same_bytes_as_kio(version: int) -> None:
 @pytest.mark.parametrize("version", PRODUCE_VERSIONS)
 def test_broker_built_responses_round_trip(version: int) -> None:
     statuses = {("t", 0): ProducePartitionStatus(5, 0, 4, -1, 0),
-                ("t", 1): ProducePartitionStatus(-1, 6, -1, -1, -1, "not leader")}
+                ("t", 1): ProducePartitionStatus(-1, 6, -1, -1, -1, "not leader"),
+                ("t", 2): ProducePartitionStatus(9, 0, 8, 1_700_000_000_123, 0),
+                ("t", 3): ProducePartitionStatus(-1, 87, -1, -1, 0, "rejected",
+                                                 record_errors=((1, "no key"), (4, None)))}
     key = uuid.uuid4() if version >= 13 else "t"
-    body = build_response(version, [(key, "t", [0, 1])], statuses, {})
+    body = build_response(version, [(key, "t", [0, 1, 2, 3])], statuses, {})
     assert encode_produce_response(body) == kio_bytes(body)
     corr, decoded = decode_response(encode_response(7, body)[4:], type(body))
     assert corr == 7 and decoded == body
@@ -201,10 +208,12 @@ def test_fast_decoded_produce_gets_the_same_response_bytes() -> None:
     from kafka_emu.broker.apis.produce import partition_results
     from kafka_emu.broker.protocol.fast_produce import encode_produce_body
 
-    statuses = {("t", 0): ProducePartitionStatus(5, 0, 4, -1, 0)}
+    statuses = {("t", 0): ProducePartitionStatus(5, 0, 4, -1, 0),
+                ("t", 3): ProducePartitionStatus(9, 0, 8, 1_700_000_000_123, 0),
+                ("t", 4): ProducePartitionStatus(-1, 87, -1, -1, 0, "rejected", record_errors=((0, "no key"),))}
     pre = {("t", 1): (3, None), ("t", 2): (87, "no records")}
     for version in range(3, 13):
-        order = [("t", "t", [0, 1, 2])]
+        order = [("t", "t", [0, 1, 2, 3, 4])]
         data = encode_produce_body(version, partition_results(order, statuses, pre))
         entity = build_response(version, order, statuses, pre)
         assert encode_response(9, EncodedResponse(data, version >= 9, {})) == encode_response(9, entity)

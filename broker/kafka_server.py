@@ -42,7 +42,7 @@ from kafka_emu.broker.config import LISTENER_PORT_REUSED, KafkaConfig
 from kafka_emu.broker.coordinator_log import ReplicaManagerCoordinatorLog
 from kafka_emu.broker.kafka_apis import KafkaApis
 from kafka_emu.broker.log import Log
-from kafka_emu.broker.log_cleaner import LogCleaner
+from kafka_emu.broker.log_cleaner import LogCleaner, LogCleanerSnapshot
 from kafka_emu.broker.log_manager import MEMORY_CHECK_INTERVAL_MS
 from kafka_emu.broker.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
 from kafka_emu.broker.metadata import OFFSETS_TOPIC, BrokerInfo, ConfigResourceType, MetadataStore
@@ -75,6 +75,7 @@ class BrokerSnapshot:
     replica_manager: ReplicaManagerSnapshot
     group_coordinator: GroupCoordinatorSnapshot | None
     purgatories: tuple[PurgatorySnapshot, ...]      # the replica manager's and coordinator's
+    log_cleaner: LogCleanerSnapshot | None = None   # None with log.cleaner.enable=false
 
 
 class KafkaServer:
@@ -281,14 +282,15 @@ class KafkaServer:
             if not self.started or self.stopped:
                 return None
             channel, pool, rm = self.request_channel, self.handler_pool, self.replica_manager
-            server, coordinator = self.socket_server, self.group_coordinator
+            server, coordinator, cleaner = self.socket_server, self.group_coordinator, self.log_cleaner
         assert channel is not None and pool is not None and rm is not None  # set by startup
         rm_snapshot = rm.snapshot()
         gc_snapshot = coordinator.snapshot() if coordinator is not None else None
         purgatories = rm_snapshot.purgatories + (gc_snapshot.purgatories if gc_snapshot else ())
         return BrokerSnapshot(self.broker_id, channel.snapshot(), pool.snapshot(),
                               server.snapshot() if server is not None else None,
-                              rm_snapshot, gc_snapshot, purgatories)
+                              rm_snapshot, gc_snapshot, purgatories,
+                              cleaner.snapshot() if cleaner is not None else None)
 
     # ------------------------------------------------------------------ stop
     def shutdown(self, fence: bool = True) -> None:

@@ -105,7 +105,8 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
 
 
 class LogSnapshot(NamedTuple):
-    """Kafka's per-partition ``kafka.log:type=Log`` gauges, plus the HW (for consumer lag)."""
+    """Kafka's per-partition ``kafka.log:type=Log`` gauges (LogStartOffset, LogEndOffset, Size,
+    NumLogSegments), plus the HW (for consumer lag)."""
 
     topic: str
     partition: int
@@ -113,6 +114,7 @@ class LogSnapshot(NamedTuple):
     log_end_offset: int
     high_watermark: int
     size_bytes: int
+    num_segments: int
 
 
 class Log:
@@ -562,7 +564,7 @@ class Log:
     def snapshot(self) -> LogSnapshot:
         """Read without the partition lock: each field is an int read once."""
         return LogSnapshot(self.topic, self.partition, self.log_start_offset, self.log_end_offset,
-                           self.high_watermark, self.size_bytes)
+                           self.high_watermark, self.size_bytes, len(self.segments))
 
     def __repr__(self) -> str:
         return (f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, "

@@ -23,21 +23,31 @@ its records goes. The active segment is never touched, and the latest value of e
 survives. Retention of compacted logs (``compact,delete``, and segments below the log start
 offset) is the ``LogManager``'s retention task.
 
+A partition whose cleaning raises is marked uncleanable and skipped from then on (Kafka's
+``markPartitionUncleanable``) until its log is deleted. ``snapshot()`` gives Kafka's gauges:
+LogCleanerManager ``max-dirty-percent`` (highest dirty ratio over the compacted logs at the last
+choice), ``time-since-last-run-ms``, ``uncleanable-partitions-count``, and LogCleaner
+``cleaner-recopy-percent`` and ``max-clean-time-secs`` of the last cleaning.
+
 Locking: a log is cleaned under its ``Log.lock`` (appends to it wait for the round); the
-cleaner's own state (``_first_dirty``) is touched only by its thread and by ``remove_log``,
-under ``_lock``.
+cleaner's own state (``_first_dirty``, ``_uncleanable``) is changed only by its thread and by
+``remove_log``, under ``_lock``; the metrics' fields are single values written by the cleaner
+thread and read by scrapes without a lock.
 
 Differences from Kafka on purpose: the offset map is a dict without the dedupe-buffer limit
 (``log.cleaner.dedupe.buffer.size``), so one round cleans the whole dirty section; the delete
 horizon of tombstones is Kafka's pre-v2 rule (segment last-modified time) rather than a
 horizon stamped into each batch; emptied batches are dropped even when they hold the last
 offset of an active idempotent producer (the producer state is in memory and survives); there
-is one cleaner thread.
+is one cleaner thread. Without a dedupe buffer there is no ``max-buffer-utilization-percent``,
+and without log directories ``uncleanable-partitions-count`` has no ``logDirectory`` tag.
 """
 from __future__ import annotations
 
 import struct
 import threading
+import time as _time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 import structlog
@@ -81,6 +91,17 @@ class CleanerStats(NamedTuple):
     records_removed: int
 
 
+@dataclass(frozen=True, slots=True)
+class LogCleanerSnapshot:
+    """Kafka's ``kafka.log:type=LogCleaner`` and ``type=LogCleanerManager`` gauges."""
+
+    max_dirty_percent: int              # LogCleanerManager: dirtiest compacted log's ratio at the last choice
+    time_since_last_run_ms: int         # LogCleanerManager: since the last choice of a log to clean
+    uncleanable_partitions_count: int   # LogCleanerManager: partitions whose cleaning failed
+    cleaner_recopy_percent: int         # LogCleaner: bytes written / bytes read by the last cleaning
+    max_clean_time_secs: int            # LogCleaner: duration of the last cleaning
+
+
 def _key_of(payload: bytes | memoryview, r: RecordInfo) -> bytes | None:
     return None if r.key_length < 0 else bytes(payload[r.key_start:r.key_start + r.key_length])
 
@@ -94,8 +115,14 @@ class LogCleaner(ShutdownableThread):
         self.time = time or Time.SYSTEM
         self._lock = threading.Lock()
         self._first_dirty: dict[TP, int] = {}
+        self._uncleanable: set[TP] = set()
         self.logs_cleaned = 0
         self.records_removed = 0
+        # for the metrics (written by the cleaner thread, read by scrapes: plain values)
+        self._dirtiest_ratio = 0.0
+        self._time_of_last_run_ms = self.time.milliseconds()
+        self._last_stats = CleanerStats(0, 0, 0)
+        self._last_clean_s = 0.0
 
     # ------------------------------------------------------------------ thread
     def do_work(self) -> None:
@@ -108,9 +135,18 @@ class LogCleaner(ShutdownableThread):
             self._shutdown_initiated.wait(self.backoff_ms / 1000.0)
 
     def remove_log(self, tp: TP) -> None:
-        """A deleted log: forget where its cleaning ended."""
+        """A deleted log: forget where its cleaning ended, and that it could not be cleaned."""
         with self._lock:
             self._first_dirty.pop(tp, None)
+            self._uncleanable.discard(tp)
+
+    def snapshot(self) -> LogCleanerSnapshot:
+        """Read without the cleaner's lock: each field is read once."""
+        stats = self._last_stats
+        return LogCleanerSnapshot(
+            int(100 * self._dirtiest_ratio), self.time.milliseconds() - self._time_of_last_run_ms,
+            len(self._uncleanable), int(100 * stats.bytes_written / max(stats.bytes_read, 1)),
+            int(self._last_clean_s))
 
     # ------------------------------------------------------------------ choosing
     def cleanable(self, log: "Log", now_ms: int) -> CleanableLog:
@@ -145,16 +181,23 @@ class LogCleaner(ShutdownableThread):
         return False
 
     def grab_filthiest_compacted_log(self, now_ms: int) -> CleanableLog | None:
+        """Kafka's ``grabFilthiestCompactedLog``: the eligible compacted log with the highest
+        dirty ratio, skipping uncleanable partitions; notes the run and the highest ratio of all
+        compacted logs (``max-dirty-percent``)."""
+        self._time_of_last_run_ms = now_ms
         best: CleanableLog | None = None
+        dirtiest = 0.0
         for log in self.log_manager.all_logs():
-            if not log.config.compact:
+            if not log.config.compact or (log.topic, log.partition) in self._uncleanable:
                 continue
             with log.lock:
                 c = self.cleanable(log, now_ms)
                 eligible = c.cleanable_bytes > 0 and (
                     c.cleanable_ratio > log.config.min_cleanable_dirty_ratio or self._needs_compaction_now(c, now_ms))
+            dirtiest = max(dirtiest, c.cleanable_ratio)
             if eligible and (best is None or c.cleanable_ratio > best.cleanable_ratio):
                 best = c
+        self._dirtiest_ratio = dirtiest
         return best
 
     def clean_filthiest_log(self) -> bool:
@@ -164,11 +207,24 @@ class LogCleaner(ShutdownableThread):
         if chosen is None:
             return False
         log = chosen.log
+        tp = (log.topic, log.partition)
+        started = _time.monotonic()
         with log.lock:
             c = self.cleanable(log, now)   # again, under the lock: the log may have moved on
-            if c.cleanable_bytes == 0 or (log.topic, log.partition) not in self._live_tps():
+            if c.cleanable_bytes == 0 or tp not in self._live_tps():
                 return False
-            stats = self.clean(c, now)
+            try:
+                stats = self.clean(c, now)
+            except Exception:
+                # Kafka's LogCleaningException: the partition is left alone from now on
+                # (``uncleanable-partitions-count``); ``clean`` swaps segments only at its end, so
+                # the log is as it was
+                with self._lock:
+                    self._uncleanable.add(tp)
+                _log.exception("log_cleaning_failed_partition_uncleanable", topic=log.topic, partition=log.partition)
+                return False
+        self._last_stats = stats
+        self._last_clean_s = _time.monotonic() - started
         self.logs_cleaned += 1
         self.records_removed += stats.records_removed
         _log.info("log_cleaned", topic=log.topic, partition=log.partition, bytes_read=stats.bytes_read,

@@ -170,6 +170,14 @@ class BrokerMetrics:
             out.add(names.LOG_END_OFFSET, log.log_end_offset, b, log.topic, partition)
             out.add(names.LOG_START_OFFSET, log.log_start_offset, b, log.topic, partition)
             out.add(names.LOG_SIZE, log.size_bytes, b, log.topic, partition)
+            out.add(names.LOG_NUM_SEGMENTS, log.num_segments, b, log.topic, partition)
+        cleaner = snapshot.log_cleaner
+        if cleaner is not None:
+            out.add(names.CLEANER_MAX_DIRTY_PERCENT, cleaner.max_dirty_percent, b)
+            out.add(names.CLEANER_TIME_SINCE_LAST_RUN, cleaner.time_since_last_run_ms, b)
+            out.add(names.CLEANER_UNCLEANABLE_PARTITIONS, cleaner.uncleanable_partitions_count, b)
+            out.add(names.CLEANER_RECOPY_PERCENT, cleaner.cleaner_recopy_percent, b)
+            out.add(names.CLEANER_MAX_CLEAN_TIME, cleaner.max_clean_time_secs, b)
 
     def _collect_coordinator(self, out: Samples, snapshot: BrokerSnapshotView,
                              high_watermarks: Mapping[tuple[str, int], int]) -> None:

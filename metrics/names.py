@@ -236,6 +236,31 @@ LOG_START_OFFSET = MetricSpec(
 LOG_SIZE = MetricSpec(
     "kafka_log_log_size", "gauge", ("topic", "partition"),
     "Bytes of record batches in each replica's log.", _LOG.format("Size"), "bytes")
+LOG_NUM_SEGMENTS = MetricSpec(
+    "kafka_log_log_numlogsegments", "gauge", ("topic", "partition"),
+    "Segments of each replica's log (the active one included).", _LOG.format("NumLogSegments"))
+_CLEANER_MANAGER = "kafka.log:type=LogCleanerManager,name={}"
+CLEANER_MAX_DIRTY_PERCENT = MetricSpec(
+    "kafka_log_logcleanermanager_max_dirty_percent", "gauge", (),
+    "Highest dirty ratio (percent) over the compacted logs when the cleaner last chose a log.",
+    _CLEANER_MANAGER.format("max-dirty-percent"))
+CLEANER_TIME_SINCE_LAST_RUN = MetricSpec(
+    "kafka_log_logcleanermanager_time_since_last_run_ms", "gauge", (),
+    "Milliseconds since the cleaner last looked for a log to clean.",
+    _CLEANER_MANAGER.format("time-since-last-run-ms"), "milliseconds")
+CLEANER_UNCLEANABLE_PARTITIONS = MetricSpec(
+    "kafka_log_logcleanermanager_uncleanable_partitions_count", "gauge", (),
+    "Partitions whose cleaning failed and that the cleaner skips until they are deleted.",
+    _CLEANER_MANAGER.format("uncleanable-partitions-count"))
+_CLEANER = "kafka.log:type=LogCleaner,name={}"
+CLEANER_RECOPY_PERCENT = MetricSpec(
+    "kafka_log_logcleaner_cleaner_recopy_percent", "gauge", (),
+    "Bytes written as a percentage of bytes read by the last cleaning (100 - what compaction removed).",
+    _CLEANER.format("cleaner-recopy-percent"))
+CLEANER_MAX_CLEAN_TIME = MetricSpec(
+    "kafka_log_logcleaner_max_clean_time_secs", "gauge", (),
+    "Seconds the last cleaning took (whole seconds, as Kafka's gauge).",
+    _CLEANER.format("max-clean-time-secs"), "seconds")
 LOG_MEMORY_BUDGET_DELETED = MetricSpec(
     "kafka_emu_log_memory_budget_deleted_bytes", "counter", (),
     "Bytes of log segments deleted because all logs together exceeded emulator.log.memory.max.bytes.",
@@ -299,7 +324,9 @@ ALL: tuple[MetricSpec, ...] = (
     HANDLER_IDLE, HANDLER_IDLE_SECONDS, HANDLER_THREADS, NETWORK_IDLE,
     UNDER_REPLICATED, PARTITION_COUNT, LEADER_COUNT, UNDER_MIN_ISR, ISR_SHRINKS, ISR_EXPANDS,
     MESSAGES_IN, BYTES_IN, BYTES_OUT, FAILED_PRODUCE, FAILED_FETCH,
-    LOG_END_OFFSET, LOG_START_OFFSET, LOG_SIZE, LOG_MEMORY_BUDGET_DELETED,
+    LOG_END_OFFSET, LOG_START_OFFSET, LOG_SIZE, LOG_NUM_SEGMENTS, LOG_MEMORY_BUDGET_DELETED,
+    CLEANER_MAX_DIRTY_PERCENT, CLEANER_TIME_SINCE_LAST_RUN, CLEANER_UNCLEANABLE_PARTITIONS,
+    CLEANER_RECOPY_PERCENT, CLEANER_MAX_CLEAN_TIME,
     NUM_GROUPS, *GROUP_STATE_METRICS.values(), NUM_OFFSETS, GROUP_MEMBERS,
     COMPLETED_REBALANCES, REBALANCES_STARTED, REBALANCE_TIME, REBALANCE_TIME_MAX,
     HEARTBEAT_EXPIRATIONS, CONSUMER_GROUP_CURRENT_OFFSET, CONSUMER_GROUP_LAG,

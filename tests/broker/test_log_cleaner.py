@@ -216,3 +216,34 @@ def test_latest_value_of_every_key_survives(ops, segment_bytes):
     assert {k: v for k, (_, v) in latest_per_key(got).items()} == expected
     assert [o for o, _, _ in got] == sorted({o for o, _, _ in got})
     assert log.log_end_offset == len(ops) == log.high_watermark
+
+
+def test_failed_cleaning_marks_partition_uncleanable_and_metrics():
+    """LogCleanerManagerTest.testMarkPartitionUncleanable / LogCleanerTest metrics: a log whose
+    cleaning raises is skipped from then on (``uncleanable-partitions-count``) until it is
+    deleted; a good cleaning reports ``cleaner-recopy-percent`` and ``max-dirty-percent``."""
+    manager, log, cleaner, time = setup(**{"segment.bytes": 300})
+    for i in range(30):
+        put(log, i % 3, i, time)
+    commit(log)
+    assert cleaner.snapshot().uncleanable_partitions_count == 0
+    time.sleep(5000)
+    assert cleaner.clean_filthiest_log()
+    snap = cleaner.snapshot()
+    assert 0 < snap.cleaner_recopy_percent < 100 and snap.max_dirty_percent > 50
+    assert snap.time_since_last_run_ms == 0 and snap.max_clean_time_secs == 0
+    time.sleep(5000)
+    assert cleaner.snapshot().time_since_last_run_ms == 5000
+
+    for i in range(30):
+        put(log, i % 3, i, time)
+    commit(log)
+    dirty = log.segments[-2]
+    dirty.records[61] = 0x7F        # first record of its first batch: length -64, cleaning raises
+    before = [bytes(s.records) for s in log.segments]
+    assert not cleaner.clean_filthiest_log()
+    assert cleaner.snapshot().uncleanable_partitions_count == 1
+    assert [bytes(s.records) for s in log.segments] == before       # left as it was
+    assert cleaner.grab_filthiest_compacted_log(time.milliseconds()) is None   # skipped from now on
+    cleaner.remove_log(("t", 0))
+    assert cleaner.snapshot().uncleanable_partitions_count == 0

@@ -49,9 +49,9 @@ def test_lag_joins_the_coordinators_offsets_with_the_leaders_high_watermark() ->
     (HW 7 on leader 0); orders-2 has no leader, so only its committed offset is known."""
     committed = {("g", "orders", 0): 4, ("g", "orders", 1): 7, ("g", "orders", 2): 1}
     coordinator = FakeBroker(0, coordinator=coordinator_snapshot(committed_offsets=committed),
-                             logs=(LogSnapshot("orders", 1, 0, 9, 7, 0), LogSnapshot("orders", 0, 0, 10, 9, 0)),
+                             logs=(LogSnapshot("orders", 1, 0, 9, 7, 0, 1), LogSnapshot("orders", 0, 0, 10, 9, 0, 1)),
                              leaders=frozenset({("orders", 1)}))   # a follower of orders-0 (HW 9)
-    leader = FakeBroker(1, logs=(LogSnapshot("orders", 0, 0, 12, 10, 0),), leaders=frozenset({("orders", 0)}))
+    leader = FakeBroker(1, logs=(LogSnapshot("orders", 0, 0, 12, 10, 0, 1),), leaders=frozenset({("orders", 0)}))
     with ClusterMetrics(FakeCluster({0: coordinator, 1: leader})) as metrics:
         def sample(name: str, partition: int) -> float | None:
             return metrics.sample(name, {"broker_id": "0", "consumergroup": "g", "topic": "orders",

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from kafka_emu.coordinator.group_lock import GroupLock
 
 
-@dataclass
+@dataclass(slots=True)
 class ProducePartitionStatus:
     required_offset: int
     error: int

@@ -35,7 +35,7 @@ FETCH_API_KEY = 1
 _log = structlog.get_logger("broker.request_channel")
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Request:
     api_key: int
     api_version: int
@@ -71,7 +71,7 @@ class Request:
         return replica_id_of(self.body, self.api_version) >= 0
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Response:
     request: Request
     body: Any | None               # a kio response entity; None = no response (acks=0 produce)

@@ -9,7 +9,6 @@ transaction coordinator yet.
 """
 from __future__ import annotations
 
-from collections import Counter
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -70,8 +69,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
             results = partition_results(order, statuses, pre)
             data = encode_produce_body(version, results)
             if data is not None:
-                counts = Counter(part[1] for _, parts in results for part in parts)
-                channel.send_response(request, EncodedResponse(data, version >= 9, counts))
+                channel.send_response(request, EncodedResponse(data, version >= 9, error_counts(results)))
                 return
         channel.send_response(request, build_response(version, order, statuses, pre))
 
@@ -82,6 +80,16 @@ def _first_batch_codec(records: bytes) -> int:
     """The compression codec of the first batch (attributes at bytes 21..22), -1 if too short
     (the log then refuses the batch)."""
     return records[22] & compression.CODEC_MASK if len(records) > 22 else -1
+
+
+def error_counts(results: list[tuple[TopicKey, list[PartitionResult]]]) -> dict[int, int]:
+    """How many partitions got each error code (the error-count metrics read it)."""
+    counts: dict[int, int] = {}
+    for _, parts in results:
+        for part in parts:
+            code = part[1]
+            counts[code] = counts.get(code, 0) + 1
+    return counts
 
 
 def partition_results(order: TopicOrder, statuses: dict[TopicPartition, ProducePartitionStatus],

@@ -130,7 +130,8 @@ def decode_request_header(frame: memoryview | bytes) -> RequestHeaderData:
         raise InvalidRequestError(f"negative client id length {client_len}")
     codec = get_codec(api_key, api_version)
     if codec.flexible_request:
-        offset = skip_tagged_fields(frame, offset)
+        # no tagged fields (one zero byte) is what every client sends
+        offset = offset + 1 if offset < len(frame) and frame[offset] == 0 else skip_tagged_fields(frame, offset)
     return RequestHeaderData(api_key, api_version, correlation_id, client_id, offset)
 
 

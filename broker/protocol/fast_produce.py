@@ -88,57 +88,60 @@ def decode_produce_request(version: int, frame: bytes, offset: int) -> ProduceRe
         return None
 
 
+def _uvarint(buf: bytes, off: int) -> tuple[int, int]:
+    """``read_uvarint`` with the one-byte case (nearly every length and count) first."""
+    b = buf[off]
+    if b < 0x80:
+        return b, off + 1
+    return read_uvarint(buf, off)
+
+
+def _length(buf: bytes, off: int, end: int, flexible: bool, nullable: bool, wide: bool = False) -> tuple[int, int]:
+    """A string/bytes length (-1: null) and the offset after it; raises where a null is not
+    allowed or the bytes run past ``end``."""
+    if flexible:
+        n, off = _uvarint(buf, off)
+        n -= 1
+    elif wide:
+        n = _I32.unpack_from(buf, off)[0]
+        off += 4
+    else:
+        n = _I16.unpack_from(buf, off)[0]
+        off += 2
+    if n < -1 or (n == -1 and not nullable) or off + n > end:
+        raise _Malformed
+    return n, off
+
+
+def _count(buf: bytes, off: int, end: int, flexible: bool) -> tuple[int, int]:
+    """An array length (never null here) and the offset after it."""
+    if flexible:
+        n, off = _uvarint(buf, off)
+        n -= 1
+    else:
+        n = _I32.unpack_from(buf, off)[0]
+        off += 4
+    if n < 0 or n > end - off:
+        raise _Malformed
+    return n, off
+
+
+def _skip_tags(buf: bytes, off: int) -> int:
+    """After a flexible struct's tagged fields (none, one zero byte, is the usual case)."""
+    return off + 1 if buf[off] == 0 else skip_tagged_fields(buf, off)
+
+
 def _decode(version: int, buf: bytes, off: int) -> ProduceRequestData:
     flexible = version >= 9
     end = len(buf)
-
-    def length(nullable: bool, wide: bool = False) -> int:
-        """A string/bytes length (-1: null); raises where a null is not allowed."""
-        nonlocal off
-        if flexible:
-            n, off = read_uvarint(buf, off)
-            n -= 1
-        elif wide:
-            n = _I32.unpack_from(buf, off)[0]
-            off += 4
-        else:
-            n = _I16.unpack_from(buf, off)[0]
-            off += 2
-        if n < -1 or (n == -1 and not nullable) or off + n > end:
-            raise _Malformed
-        return n
-
-    def string(nullable: bool) -> str | None:
-        nonlocal off
-        n = length(nullable)
-        if n < 0:
-            return None
-        s = buf[off:off + n].decode("utf-8")
-        off += n
-        return s
-
-    def count() -> int:
-        nonlocal off
-        if flexible:
-            n, off = read_uvarint(buf, off)
-            n -= 1
-        else:
-            n = _I32.unpack_from(buf, off)[0]
-            off += 4
-        if n < 0 or n > end - off:
-            raise _Malformed
-        return n
-
-    def skip_tags() -> None:
-        nonlocal off
-        if flexible:
-            off = skip_tagged_fields(buf, off)
-
-    transactional_id = string(True)
+    n, off = _length(buf, off, end, flexible, True)
+    transactional_id = None if n < 0 else buf[off:off + n].decode("utf-8")
+    off += max(n, 0)
     acks, timeout = _ACKS_TIMEOUT.unpack_from(buf, off)
     off += 6
     topics = []
-    for _ in range(count()):
+    n_topics, off = _count(buf, off, end, flexible)
+    for _ in range(n_topics):
         if version >= 13:
             raw = buf[off:off + 16]
             if len(raw) != 16:
@@ -147,19 +150,24 @@ def _decode(version: int, buf: bytes, off: int) -> ProduceRequestData:
             topic_id = UUID(bytes=raw) if raw != _ZERO_UUID else None
             name = None
         else:
-            name, topic_id = string(False), None
+            n, off = _length(buf, off, end, flexible, False)
+            name, topic_id = buf[off:off + n].decode("utf-8"), None
+            off += n
         parts = []
-        for _ in range(count()):
+        n_parts, off = _count(buf, off, end, flexible)
+        for _ in range(n_parts):
             index = _I32.unpack_from(buf, off)[0]
-            off += 4
-            n = length(True, wide=True)
+            n, off = _length(buf, off + 4, end, flexible, True, wide=True)
             records = None if n < 0 else buf[off:off + n]
             off += max(n, 0)
-            skip_tags()
+            if flexible:
+                off = _skip_tags(buf, off)
             parts.append(PartitionProduceData(index, records))
-        skip_tags()
+        if flexible:
+            off = _skip_tags(buf, off)
         topics.append(TopicProduceData(name, topic_id, tuple(parts)))
-    skip_tags()
+    if flexible:
+        off = _skip_tags(buf, off)
     if off > end:
         raise _Malformed
     return ProduceRequestData(transactional_id, acks, timeout, tuple(topics))

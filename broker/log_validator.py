@@ -287,9 +287,7 @@ def validate_messages_and_assign_offsets(data: bytes, infos: list[BatchInfo], of
     for info in infos:
         batch = view if view is data else view[info.position:info.position + info.size]
         attrs = info.attributes
-        if info.base_offset != 0 or attrs & (CONTROL_BIT | TRANSACTIONAL_BIT) or \
-                (info.producer_id != NO_PRODUCER_ID and info.base_sequence < 0):
-            _validate_batch(info, topic_partition)   # raises the error Kafka gives
+        _validate_batch(info, topic_partition)
         payload = batch[HEADER_SIZE:] if attrs & compression.CODEC_MASK == compression.NONE \
             else records_payload(batch, attrs)
         summary = summarize_records(payload, info.record_count)

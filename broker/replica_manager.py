@@ -39,6 +39,7 @@ from kafka_emu.broker.delayed_fetch import DelayedFetch
 from kafka_emu.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafka_emu.broker.log import Log, LogSnapshot
 from kafka_emu.broker.log_manager import LogManager
+from kafka_emu.broker.log_validator import RecordValidationError
 from kafka_emu.broker.partition import (
     ISOLATION_HIGH_WATERMARK,
     ISOLATION_LOG_END,
@@ -255,7 +256,7 @@ class ReplicaManager:
                 self.stats.record_failed_produce(tp[0], e.code)
                 statuses[tp] = ProducePartitionStatus(
                     -1, e.code, -1, -1, self._failed_append_log_start_offset(tp, e.code), e.message,
-                    record_errors=getattr(e, "record_errors", ()))
+                    record_errors=e.record_errors if isinstance(e, RecordValidationError) else ())
             except Exception as e:  # never let a bad request kill a handler
                 _log.exception("append_failed", broker_id=self.broker_id, topic=tp[0], partition=tp[1])
                 self.stats.record_failed_produce(tp[0], Errors.UNKNOWN_SERVER_ERROR)

@@ -275,6 +275,15 @@ class ReplicaManager:
         else:
             response_callback(statuses)
 
+    def _failed_append_log_start_offset(self, tp: TP, code: int) -> int:
+        """The log start offset a failed append reports: Kafka's ``processFailedRecord`` for
+        validation and producer-state errors, -1 (``UNKNOWN_LOG_APPEND_INFO``) for the errors
+        ``appendToLocalLog`` names."""
+        partition = self.partitions.get(tp)
+        if code in _UNKNOWN_APPEND_INFO_ERRORS or partition is None:
+            return -1
+        return partition.log.log_start_offset
+
     # ------------------------------------------------------------------ delete records
     def delete_records(self, timeout_ms: int, offsets: dict[TP, int],
                        response_callback: Callable[[dict[TP, DeleteRecordsPartitionStatus]], None],
@@ -302,15 +311,6 @@ class ReplicaManager:
             self.delete_records_purgatory.try_complete_else_watch(op, [self._key(tp) for tp in statuses])
         else:
             response_callback(statuses)
-
-    def _failed_append_log_start_offset(self, tp: TP, code: int) -> int:
-        """The log start offset a failed append reports: Kafka's ``processFailedRecord`` for
-        validation and producer-state errors, -1 (``UNKNOWN_LOG_APPEND_INFO``) for the errors
-        ``appendToLocalLog`` names."""
-        partition = self.partitions.get(tp)
-        if code in _UNKNOWN_APPEND_INFO_ERRORS or partition is None:
-            return -1
-        return partition.log.log_start_offset
 
     # ------------------------------------------------------------------ fetch
     def fetch_messages(self, params: FetchParams, fetch_infos: list[tuple[TP, PartitionFetchInfo]],

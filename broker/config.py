@@ -128,6 +128,9 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "The number of threads the server uses for processing requests.", dynamic=Dynamic.NOT_APPLIED),
     _key("queued.max.requests", Type.INT, 500, _AT_LEAST_1, HIGH,
          "The number of queued requests allowed before blocking the network threads."),
+    _key("request.timeout.ms", Type.INT, 30000, _AT_LEAST_0, MEDIUM,
+         "How long the broker waits for the requests it makes itself, e.g. the replication of "
+         "transaction markers it appends for WriteTxnMarkers."),
     _key("message.max.bytes", Type.INT, 1 * MIB + 12, _AT_LEAST_0, HIGH,
          "The largest record batch size allowed.", dynamic=Dynamic.APPLIED),
     _key("auto.create.topics.enable", Type.BOOLEAN, True, None, HIGH,
@@ -288,7 +291,7 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "producer.id.expiration.check.interval.ms", "producer.id.expiration.ms", "queued.max.request.bytes",
     "quota.window.num", "quota.window.size.seconds",
     "replica.selector.class", "replica.socket.receive.buffer.bytes", "replica.socket.timeout.ms",
-    "replication.quota.window.num", "replication.quota.window.size.seconds", "request.timeout.ms",
+    "replication.quota.window.num", "replication.quota.window.size.seconds",
     "reserved.broker.max.id", "security.inter.broker.protocol", "socket.connection.setup.timeout.max.ms",
     "socket.connection.setup.timeout.ms", "socket.listen.backlog.size", "socket.receive.buffer.bytes",
     "socket.send.buffer.bytes", "super.users", "transaction.abort.timed.out.transaction.cleanup.interval.ms",

@@ -3,7 +3,8 @@
 One operation per request, watched on one ``TopicPartitionOperationKey`` per partition in the
 ``Fetch`` purgatory. ``try_complete`` follows Kafka's cases: the partition is gone (C) or not
 led here (A/B), the leader epoch is fenced (E), the end offset for the fetch isolation (LEO for
-followers, HW for consumers, LSO = HW for read_committed) fell below the fetch offset (F,
+followers, HW for consumers, LSO for read_committed, so a read_committed fetch completes when
+the LSO moves) fell below the fetch offset (F,
 truncation), a diverging epoch (H), or enough bytes accumulated (G). ``on_complete`` re-reads
 every partition (without updating follower state) and calls back.
 
@@ -47,7 +48,7 @@ class DelayedFetch(DelayedOperation):
             if info.current_leader_epoch >= 0 and info.current_leader_epoch != partition.leader_epoch:
                 return self.force_complete()  # (E)
             log = partition.log
-            end = log.log_end_offset if isolation == 0 else log.high_watermark
+            end = partition.end_offset_for(isolation)
             offset = info.fetch_offset
             if offset > end or offset < log.log_start_offset:
                 return self.force_complete()  # (F) truncated under us, or deleted by retention

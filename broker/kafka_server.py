@@ -142,6 +142,7 @@ class KafkaServer:
                 self.group_coordinator = GroupCoordinator.create(self.broker_id, cfg.as_dict(),
                                                                  self.coordinator_log, self.time)
                 self.group_coordinator.startup()
+                rm.group_coordinator = self.group_coordinator
                 rm.leadership_listeners.append(self._on_leadership_change)
                 rm.hw_watchers.append(self._on_hw_moved)
             self.apis = KafkaApis(cfg, self.request_channel, self.metadata, rm, self.time,

@@ -11,7 +11,17 @@ The log tracks the log start offset (first offset clients may read; raised by re
 the leader's log start offset on followers, or by ``truncate_fully_and_start_at``), the log end
 offset (LEO) and the high watermark (HW), with log start <= HW <= LEO; a leader-epoch cache
 (epoch -> start offset, Kafka's ``LeaderEpochFileCache``) for follower truncation; and producer
-state for idempotence (the last five batches per producer id, Kafka's ``ProducerStateManager``).
+state (``broker.producer_state``: the last five batches per producer id for idempotence, the
+open transactions, verification guards).
+
+Transactions: a transactional batch opens its producer's transaction on this partition; a
+COMMIT or ABORT control batch (``broker.control_record``, appended for the transaction
+coordinator with origin COORDINATOR) closes it, and an aborted one is written to the
+transaction index of the segment holding the marker (``AbortedTxn``: producer id, first offset,
+marker offset, the LSO then). The last stable offset is min(HW, first unstable offset), the
+first offset of the earliest transaction still open or whose marker is not yet below the HW,
+clamped up to the log start offset; read_committed fetches stop there and get the aborted
+transactions overlapping what they read (``collect_aborted_transactions``).
 
 Retention (``delete_old_segments``, called by ``LogManager``) deletes whole segments from the
 oldest, each only when it lies entirely below the HW: past ``retention.ms`` by its largest
@@ -35,60 +45,27 @@ from __future__ import annotations
 import random
 import threading
 from bisect import bisect_right
-from collections import deque
-from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.broker.leader_epoch_cache import LeaderEpochFileCache
+from kafka_emu.broker.control_record import EndTransactionMarker, read_end_txn_marker
 from kafka_emu.broker.log_config import LogConfig
-from kafka_emu.broker.log_segment import LogSegment, iter_headers
+from kafka_emu.broker.log_segment import LogSegment
 from kafka_emu.broker.log_validator import record_timestamps, validate_messages_and_assign_offsets
-from kafka_emu.broker.record_batch import (
-    NO_PRODUCER_ID,
-    NO_SEQUENCE,
-    BatchInfo,
-    parse_batches,
+from kafka_emu.broker.producer_state import (
+    AppendOrigin,
+    CompletedTxn,
+    ProducerStateEntry,
+    ProducerStateManager,
+    VerificationGuard,
 )
+from kafka_emu.broker.record_batch import BatchInfo, parse_batches
+from kafka_emu.broker.transaction_index import AbortedTxn
 from kafka_emu.timer.time import Time
 
-NO_PRODUCER_EPOCH = -1
 UNDEFINED_EPOCH = -1
 UNDEFINED_OFFSET = -1
-MAX_CACHED_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
-
-
-class CachedBatch(NamedTuple):
-    first_seq: int
-    last_seq: int
-    first_offset: int
-    last_offset: int
-    timestamp: int = -1   # the batch's max timestamp as stored (Kafka's BatchMetadata.timestamp)
-
-
-@dataclass
-class ProducerStateEntry:
-    """Kafka's ``ProducerStateEntry``: the last batches of one producer id, for duplicate and
-    sequence checks, and what DescribeProducers reports. ``coordinator_epoch`` and
-    ``current_txn_first_offset`` (-1: no ongoing transaction) stay -1 until transaction markers
-    and transactional appends set them."""
-
-    producer_id: int
-    producer_epoch: int
-    batches: deque = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
-    last_timestamp: int = -1
-    coordinator_epoch: int = -1
-    current_txn_first_offset: int = -1
-
-    @property
-    def last_seq(self) -> int:
-        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
-
-    def find_duplicate(self, first_seq: int, last_seq: int) -> CachedBatch | None:
-        for b in self.batches:
-            if b.first_seq == first_seq and b.last_seq == last_seq:
-                return b
-        return None
 
 
 class LogAppendInfo(NamedTuple):
@@ -98,10 +75,6 @@ class LogAppendInfo(NamedTuple):
     size_bytes: int
     duplicate: bool = False
     log_append_time: int = -1
-
-
-def _in_sequence(last_seq: int, next_seq: int) -> bool:
-    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == 0x7FFFFFFF)
 
 
 class LogSnapshot(NamedTuple):
@@ -115,6 +88,12 @@ class LogSnapshot(NamedTuple):
     high_watermark: int
     size_bytes: int
     num_segments: int
+    last_stable_offset_lag: int = 0   # HW - LSO (Kafka's Partition gauge LastStableOffsetLag)
+
+
+def _marker_of(buf: bytes | bytearray | memoryview, info: BatchInfo) -> EndTransactionMarker | None:
+    """The END_TXN marker of a control batch (None for any other batch)."""
+    return read_end_txn_marker(buf, info.position, info.record_count) if info.is_control else None
 
 
 class Log:
@@ -131,9 +110,15 @@ class Log:
         self.segments: list[LogSegment] = []
         self._bases: list[int] = []
         self.leader_epoch_cache = LeaderEpochFileCache()
-        self.producers: dict[int, ProducerStateEntry] = {}
+        self.producer_state = ProducerStateManager(f"{topic}-{partition}")
+        self._first_unstable_offset = -1   # raw, -1: none (an int, for lock-free readers)
         self._name = f"{topic}-{partition}"   # for error messages, built once
         self._add_segment(log_start_offset)
+
+    @property
+    def producers(self) -> dict[int, ProducerStateEntry]:
+        """Producer id -> state (DescribeProducers reads ``current_txn_first_offset`` there)."""
+        return self.producer_state.producers
 
     @property
     def active_segment(self) -> LogSegment:
@@ -157,6 +142,7 @@ class Log:
         jitter = random.randrange(min(cfg.segment_jitter_ms, cfg.segment_ms)) if cfg.segment_jitter_ms > 0 else 0
         seg = LogSegment(base_offset, cfg.index_interval_bytes, cfg.segment_index_bytes, jitter,
                          self.time.milliseconds())
+        self.producer_state.take_snapshot(base_offset)
         self.segments.append(seg)
         self._bases.append(base_offset)
         return seg
@@ -189,13 +175,16 @@ class Log:
 
     # ------------------------------------------------------------------ appends
     def append_as_leader(self, data: bytes, leader_epoch: int, single_batch: bool = False,
-                         topic_partition: str | None = None) -> LogAppendInfo:
+                         topic_partition: str | None = None, origin: AppendOrigin = AppendOrigin.CLIENT,
+                         verification_guard: VerificationGuard | None = None) -> LogAppendInfo:
         """Validate (``LogValidator``), assign offsets and the leader epoch, check producer
         state, append.
 
         Raises ``KafkaError`` with nothing written on any bad batch. A duplicate (same producer
         id, epoch and sequence range as one of the last five batches) is not appended: the
-        returned info carries the original offsets and ``duplicate=True``.
+        returned info carries the original offsets and ``duplicate=True``. A transactional
+        batch that opens a transaction needs ``verification_guard`` (KIP-890 part 1, see
+        ``ProducerStateManager``); control batches are accepted from the COORDINATOR origin only.
         """
         cfg = self.config
         infos = parse_batches(data, cfg.max_message_bytes)
@@ -205,16 +194,18 @@ class Log:
         now = self.time.milliseconds()
         validated = validate_messages_and_assign_offsets(
             data, infos, self.log_end_offset, leader_epoch, cfg, now,
-            topic_partition or self._name)
+            topic_partition or self._name, origin is AppendOrigin.CLIENT)
         if len(validated.records) > cfg.segment_bytes:
             raise KafkaError(Errors.RECORD_LIST_TOO_LARGE,
                              f"record set of {len(validated.records)} bytes exceeds segment.bytes "
                              f"{cfg.segment_bytes}")
+        pending: dict[int, ProducerStateEntry] = {}
         batches = validated.batches
-        # the state a batch leaves is needed only by later batches of the same append
-        pending: dict[int, ProducerStateEntry] | None = {} if len(batches) > 1 else None
+        records = validated.records
+        producer_state = self.producer_state
         for info in batches:
-            dup = self._check_producer(info, pending)
+            dup = producer_state.check_batch(info, pending, origin, _marker_of(records, info),
+                                             verification_guard)
             if dup is not None:
                 if len(batches) == 1:
                     # Kafka answers a duplicate with the original batch's timestamp as its append time
@@ -224,20 +215,22 @@ class Log:
         # Validation passed for every batch: now commit the appends.
         first = self.log_end_offset
         self._assign_epoch(leader_epoch, first)
-        self._append(validated.records, validated.last_offset, validated.max_timestamp,
-                     validated.shallow_offset_of_max_timestamp, now)
+        segment = self._append(records, validated.last_offset, validated.max_timestamp,
+                               validated.shallow_offset_of_max_timestamp, now)
         total = 0
         for info in batches:
-            self._update_producer(info, info.base_offset)
+            self._update_producer_state(records, info, segment)
             total += info.record_count
-        return LogAppendInfo(first, validated.last_offset, total, len(validated.records),
+        self._maybe_update_first_unstable_offset()
+        return LogAppendInfo(first, validated.last_offset, total, len(records),
                              log_append_time=validated.log_append_time)
 
     def _append(self, records: bytes | memoryview, last_offset: int, max_timestamp: int,
-                shallow_offset_of_max_timestamp: int, now_ms: int) -> None:
+                shallow_offset_of_max_timestamp: int, now_ms: int) -> LogSegment:
         segment = self._maybe_roll(len(records), max_timestamp, last_offset, now_ms)
         segment.append(last_offset, max_timestamp, shallow_offset_of_max_timestamp, records, now_ms)
         self.log_end_offset = last_offset + 1
+        return segment
 
     def append_as_follower(self, data: bytes) -> int:
         """Append batches replicated from the leader (offsets already assigned); return count."""
@@ -261,74 +254,92 @@ class Log:
         start = new[0].position
         end = new[-1].position + new[-1].size
         with memoryview(data) as view:
-            self._append(view[start:end], expected - 1, max_ts, shallow, self.time.milliseconds())
+            segment = self._append(view[start:end], expected - 1, max_ts, shallow, self.time.milliseconds())
         for info in new:
-            self._update_producer(info, info.base_offset)
+            self._update_producer_state(data, info, segment)
+        self._maybe_update_first_unstable_offset()
         return len(new)
 
     # ------------------------------------------------------------------ producer state
-    def _check_producer(self, info: BatchInfo, pending: dict[int, ProducerStateEntry] | None) -> CachedBatch | None:
-        """Kafka's producer-state checks of one batch (fencing, duplicates, sequence). ``pending``
-        carries the state earlier batches of the same append leave; None when there are none
-        to follow (the state is then not built)."""
-        pid = info.producer_id
-        if pid == NO_PRODUCER_ID:
-            return None
-        entry = (pending.get(pid) if pending is not None else None) or self.producers.get(pid)
-        epoch = info.producer_epoch
-        if entry is None:
-            if pending is None:
-                return None
-            pending[pid] = ProducerStateEntry(pid, epoch, deque([CachedBatch(
-                info.base_sequence, info.last_sequence, -1, -1)], maxlen=MAX_CACHED_BATCHES))
-            return None  # unknown producer: any sequence is accepted (as in Kafka)
-        if epoch < entry.producer_epoch:
-            raise KafkaError(Errors.INVALID_PRODUCER_EPOCH,
-                             f"producer {pid} epoch {epoch} is older than {entry.producer_epoch}")
-        if epoch == entry.producer_epoch:
-            dup = entry.find_duplicate(info.base_sequence, info.last_sequence)
-            if dup is not None:
-                return dup
-            if info.base_sequence != NO_SEQUENCE and entry.last_seq != NO_SEQUENCE \
-                    and not _in_sequence(entry.last_seq, info.base_sequence):
-                raise KafkaError(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                 f"producer {pid}: sequence {info.base_sequence} after {entry.last_seq}")
-        elif info.base_sequence not in (0, NO_SEQUENCE):
-            raise KafkaError(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                             f"producer {pid}: new epoch {epoch} must start at sequence 0")
-        if pending is None:
-            return None
-        nxt = ProducerStateEntry(pid, epoch, deque(entry.batches if epoch == entry.producer_epoch else (),
-                                                   maxlen=MAX_CACHED_BATCHES))
-        nxt.batches.append(CachedBatch(info.base_sequence, info.last_sequence, -1, -1))
-        pending[pid] = nxt
-        return None
-
-    def _update_producer(self, info: BatchInfo, base_offset: int) -> None:
-        pid = info.producer_id
-        if pid == NO_PRODUCER_ID:
+    def _update_producer_state(self, buf: bytes | bytearray, info: BatchInfo, segment: LogSegment | None) -> None:
+        """Apply an appended batch (``buf[info.position:]``); a marker that completes a
+        transaction is indexed in ``segment`` (the one holding the marker) when it aborts, then
+        completed (Kafka's ``UnifiedLog.append`` after the segment append). ``segment`` is None
+        when replaying stored batches, whose aborts are indexed already."""
+        producer_state = self.producer_state
+        completed = producer_state.update(info, _marker_of(buf, info))
+        if completed is None:
             return
-        entry = self.producers.get(pid)
-        if entry is None or info.producer_epoch != entry.producer_epoch:
-            entry = self.producers[pid] = ProducerStateEntry(pid, info.producer_epoch)
-        entry.batches.append(CachedBatch(info.base_sequence, info.last_sequence, base_offset,
-                                         base_offset + info.last_offset_delta, info.max_timestamp))
-        entry.last_timestamp = info.max_timestamp
+        if completed.is_aborted and segment is not None:
+            segment.txn_index.append(AbortedTxn(completed.producer_id, completed.first_offset,
+                                                completed.last_offset,
+                                                producer_state.last_stable_offset(completed)))
+        producer_state.complete_txn(completed)
 
     def _rebuild_producer_state(self) -> None:
-        self.producers.clear()
-        for seg in self.segments:
-            if seg.is_empty():
+        """Restore the latest snapshot at or below the LEO and replay the batches after it
+        (Kafka's ``rebuildProducerState`` after a truncation)."""
+        producer_state = self.producer_state
+        start = producer_state.truncate_and_reload(self.log_end_offset)
+        if start is None:
+            start = self.segments[0].base_offset
+        for i in range(self._segment_index(start), len(self.segments)):
+            seg = self.segments[i]
+            if seg.is_empty() or seg.next_offset <= start:
                 continue
-            for info in parse_batches(bytes(seg.records), check_crc=False):
-                self._update_producer(info, info.base_offset)
+            for info in parse_batches(seg.records, check_crc=False):
+                if info.base_offset >= start:
+                    self._update_producer_state(seg.records, info, None)
+        producer_state.on_high_watermark_updated(self.high_watermark)
+        self._update_first_unstable_offset()
 
-    def _evict_producers_below(self, offset: int) -> None:
-        """Producers whose last batch lies below the log start offset are forgotten (Kafka's
-        ``ProducerStateManager.onLogStartOffsetIncremented``)."""
-        for pid in [pid for pid, e in self.producers.items()
-                    if not e.batches or e.batches[-1].last_offset < offset]:
-            del self.producers[pid]
+    def maybe_start_transaction_verification(self, producer_id: int, producer_epoch: int) -> VerificationGuard | None:
+        """Kafka's ``UnifiedLog.maybeStartTransactionVerification`` (see ``ProducerStateManager``)."""
+        return self.producer_state.maybe_start_transaction_verification(producer_id, producer_epoch)
+
+    # ------------------------------------------------------------------ transactions
+    def _update_first_unstable_offset(self) -> None:
+        first = self.producer_state.first_unstable_offset()
+        self._first_unstable_offset = -1 if first is None else first
+
+    def _maybe_update_first_unstable_offset(self) -> None:
+        """After an append: only logs with transactions pay for the recomputation."""
+        producer_state = self.producer_state
+        if producer_state.ongoing_txns or producer_state.unreplicated_txns or self._first_unstable_offset >= 0:
+            self._update_first_unstable_offset()
+
+    def _on_high_watermark_updated(self) -> None:
+        self.producer_state.on_high_watermark_updated(self.high_watermark)
+        self._update_first_unstable_offset()
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest open or unreplicated transaction, clamped up to the
+        log start offset; None when there is none."""
+        first = self._first_unstable_offset
+        return None if first < 0 else max(first, self.log_start_offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """LSO = min(first unstable offset, HW): what read_committed consumers may read up to.
+        Reads ints only (safe without the lock, for metrics)."""
+        first = self._first_unstable_offset
+        hw = self.high_watermark
+        if first < 0:
+            return hw
+        return min(max(first, self.log_start_offset), hw)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping ``[start_offset, upper_bound_offset)``, from the
+        segment holding ``start_offset`` on (Kafka's ``LocalLog.collectAbortedTransactions``)."""
+        out: list[AbortedTxn] = []
+        segments = self.segments
+        for i in range(self._segment_index(start_offset), len(segments)):
+            result = segments[i].txn_index.collect_aborted_txns(start_offset, upper_bound_offset)
+            out.extend(result.aborted)
+            if result.complete:
+                break
+        return out
 
     # ------------------------------------------------------------------ epochs
     def _assign_epoch(self, epoch: int, start_offset: int) -> None:
@@ -436,6 +447,8 @@ class Log:
         new_hw = min(new_hw, self.log_end_offset)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw
+            if self._first_unstable_offset >= 0:
+                self._on_high_watermark_updated()
             return True
         return False
 
@@ -444,6 +457,8 @@ class Log:
         hw = max(min(hw, self.log_end_offset), self.log_start_offset)
         if hw != self.high_watermark:
             self.high_watermark = hw
+            if self._first_unstable_offset >= 0:
+                self._on_high_watermark_updated()
             return True
         return False
 
@@ -455,7 +470,8 @@ class Log:
             return False
         self.log_start_offset = new
         self.leader_epoch_cache.truncate_from_start(new)
-        self._evict_producers_below(new)
+        self.producer_state.on_log_start_offset_incremented(new)
+        self._update_first_unstable_offset()
         return True
 
     # ------------------------------------------------------------------ retention
@@ -516,7 +532,9 @@ class Log:
         if new_start > self.log_start_offset:
             self.log_start_offset = new_start
             self.leader_epoch_cache.truncate_from_start(new_start)
-            self._evict_producers_below(new_start)
+            self.producer_state.on_log_start_offset_incremented(new_start)
+            self._update_first_unstable_offset()
+        self.producer_state.delete_snapshots_before(new_start)
         return freed
 
     def delete_oldest_segment(self) -> int:
@@ -553,18 +571,20 @@ class Log:
         leader's log start offset)."""
         self.segments.clear()
         self._bases.clear()
+        self.producer_state.truncate_fully()
+        self._first_unstable_offset = -1
         self._add_segment(new_offset)
         self.log_start_offset = self.log_end_offset = self.high_watermark = new_offset
         self.leader_epoch_cache.clear()
-        self.producers.clear()
 
     def num_batches(self) -> int:
         return sum(1 for seg in self.segments for _ in seg.batches())
 
     def snapshot(self) -> LogSnapshot:
         """Read without the partition lock: each field is an int read once."""
+        hw = self.high_watermark
         return LogSnapshot(self.topic, self.partition, self.log_start_offset, self.log_end_offset,
-                           self.high_watermark, self.size_bytes, len(self.segments))
+                           hw, self.size_bytes, len(self.segments), hw - self.last_stable_offset)
 
     def __repr__(self) -> str:
         return (f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, "

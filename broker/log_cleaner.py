@@ -6,7 +6,7 @@ Each round (``clean_filthiest_log``) picks the compacted log with the highest di
 * the *dirty* section starts at the log's first dirty offset (where the previous cleaning
   ended, ``cleaner-offset-checkpoint`` in Kafka; reset to the log start offset when out of
   range) and ends at the first *uncleanable* segment: the active segment, the segment holding
-  the high watermark, or the first segment with a record newer than ``min.compaction.lag.ms``;
+  the last stable offset (nothing of an undecided transaction is cleaned), or the first segment with a record newer than ``min.compaction.lag.ms``;
 * ratio = dirty bytes / (clean bytes + dirty bytes); the log is cleaned when the ratio passes
   ``min.cleanable.dirty.ratio``, or when a dirty segment's first record is older than
   ``max.compaction.lag.ms`` (and there is something to clean).
@@ -38,9 +38,12 @@ Differences from Kafka on purpose: the offset map is a dict without the dedupe-b
 (``log.cleaner.dedupe.buffer.size``), so one round cleans the whole dirty section; the delete
 horizon of tombstones is Kafka's pre-v2 rule (segment last-modified time) rather than a
 horizon stamped into each batch; emptied batches are dropped even when they hold the last
-offset of an active idempotent producer (the producer state is in memory and survives); there
-is one cleaner thread. Without a dedupe buffer there is no ``max-buffer-utilization-percent``,
-and without log directories ``uncleanable-partitions-count`` has no ``logDirectory`` tag.
+offset of an active idempotent producer (the producer state is in memory and survives); records
+of aborted transactions and transaction markers are kept like other records (Kafka removes
+them; the segments' transaction indexes are carried into the cleaned segments, so read_committed
+consumers still skip them); there is one cleaner thread. Without a dedupe buffer there is no
+``max-buffer-utilization-percent``, and without log directories ``uncleanable-partitions-count``
+has no ``logDirectory`` tag.
 """
 from __future__ import annotations
 
@@ -163,7 +166,7 @@ class LogCleaner(ShutdownableThread):
             if upper <= first_dirty:
                 continue
             too_new = cfg.min_compaction_lag_ms > 0 and seg.largest_timestamp > now_ms - cfg.min_compaction_lag_ms
-            if upper > log.high_watermark or too_new:
+            if upper > log.last_stable_offset or too_new:
                 first_uncleanable = seg.base_offset
                 break
         clean = sum(s.size for i, s in enumerate(segments[:-1]) if segments[i + 1].base_offset <= first_dirty)
@@ -258,6 +261,8 @@ class LogCleaner(ShutdownableThread):
                              created_ms=group[0].created_ms)
             for seg in group:
                 read += seg.size
+                for txn in seg.txn_index.all_aborted_txns():
+                    out.txn_index.append(txn)
                 drop_tombstones = seg.last_modified_ms < horizon
                 for h in iter_headers(seg.records):
                     kept, dropped = self._filter_batch(seg.records, h, offset_map, drop_tombstones)

@@ -11,7 +11,9 @@ the record batches of a contiguous offset range, exactly as appended (offsets as
   finds it (``translate_offset``);
 * the time index maps the largest timestamp seen so far to the offset of the batch carrying it,
   appended with the offset index entries and when the segment stops being active, so
-  ``find_offset_by_timestamp`` starts its scan near the answer.
+  ``find_offset_by_timestamp`` starts its scan near the answer;
+* the transaction index lists the aborted transactions whose ABORT marker this segment holds
+  (``TransactionIndex``), written by the log when the marker is appended.
 
 Invariants: batches are stored in offset order, each starting at the position where the
 previous one ends; index entries have strictly increasing offsets (and, for the time index,
@@ -24,9 +26,10 @@ appends, truncation and reads of one log.
 Differences from Kafka on purpose: the segment itself knows no files: with ``log.dirs`` set,
 ``broker.persistent_log`` writes its batches through to a ``FileRecords`` and swaps
 ``records`` for a read-only map of that file once the segment is inactive (a ``bytearray``
-otherwise); the transaction index is absent
-(no transactions yet); ``largest_timestamp`` of a segment without timestamps is the time of its
-last append (Kafka: the file's modification time, which is the same thing).
+otherwise); the transaction index (``broker.transaction_index``) is a list in memory, not
+persisted (``Log.reload_producer_state`` rebuilds it from the batches); ``largest_timestamp``
+of a segment without timestamps is the time of its last append (Kafka: the file's
+modification time, which is the same thing).
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ from bisect import bisect_right
 from typing import Iterator, NamedTuple
 
 from kafka_emu.broker.record_batch import HEADER_SIZE, LOG_OVERHEAD
+from kafka_emu.broker.transaction_index import TransactionIndex
 
 NO_TIMESTAMP = -1
 INT_MAX = (1 << 31) - 1
@@ -210,6 +214,7 @@ class LogSegment:
         self.records = bytearray()
         self.offset_index = OffsetIndex(base_offset, max_index_size)
         self.time_index = TimeIndex(base_offset, max_index_size)
+        self.txn_index = TransactionIndex(base_offset)
         self.rolling_based_timestamp: int | None = None
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp_so_far = base_offset
@@ -370,6 +375,7 @@ class LogSegment:
             return 0
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         removed = len(self.records) - header.position
         del self.records[header.position:]
         self._bytes_since_last_index_entry = 0

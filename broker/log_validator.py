@@ -3,9 +3,10 @@
 ``validate_messages_and_assign_offsets`` runs on the leader, under the partition lock, after
 ``record_batch.parse_batches`` checked sizes, CRCs and counts. For each batch (format v2):
 
-* batch checks (``validateBatch``): a client batch must have base offset 0, must not be a
-  control batch, must have a base sequence when it has a producer id; transactional batches are
-  refused with INVALID_TXN_STATE because the emulator has no transaction coordinator yet;
+* batch checks (``validateBatch``, client batches only): base offset 0, not a control batch
+  (INVALID_RECORD: only partition leaders write COMMIT/ABORT markers, for the transaction
+  coordinator), a base sequence when it has a producer id; whether a transactional batch may
+  open a transaction is the producer state's question (``broker.producer_state``);
 * the records are decompressed with the batch's codec (``broker.compression``): a payload that
   does not decode is CORRUPT_MESSAGE; then every record is walked: the record count, the record
   lengths and the end of the records section must agree (INVALID_RECORD otherwise, Kafka's
@@ -272,8 +273,9 @@ def _dense_records(payload: bytes | memoryview, records: list[RecordInfo]) -> by
 
 def validate_messages_and_assign_offsets(data: bytes, infos: list[BatchInfo], offset_counter: int,
                                          leader_epoch: int, config: LogConfig, now_ms: int,
-                                         topic_partition: str) -> ValidationResult:
-    """Validate a client's batches and assign offsets from ``offset_counter`` (the LEO)."""
+                                         topic_partition: str, from_client: bool = True) -> ValidationResult:
+    """Validate a leader append's batches and assign offsets from ``offset_counter`` (the LEO);
+    ``from_client`` is Kafka's origin CLIENT (coordinators' batches skip the client checks)."""
     log_append = config.message_timestamp_type == "LogAppendTime"
     compact = config.compact
     out = bytearray()
@@ -287,7 +289,8 @@ def validate_messages_and_assign_offsets(data: bytes, infos: list[BatchInfo], of
     for info in infos:
         batch = view if view is data else view[info.position:info.position + info.size]
         attrs = info.attributes
-        _validate_batch(info, topic_partition)
+        if from_client:
+            _validate_batch(info, topic_partition)
         payload = batch[HEADER_SIZE:] if attrs & compression.CODEC_MASK == compression.NONE \
             else records_payload(batch, attrs)
         summary = summarize_records(payload, info.record_count)
@@ -365,7 +368,3 @@ def _validate_batch(info: BatchInfo, topic_partition: str) -> None:
         raise KafkaError(Errors.INVALID_RECORD,
                          f"Invalid sequence number {info.base_sequence} in record batch with producerId "
                          f"{info.producer_id}")
-    if info.is_transactional:
-        raise KafkaError(Errors.INVALID_TXN_STATE,
-                         "transactional batches are not supported: the emulator has no transaction "
-                         "coordinator")

@@ -27,6 +27,9 @@ from typing import TYPE_CHECKING, NamedTuple
 import structlog
 
 from kafka_emu.broker.log import UNDEFINED_EPOCH, Log, LogAppendInfo
+from kafka_emu.broker.log_segment import iter_headers
+from kafka_emu.broker.producer_state import AppendOrigin, VerificationGuard
+from kafka_emu.broker.transaction_index import AbortedTxn
 from kafka_emu.coordinator.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
@@ -39,7 +42,7 @@ _log = structlog.get_logger("broker.partition")
 
 ISOLATION_LOG_END = 0       # follower fetches
 ISOLATION_HIGH_WATERMARK = 1  # read_uncommitted consumers
-ISOLATION_TXN_COMMITTED = 2   # read_committed consumers (LSO == HW: no transactions here)
+ISOLATION_TXN_COMMITTED = 2   # read_committed consumers: up to the LSO
 
 
 @dataclass
@@ -63,6 +66,15 @@ class LogReadResult(NamedTuple):
     diverging_epoch: tuple[int, int] | None = None
     leader_id: int = -1
     leader_epoch: int = -1
+    aborted_transactions: tuple[AbortedTxn, ...] | None = None   # read_committed reads only
+
+
+def _end_offset_of(records: bytes) -> int:
+    """One past the last offset of the batches in ``records``."""
+    end = -1
+    for h in iter_headers(records):
+        end = h.last_offset + 1
+    return end
 
 
 def _error_read(code: int, leader_id: int = -1, leader_epoch: int = -1) -> LogReadResult:
@@ -155,8 +167,10 @@ class Partition:
             self.leader_id = -1
 
     # ------------------------------------------------------------------ leader appends
-    def append_records_to_leader(self, data: bytes, required_acks: int,
-                                 single_batch: bool = True) -> tuple[LogAppendInfo, bool]:
+    def append_records_to_leader(self, data: bytes, required_acks: int, single_batch: bool = True,
+                                 origin: AppendOrigin = AppendOrigin.CLIENT,
+                                 verification_guard: VerificationGuard | None = None
+                                 ) -> tuple[LogAppendInfo, bool]:
         with self.lock:
             if not self.is_leader:
                 raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER,
@@ -165,10 +179,20 @@ class Partition:
                 raise KafkaError(Errors.NOT_ENOUGH_REPLICAS,
                                  f"ISR {list(self.isr)} is smaller than min.insync.replicas "
                                  f"{self.effective_min_isr}")
-            info = self.log.append_as_leader(data, self.leader_epoch, single_batch)
+            info = self.log.append_as_leader(data, self.leader_epoch, single_batch, origin=origin,
+                                             verification_guard=verification_guard)
             if info.duplicate:
                 return info, False
             return info, self._maybe_increment_leader_hw(self.time.milliseconds())
+
+    def maybe_start_transaction_verification(self, producer_id: int, producer_epoch: int) -> VerificationGuard | None:
+        """Kafka's ``Partition.maybeStartTransactionVerification``: None when the producer's
+        transaction is open here already, else the guard its append must carry."""
+        with self.lock:
+            if not self.is_leader:
+                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER,
+                                 f"broker {self.broker_id} is not the leader of {self.topic}-{self.partition}")
+            return self.log.maybe_start_transaction_verification(producer_id, producer_epoch)
 
     def _maybe_increment_leader_hw(self, now_ms: int) -> bool:
         """Lock held. HW := min LEO over the ISR; frozen while under min ISR (KAFKA-15583)."""
@@ -363,24 +387,33 @@ class Partition:
             log = self.log
             hw = log.high_watermark
             leo = log.log_end_offset
+            lso = log.last_stable_offset
             if last_fetched_epoch >= 0 and isolation == ISOLATION_LOG_END:
                 epoch, end = log.end_offset_for_epoch(last_fetched_epoch)
                 if epoch < last_fetched_epoch or end < fetch_offset or epoch == UNDEFINED_EPOCH:
-                    return LogReadResult(b"", Errors.NONE, hw, hw, log.log_start_offset, leo,
+                    return LogReadResult(b"", Errors.NONE, hw, lso, log.log_start_offset, leo,
                                          (epoch, end), self.leader_id, self.leader_epoch)
             if fetch_offset < log.log_start_offset or fetch_offset > leo:
-                return LogReadResult(b"", Errors.OFFSET_OUT_OF_RANGE, hw, hw, log.log_start_offset, leo,
+                return LogReadResult(b"", Errors.OFFSET_OUT_OF_RANGE, hw, lso, log.log_start_offset, leo,
                                      None, self.leader_id, self.leader_epoch)
-            limit = leo if isolation == ISOLATION_LOG_END else hw
+            limit = self.end_offset_for(isolation)
             records = log.read(fetch_offset, max_bytes, limit, min_one) if fetch_offset < limit else b""
-            return LogReadResult(records, Errors.NONE, hw, hw, log.log_start_offset, leo, None,
-                                 self.leader_id, self.leader_epoch)
+            aborted = None
+            if isolation == ISOLATION_TXN_COMMITTED:
+                aborted = tuple(log.collect_aborted_transactions(fetch_offset, _end_offset_of(records))) \
+                    if records else ()
+            return LogReadResult(records, Errors.NONE, hw, lso, log.log_start_offset, leo, None,
+                                 self.leader_id, self.leader_epoch, aborted)
 
-    def fetch_offset_snapshot(self, isolation: int) -> tuple[int, int]:
-        """(end offset for the isolation, leader epoch)."""
+    def end_offset_for(self, isolation: int) -> int:
+        """The offset reads stop at: LEO for followers, HW for read_uncommitted, LSO for
+        read_committed (an int read each; callers may hold no lock)."""
         log = self.log
-        end = log.log_end_offset if isolation == ISOLATION_LOG_END else log.high_watermark
-        return end, self.leader_epoch
+        if isolation == ISOLATION_LOG_END:
+            return log.log_end_offset
+        if isolation == ISOLATION_TXN_COMMITTED:
+            return log.last_stable_offset
+        return log.high_watermark
 
     # ------------------------------------------------------------------ follower side
     def append_records_to_follower(self, data: bytes, leader_hw: int,

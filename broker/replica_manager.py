@@ -4,7 +4,7 @@
 the ``ActionQueue`` (HW moved → Produce and Fetch; appended without HW move → Fetch), and for
 acks=-1 parks one ``DelayedProduce`` per request in the ``Produce`` purgatory.
 ``fetch_messages`` reads with the isolation of the requester (follower: LEO; consumer: HW;
-read_committed: LSO = HW), records follower fetch state (which may move the HW and complete
+read_committed: the LSO, with the aborted transactions overlapping the read), records follower fetch state (which may move the HW and complete
 produces directly, as Kafka's ``Partition.updateFollowerFetchState`` does), and parks one ``DelayedFetch`` per request in the
 ``Fetch`` purgatory unless it can answer now. ``apply_partition_states`` is the metadata push
 (Kafka's LeaderAndIsr / metadata delta): become leader or follower, start or stop fetchers, and
@@ -15,9 +15,21 @@ complete delayed operations of partitions this broker no longer leads.
 follower's log start offset caught up.
 
 Differences from Kafka on purpose: no ShareFetch or remote-storage purgatories;
-consumers fetch from leaders only (no KIP-392 preferred read replica); ``last_stable_offset`` is
-the HW (no transactions); role changes come from the in-process metadata store instead of
+consumers fetch from leaders only (no KIP-392 preferred read replica); role changes come from
+the in-process metadata store instead of
 LeaderAndIsr requests or KRaft metadata deltas.
+
+Transactions: a transactional batch that would open its producer's transaction on a partition
+is verified with the transaction coordinator first (KIP-890 part 1, on by default since Kafka
+3.6): the partition hands out a ``VerificationGuard``, ``verify_transaction`` (transactional
+id, producer id, epoch, partition) -> error code asks the coordinator whether the partition is
+in the transaction, and the append carries the guard, so a batch verified before its
+transaction ended cannot open a new one after the marker. Coordinator errors reach the producer
+as Kafka's ``ReplicaManager`` translates them (retriable ones as NOT_ENOUGH_REPLICAS).
+``write_txn_markers`` is the one entry point of WriteTxnMarkers, for the API and the
+coordinator's in-process marker channel alike: one COMMIT/ABORT control batch per partition,
+appended with acks=-1 and origin COORDINATOR; markers that land on ``__consumer_offsets``
+partitions are handed to the group coordinator (``schedule_handle_txn_completion``).
 
 Locking: ``_lock`` guards the partition map (lookups are plain dict reads); each ``Partition``
 has its own lock; purgatories are triggered only with no partition lock held. Counters are in
@@ -26,20 +38,23 @@ field once), as Kafka's gauges do.
 """
 from __future__ import annotations
 
+import struct
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from uuid import UUID
 
 import structlog
 
 from kafka_emu.broker.action_queue import ActionQueue
 from kafka_emu.broker.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionStatus
+from kafka_emu.broker.control_record import end_txn_marker_batch
 from kafka_emu.broker.delayed_fetch import DelayedFetch
 from kafka_emu.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafka_emu.broker.log import Log, LogSnapshot
 from kafka_emu.broker.log_manager import LogManager
-from kafka_emu.broker.log_validator import RecordValidationError
+from kafka_emu.broker.log_validator import CONTROL_BIT, TRANSACTIONAL_BIT, RecordValidationError
+from kafka_emu.broker.metadata import OFFSETS_TOPIC
 from kafka_emu.broker.partition import (
     ISOLATION_HIGH_WATERMARK,
     ISOLATION_LOG_END,
@@ -47,8 +62,10 @@ from kafka_emu.broker.partition import (
     LogReadResult,
     Partition,
 )
+from kafka_emu.broker.producer_state import AppendOrigin
 from kafka_emu.broker.stats import BrokerTopicStats, BrokerTopicStatsSnapshot
 from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.coordinator.txn_marker import TxnMarkerEntry
 from kafka_emu.timer import DelayedOperationPurgatory, TopicPartitionOperationKey
 from kafka_emu.timer.purgatory import PurgatorySnapshot
 from kafka_emu.timer.time import Time
@@ -57,12 +74,46 @@ if TYPE_CHECKING:
     from kafka_emu.broker.config import KafkaConfig
     from kafka_emu.broker.metadata import MetadataStore, PartitionState
     from kafka_emu.broker.replica_fetcher import ReplicaFetcherManager
+    from kafka_emu.coordinator.group_coordinator import GroupCoordinator
     from kafka_emu.coordinator.group_lock import GroupLock
 
 _log = structlog.get_logger("broker.replica_manager")
 
 TP = tuple[str, int]
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+VerifyTransaction = Callable[[str, int, int, TP], int]
+_PRODUCER = struct.Struct(">qh")   # producer id and epoch, at byte 43 of a batch header
+# Coordinator answers a producer cannot act on, turned into one it retries (Kafka's
+# ReplicaManager.handleProduceAppend); CONCURRENT_TRANSACTIONS too under transaction version 1.
+_RETRIABLE_AS_NOT_ENOUGH_REPLICAS = frozenset({
+    Errors.NETWORK_EXCEPTION, Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.NOT_COORDINATOR, Errors.CONCURRENT_TRANSACTIONS})
+
+
+def no_transaction_coordinator(transactional_id: str, producer_id: int, producer_epoch: int, tp: TP) -> int:
+    """The default ``verify_transaction`` of a broker without a transaction coordinator: no
+    transaction is ongoing anywhere, so no partition is in one."""
+    return Errors.INVALID_TXN_STATE
+
+
+def transactional_producer(data: bytes) -> tuple[int, int] | None:
+    """(producer id, epoch) when the first batch of ``data`` is a transactional data batch."""
+    if len(data) < 61 or data[22] & (TRANSACTIONAL_BIT | CONTROL_BIT) != TRANSACTIONAL_BIT:
+        return None
+    producer_id, producer_epoch = _PRODUCER.unpack_from(data, 43)
+    return producer_id, producer_epoch
+
+
+def verification_error_for_produce(code: int, transaction_abortable_supported: bool) -> int:
+    """A coordinator's verification answer as the producer gets it (Kafka's
+    ``AddPartitionsToTxnManager`` and ``ReplicaManager.handleProduceAppend``)."""
+    if code == Errors.PRODUCER_FENCED:
+        return Errors.INVALID_PRODUCER_EPOCH
+    if code == Errors.TRANSACTION_ABORTABLE and not transaction_abortable_supported:
+        return Errors.INVALID_TXN_STATE
+    if code in _RETRIABLE_AS_NOT_ENOUGH_REPLICAS:
+        return Errors.NOT_ENOUGH_REPLICAS
+    return code
 
 
 @dataclass(frozen=True)
@@ -148,6 +199,11 @@ class ReplicaManager:
         self._keys: dict[TP, TopicPartitionOperationKey] = {}
         self.hw_watchers: list[Callable[[TP], None]] = []  # called with tp after an HW move
         self.shutting_down = False
+        # (transactional id, producer id, epoch, partition) -> error code; replaced at broker
+        # wiring by the transaction coordinator's check
+        self.verify_transaction: VerifyTransaction = no_transaction_coordinator
+        self.group_coordinator: GroupCoordinator | None = None       # set by KafkaServer
+        self.request_timeout_ms: int = config["request.timeout.ms"]
 
     # ------------------------------------------------------------------ partitions
     def get_partition(self, tp: TP) -> Partition | None:
@@ -226,8 +282,15 @@ class ReplicaManager:
     def append_records(self, timeout_ms: int, required_acks: int, entries: dict[TP, bytes],
                        response_callback: Callable[[dict[TP, ProducePartitionStatus]], None],
                        delayed_produce_lock: GroupLock | None = None, internal_topics_allowed: bool = False,
-                       single_batch: bool = True) -> None:
-        """Kafka's ``appendRecords``; ``response_callback`` gets one status per partition."""
+                       single_batch: bool = True, origin: AppendOrigin = AppendOrigin.CLIENT,
+                       transactional_id: str | None = None,
+                       transaction_abortable_supported: bool = False) -> None:
+        """Kafka's ``appendRecords``; ``response_callback`` gets one status per partition.
+
+        Transactional batches are verified first (see the module docstring); batches of more
+        than one producer id in one transactional request are INVALID_PRODUCER_ID_MAPPING.
+        ``transaction_abortable_supported``: the requester understands TRANSACTION_ABORTABLE
+        (Produce v11+); older ones get INVALID_TXN_STATE instead."""
         if required_acks not in (-1, 0, 1):
             response_callback({tp: ProducePartitionStatus(-1, Errors.INVALID_REQUIRED_ACKS, -1,
                                                            error_message="invalid required acks")
@@ -236,6 +299,15 @@ class ReplicaManager:
         statuses: dict[TP, ProducePartitionStatus] = {}
         successes = 0
         actions: list[tuple[TP, bool]] = []
+        producers = None
+        if transactional_id is not None:
+            producers = {tp: transactional_producer(data) for tp, data in entries.items()}
+            if len({p[0] for p in producers.values() if p is not None}) > 1:
+                response_callback({tp: ProducePartitionStatus(
+                    -1, Errors.INVALID_PRODUCER_ID_MAPPING, -1,
+                    error_message="Transactional records contained more than one producer ID")
+                    for tp in entries})
+                return
         for tp, data in entries.items():
             if tp[0] in INTERNAL_TOPICS and not internal_topics_allowed:
                 statuses[tp] = ProducePartitionStatus(-1, Errors.INVALID_TOPIC_EXCEPTION, -1, -1, -1,
@@ -245,7 +317,14 @@ class ReplicaManager:
                 partition = self.partitions.get(tp)
                 if partition is None:
                     raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {tp}")
-                info, hw_moved = partition.append_records_to_leader(data, required_acks, single_batch)
+                guard = None
+                producer = producers.get(tp) if producers is not None else None
+                if producer is not None:
+                    guard = partition.maybe_start_transaction_verification(*producer)
+                    if guard is not None:
+                        self._verify(transactional_id, producer, tp, transaction_abortable_supported)
+                info, hw_moved = partition.append_records_to_leader(data, required_acks, single_batch,
+                                                                    origin, guard)
                 statuses[tp] = ProducePartitionStatus(info.last_offset + 1, Errors.NONE, info.first_offset,
                                                       info.log_append_time, partition.log.log_start_offset)
                 successes += 1
@@ -311,6 +390,76 @@ class ReplicaManager:
             self.delete_records_purgatory.try_complete_else_watch(op, [self._key(tp) for tp in statuses])
         else:
             response_callback(statuses)
+    def _verify(self, transactional_id: str, producer: tuple[int, int], tp: TP,
+                transaction_abortable_supported: bool) -> None:
+        """Ask the transaction coordinator; raise the producer's error if the partition is not
+        in the producer's transaction."""
+        code = self.verify_transaction(transactional_id, producer[0], producer[1], tp)
+        if code == Errors.NONE:
+            return
+        code = verification_error_for_produce(code, transaction_abortable_supported)
+        if code == Errors.INVALID_TXN_STATE:
+            raise KafkaError(code, f"Partition {tp[0]}-{tp[1]} was not added to the transaction of producer "
+                                   f"{producer[0]} (transactional id {transactional_id!r})")
+        raise KafkaError(code, f"transaction verification of {tp[0]}-{tp[1]} failed")
+
+    # ------------------------------------------------------------------ transaction markers
+    def write_txn_markers(self, markers: Sequence[TxnMarkerEntry],
+                          callback: Callable[[dict[int, dict[TP, int]]], None]) -> None:
+        """Append each marker's COMMIT/ABORT control batch to its partitions (this broker must
+        lead them) with acks=-1, origin COORDINATOR, internal topics allowed (Kafka's
+        ``KafkaApis.handleWriteTxnMarkersRequest``); ``callback`` gets, per producer id, each
+        partition's error code once every append is replicated or failed. Markers that landed
+        on ``__consumer_offsets`` partitions complete the producer's transactional offset
+        commits in the group coordinator first."""
+        errors: dict[int, dict[TP, int]] = {}
+        lock = threading.Lock()
+        remaining = [len(markers)]
+        if not markers:
+            callback(errors)
+            return
+
+        def marker_done(entry: TxnMarkerEntry, statuses: dict[TP, ProducePartitionStatus]) -> None:
+            codes = {tp: st.error for tp, st in statuses.items()}
+            offsets_partitions = [tp[1] for tp, code in codes.items()
+                                  if tp[0] == OFFSETS_TOPIC and code == Errors.NONE]
+            if offsets_partitions and self.group_coordinator is not None:
+                try:
+                    self.group_coordinator.schedule_handle_txn_completion(
+                        entry.producer_id, offsets_partitions, entry.committed)
+                except Exception:
+                    _log.exception("txn_completion_failed", broker_id=self.broker_id,
+                                   producer_id=entry.producer_id)
+                    for p in offsets_partitions:
+                        codes[(OFFSETS_TOPIC, p)] = Errors.UNKNOWN_SERVER_ERROR
+            with lock:
+                errors.setdefault(entry.producer_id, {}).update(codes)
+                remaining[0] -= 1
+                done = remaining[0] == 0
+            if done:
+                callback(errors)
+
+        now = self.time.milliseconds()
+        for entry in markers:
+            unknown: dict[TP, ProducePartitionStatus] = {}
+            batches: dict[TP, bytes] = {}
+            for tp in entry.partitions:
+                partition = self.partitions.get(tp)
+                if partition is None or not partition.online:
+                    unknown[tp] = ProducePartitionStatus(-1, Errors.UNKNOWN_TOPIC_OR_PARTITION, -1)
+                else:
+                    batches[tp] = end_txn_marker_batch(entry.producer_id, entry.producer_epoch,
+                                                       entry.coordinator_epoch, entry.committed, now)
+            if not batches:
+                marker_done(entry, unknown)
+                continue
+
+            def on_appended(statuses: dict[TP, ProducePartitionStatus], entry: TxnMarkerEntry = entry,
+                            unknown: dict[TP, ProducePartitionStatus] = unknown) -> None:
+                marker_done(entry, {**unknown, **statuses})
+
+            self.append_records(self.request_timeout_ms, -1, batches, on_appended,
+                                internal_topics_allowed=True, origin=AppendOrigin.COORDINATOR)
 
     # ------------------------------------------------------------------ fetch
     def fetch_messages(self, params: FetchParams, fetch_infos: list[tuple[TP, PartitionFetchInfo]],

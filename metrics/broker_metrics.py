@@ -171,6 +171,7 @@ class BrokerMetrics:
             out.add(names.LOG_START_OFFSET, log.log_start_offset, b, log.topic, partition)
             out.add(names.LOG_SIZE, log.size_bytes, b, log.topic, partition)
             out.add(names.LOG_NUM_SEGMENTS, log.num_segments, b, log.topic, partition)
+            out.add(names.LAST_STABLE_OFFSET_LAG, log.last_stable_offset_lag, b, log.topic, partition)
         cleaner = snapshot.log_cleaner
         if cleaner is not None:
             out.add(names.CLEANER_MAX_DIRTY_PERCENT, cleaner.max_dirty_percent, b)

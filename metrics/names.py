@@ -261,6 +261,12 @@ CLEANER_MAX_CLEAN_TIME = MetricSpec(
     "kafka_log_logcleaner_max_clean_time_secs", "gauge", (),
     "Seconds the last cleaning took (whole seconds, as Kafka's gauge).",
     _CLEANER.format("max-clean-time-secs"), "seconds")
+LAST_STABLE_OFFSET_LAG = MetricSpec(
+    "kafka_cluster_partition_laststableoffsetlag", "gauge", ("topic", "partition"),
+    "High watermark minus last stable offset of each hosted replica: records read_committed "
+    "consumers cannot read yet because a transaction below them is still open (or its marker is "
+    "not yet replicated).",
+    "kafka.cluster:type=Partition,name=LastStableOffsetLag,topic=<topic>,partition=<partition>")
 LOG_MEMORY_BUDGET_DELETED = MetricSpec(
     "kafka_emu_log_memory_budget_deleted_bytes", "counter", (),
     "Bytes of log segments deleted because all logs together exceeded emulator.log.memory.max.bytes.",
@@ -324,9 +330,9 @@ ALL: tuple[MetricSpec, ...] = (
     HANDLER_IDLE, HANDLER_IDLE_SECONDS, HANDLER_THREADS, NETWORK_IDLE,
     UNDER_REPLICATED, PARTITION_COUNT, LEADER_COUNT, UNDER_MIN_ISR, ISR_SHRINKS, ISR_EXPANDS,
     MESSAGES_IN, BYTES_IN, BYTES_OUT, FAILED_PRODUCE, FAILED_FETCH,
-    LOG_END_OFFSET, LOG_START_OFFSET, LOG_SIZE, LOG_NUM_SEGMENTS, LOG_MEMORY_BUDGET_DELETED,
-    CLEANER_MAX_DIRTY_PERCENT, CLEANER_TIME_SINCE_LAST_RUN, CLEANER_UNCLEANABLE_PARTITIONS,
-    CLEANER_RECOPY_PERCENT, CLEANER_MAX_CLEAN_TIME,
+    LOG_END_OFFSET, LOG_START_OFFSET, LOG_SIZE, LOG_NUM_SEGMENTS, LAST_STABLE_OFFSET_LAG,
+    LOG_MEMORY_BUDGET_DELETED, CLEANER_MAX_DIRTY_PERCENT, CLEANER_TIME_SINCE_LAST_RUN,
+    CLEANER_UNCLEANABLE_PARTITIONS, CLEANER_RECOPY_PERCENT, CLEANER_MAX_CLEAN_TIME,
     NUM_GROUPS, *GROUP_STATE_METRICS.values(), NUM_OFFSETS, GROUP_MEMBERS,
     COMPLETED_REBALANCES, REBALANCES_STARTED, REBALANCE_TIME, REBALANCE_TIME_MAX,
     HEARTBEAT_EXPIRATIONS, CONSUMER_GROUP_CURRENT_OFFSET, CONSUMER_GROUP_LAG,

@@ -32,12 +32,13 @@ from kafka_emu.broker.apis import (
     offset_for_leader_epoch,
     partition_reassignments,
     produce,
+    write_txn_markers,
 )
 from kafka_emu.broker.apis.api_spec import ApiSpec
 
 _MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api_versions, admin,
             init_producer_id, create_partitions, alter_configs, delete_records, offset_for_leader_epoch,
-            elect_leaders, describe_log_dirs, describe_producers, partition_reassignments)
+            elect_leaders, describe_log_dirs, describe_producers, partition_reassignments, write_txn_markers)
 
 
 def _collect() -> Mapping[int, ApiSpec]:

@@ -3,7 +3,11 @@
 Topics are named from v4 and identified by topic id from v13 (UNKNOWN_TOPIC_ID for unknown
 ids). The replica id is a top-level field before v15 and ``replica_state.replica_id`` from v15.
 Every fetch is a full fetch: ``session_id`` 0 in the answer (KIP-227 sessions not kept).
-``last_stable_offset`` is the HW and ``aborted_transactions`` empty (no transactions). A
+``last_stable_offset`` is the partition's LSO; read_committed fetches (isolation level 1) read
+up to it and get ``aborted_transactions`` (producer id, first offset) of the aborted
+transactions overlapping the records returned, read_uncommitted ones read up to the HW and get
+null. Control batches (transaction markers) are returned with the data, as Kafka does: clients
+skip them. A
 consumer fetch below v10 that would return a zstd batch gets UNSUPPORTED_COMPRESSION_TYPE.
 In-process replica fetchers send a ``ReplicaFetchRequestData`` and get ``fetch_messages``'s
 results back as they are (``broker.replica_fetcher`` says why).
@@ -107,6 +111,7 @@ def build_response(version: int, order: TopicOrder, results: dict[TopicPartition
     part_cls = item_cls(topic_cls, "partitions")
     epoch_cls = item_cls(part_cls, "diverging_epoch") if version >= 12 else None
     leader_cls = item_cls(part_cls, "current_leader") if version >= 12 else None
+    aborted_cls = item_cls(part_cls, "aborted_transactions")
     topics = []
     for key, name, parts in order:
         presp = []
@@ -119,7 +124,10 @@ def build_response(version: int, order: TopicOrder, results: dict[TopicPartition
                     r = r._replace(records=b"", error=Errors.UNSUPPORTED_COMPRESSION_TYPE)
             kw = {"partition_index": idx, "error_code": r.error, "high_watermark": r.high_watermark,
                   "last_stable_offset": r.last_stable_offset, "log_start_offset": r.log_start_offset,
-                  "preferred_read_replica": -1, "records": r.records}
+                  "preferred_read_replica": -1, "records": r.records,
+                  "aborted_transactions": None if r.aborted_transactions is None else tuple(
+                      aborted_cls(producer_id=t.producer_id, first_offset=t.first_offset)
+                      for t in r.aborted_transactions)}
             if epoch_cls is not None:
                 if r.diverging_epoch is not None:
                     kw["diverging_epoch"] = epoch_cls(epoch=r.diverging_epoch[0], end_offset=r.diverging_epoch[1])

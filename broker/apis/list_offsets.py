@@ -1,8 +1,8 @@
 """ListOffsets: earliest, latest, max-timestamp and by-timestamp offsets.
 
 Special timestamps, as in Kafka's ``UnifiedLog.fetchOffsetByTimestamp`` without remote storage:
--1 LATEST (the HW for consumers, also the LSO for read_committed since there are no
-transactions; the LEO for a replica, ``replica_id >= 0``) with the partition's leader epoch;
+-1 LATEST (the HW for read_uncommitted consumers, the last stable offset for read_committed ones,
+the LEO for a replica, ``replica_id >= 0``) with the partition's leader epoch;
 -2 EARLIEST and -4 EARLIEST_LOCAL (KIP-405: the local log start, which is the log start here)
 with the epoch of the earliest leader-epoch entry if it starts at or below the log start;
 -3 MAX_TIMESTAMP (KIP-734) the record with the largest timestamp and the epoch that wrote it
@@ -11,8 +11,8 @@ record DeleteRecords removed until its segment is deleted; the emulator never do
 -5 LATEST_TIERED (KIP-1005) offset -1 and epoch -1 (nothing is tiered). Clients ask -3, -4 and -5
 from v7, v8 and v9 on (Kafka's ``ListOffsetsRequest.Builder`` raises its minimum version), and
 the broker, like Kafka's, answers them at any version it serves. A timestamp ``t >= 0`` finds
-the first offset whose record timestamp is ``>= t`` below the HW, or offset -1 and timestamp -1
-when there is none.
+the first offset whose record timestamp is ``>= t`` below that same LATEST offset, or offset -1
+and timestamp -1 when there is none.
 
 Only the leader answers (NOT_LEADER_OR_FOLLOWER otherwise); a ``current_leader_epoch`` older or
 newer than the leader's gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (KIP-320).
@@ -28,6 +28,7 @@ from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.partition import Partition
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.broker.replica_manager import isolation_for
 from kafka_emu.coordinator.errors import Errors
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def _answer(partition: Partition, replica_id: int, isolation_level: int, timesta
             if current_leader_epoch > epoch:
                 return Errors.UNKNOWN_LEADER_EPOCH, -1, -1, -1
         log = partition.log
-        limit = log.log_end_offset if replica_id >= 0 else log.high_watermark
+        limit = partition.end_offset_for(isolation_for(replica_id, isolation_level))
         if timestamp == LATEST:
             return Errors.NONE, -1, limit, epoch
         if timestamp in (EARLIEST, EARLIEST_LOCAL):

@@ -4,8 +4,9 @@ acks=0 sends no response (a failed acks=0 produce closes the connection, as Kafk
 the client notices); acks=1 answers after the leader append; acks=-1 answers from the
 DelayedProduce. v13 names topics by id (UNKNOWN_TOPIC_ID when the id is not known).
 ProduceRequest's own check (``validateRecords``): zstd before v7 is UNSUPPORTED_COMPRESSION_TYPE.
-Transactional batches are refused by the log validator (INVALID_TXN_STATE): the emulator has no
-transaction coordinator yet.
+Transactional batches need the request's ``transactional_id`` (Kafka answers their absence as
+an authorization failure, TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition); the replica
+manager verifies them with the transaction coordinator (``ReplicaManager.verify_transaction``).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from kafka_emu.broker import compression
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, topic_key_and_name
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.delayed_produce import ProducePartitionStatus
+from kafka_emu.broker.log_validator import TRANSACTIONAL_BIT
 from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
 from kafka_emu.broker.protocol.fast_produce import PartitionResult, ProduceRequestData, encode_produce_body
@@ -39,6 +41,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
     entries: dict[tuple[str, int], bytes] = {}
     order: TopicOrder = []
     pre: dict[TopicPartition, tuple[int, str | None]] = {}
+    transactional = False
     for td in body.topic_data:
         key, name = topic_key_and_name(td, by_id, metadata, "name")
         parts = []
@@ -56,8 +59,16 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
             elif metadata.topic(name) is None:
                 pre[tp] = (Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
             else:
-                entries[tp] = bytes(pd.records)
+                records = entries[tp] = bytes(pd.records)
+                if len(records) > 22 and records[22] & TRANSACTIONAL_BIT:
+                    transactional = True
         order.append((key, name, parts))
+    transactional_id = body.transactional_id
+    if transactional and transactional_id is None:
+        entries = {}
+        pre = {(name if name is not None else f"<unknown {key}>", idx):
+               (Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional records need a transactional id")
+               for key, name, parts in order for idx in parts}
 
     def on_done(statuses: dict[TopicPartition, ProducePartitionStatus]) -> None:
         channel = apis.request_channel
@@ -73,7 +84,9 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
                 return
         channel.send_response(request, build_response(version, order, statuses, pre))
 
-    apis.replica_manager.append_records(duration_ms(body.timeout), acks, entries, on_done)
+    apis.replica_manager.append_records(duration_ms(body.timeout), acks, entries, on_done,
+                                        transactional_id=transactional_id if transactional else None,
+                                        transaction_abortable_supported=version >= 11)
 
 
 def _first_batch_codec(records: bytes) -> int:

@@ -91,7 +91,9 @@ def test_non_zero_base_offset_from_client_is_invalid_record():
     assert info.value.code == Errors.INVALID_RECORD
 
 
-def test_transactional_batch_refused_until_transactions_exist():
+def test_unverified_transactional_batch_is_invalid_txn_state():
+    """UnifiedLog.analyzeAndValidateProducerState (KIP-890 part 1): a transactional batch that
+    would open a transaction without the partition's verification guard is refused."""
     with pytest.raises(KafkaError) as info:
         make_log().append_as_leader(compressed_batch(0, RECORDS, TIMESTAMPS, attributes=TRANSACTIONAL_BIT,
                                                      producer_id=1, producer_epoch=0, base_sequence=0), 0)

@@ -52,10 +52,9 @@ from kafka_emu.broker.leader_epoch_cache import LeaderEpochFileCache
 from kafka_emu.broker.control_record import EndTransactionMarker, read_end_txn_marker
 from kafka_emu.broker.log_config import LogConfig
 from kafka_emu.broker.log_segment import LogSegment
-from kafka_emu.broker.log_validator import record_timestamps, validate_messages_and_assign_offsets
+from kafka_emu.broker.log_validator import CONTROL_BIT, record_timestamps, validate_messages_and_assign_offsets
 from kafka_emu.broker.producer_state import (
     AppendOrigin,
-    CompletedTxn,
     ProducerStateEntry,
     ProducerStateManager,
     VerificationGuard,
@@ -93,7 +92,7 @@ class LogSnapshot(NamedTuple):
 
 def _marker_of(buf: bytes | bytearray | memoryview, info: BatchInfo) -> EndTransactionMarker | None:
     """The END_TXN marker of a control batch (None for any other batch)."""
-    return read_end_txn_marker(buf, info.position, info.record_count) if info.is_control else None
+    return read_end_txn_marker(buf, info.position, info.record_count) if info.attributes & CONTROL_BIT else None
 
 
 class Log:

@@ -17,7 +17,8 @@
   as sent (in place) when its codec is the topic's target codec (``compression.type``;
   ``producer`` keeps any) and, for a compressed batch, its records' offset deltas are 0, 1, 2…;
   otherwise it is rebuilt with the target codec (records re-encoded with dense offset deltas),
-  keeping producer id, epoch, base sequence and the transactional flag. The max timestamp is
+  keeping producer id, epoch, base sequence and the transactional flag (a control batch is
+  always kept as written, as in Kafka). The max timestamp is
   the largest record timestamp (``CreateTime``) or now with the ``LogAppendTime`` type bit
   (``message.timestamp.type=LogAppendTime``); the CRC is recomputed when the header changed.
 * a rebuilt batch is checked against ``max.message.bytes`` again (MESSAGE_TOO_LARGE).
@@ -308,7 +309,7 @@ def validate_messages_and_assign_offsets(data: bytes, infos: list[BatchInfo], of
         batch_max = max(base_ts + summary.max_timestamp_delta, NO_TIMESTAMP)
         dense = summary.dense
         source = attrs & compression.CODEC_MASK
-        target = target_codec(config, source)
+        target = source if attrs & CONTROL_BIT else target_codec(config, source)   # markers stay as written
         new_max = now_ms if log_append else batch_max
         new_attrs = (attrs & ~TIMESTAMP_TYPE_BIT) | (TIMESTAMP_TYPE_BIT if log_append else 0)
         start = len(out)

@@ -4,8 +4,9 @@
 the ``ActionQueue`` (HW moved → Produce and Fetch; appended without HW move → Fetch), and for
 acks=-1 parks one ``DelayedProduce`` per request in the ``Produce`` purgatory.
 ``fetch_messages`` reads with the isolation of the requester (follower: LEO; consumer: HW;
-read_committed: the LSO, with the aborted transactions overlapping the read), records follower fetch state (which may move the HW and complete
-produces directly, as Kafka's ``Partition.updateFollowerFetchState`` does), and parks one ``DelayedFetch`` per request in the
+read_committed: the LSO, with the aborted transactions overlapping the read), records follower
+fetch state (which may move the HW and complete produces directly, as Kafka's
+``Partition.updateFollowerFetchState`` does), and parks one ``DelayedFetch`` per request in the
 ``Fetch`` purgatory unless it can answer now. ``apply_partition_states`` is the metadata push
 (Kafka's LeaderAndIsr / metadata delta): become leader or follower, start or stop fetchers, and
 complete delayed operations of partitions this broker no longer leads.
@@ -16,8 +17,7 @@ follower's log start offset caught up.
 
 Differences from Kafka on purpose: no ShareFetch or remote-storage purgatories;
 consumers fetch from leaders only (no KIP-392 preferred read replica); role changes come from
-the in-process metadata store instead of
-LeaderAndIsr requests or KRaft metadata deltas.
+the in-process metadata store instead of LeaderAndIsr requests or KRaft metadata deltas.
 
 Transactions: a transactional batch that would open its producer's transaction on a partition
 is verified with the transaction coordinator first (KIP-890 part 1, on by default since Kafka

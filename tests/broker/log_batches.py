@@ -48,3 +48,23 @@ def compressed_batch(codec: int, records, timestamps=None, offset_deltas=None, *
     if codec != compression.NONE:
         section = compression.compress(codec, section)
     return make_batch(section, len(records), codec=codec, base_ts=base, max_ts=max_ts, **kw)
+
+
+def append_txn(log, pid: int, seq: int, n: int = 1, epoch: int = 0, timestamp_ms: int = 0):
+    """A leader append of a transactional batch, verified as a coordinator would (the log's
+    own verification guard)."""
+    from kafka_emu.broker.record_batch import build_batch
+
+    guard = log.maybe_start_transaction_verification(pid, epoch)
+    return log.append_as_leader(build_batch([(b"k", b"t")] * n, timestamp_ms=timestamp_ms, producer_id=pid,
+                                            producer_epoch=epoch, base_sequence=seq, attributes=0x10),
+                                0, verification_guard=guard)
+
+
+def append_end_txn(log, pid: int, commit: bool, epoch: int = 0, coordinator_epoch: int = 0, timestamp_ms: int = 0):
+    """A leader append of a COMMIT/ABORT marker (origin COORDINATOR, as WriteTxnMarkers does)."""
+    from kafka_emu.broker.control_record import end_txn_marker_batch
+    from kafka_emu.broker.producer_state import AppendOrigin
+
+    return log.append_as_leader(end_txn_marker_batch(pid, epoch, coordinator_epoch, commit, timestamp_ms), 0,
+                                origin=AppendOrigin.COORDINATOR)

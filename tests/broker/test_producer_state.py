@@ -3,13 +3,15 @@ tag 4.0.0) ported, through the manager as Kafka's tests drive it (check, then up
 through the Log where the case is about the log (first unstable offset, truncation)."""
 import pytest
 
-from kafka_emu.broker.control_record import ControlRecordType, EndTransactionMarker, end_txn_marker_batch
+from kafka_emu.broker.control_record import ControlRecordType, EndTransactionMarker
 from kafka_emu.broker.log import Log
 from kafka_emu.broker.log_config import LogConfig
 from kafka_emu.broker.producer_state import AppendOrigin, CompletedTxn, ProducerStateManager
 from kafka_emu.broker.record_batch import NO_SEQUENCE, BatchInfo, build_batch
 from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.timer.time import MockTime
+
+from log_batches import append_end_txn, append_txn
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -211,15 +213,11 @@ def make_log(**configs):
 
 
 def txn_batch(log, pid, seq, n=1, epoch=0):
-    guard = log.maybe_start_transaction_verification(pid, epoch)
-    return log.append_as_leader(build_batch([(b"k", b"v")] * n, timestamp_ms=NOW, producer_id=pid,
-                                            producer_epoch=epoch, base_sequence=seq, attributes=TXN),
-                                0, verification_guard=guard)
+    return append_txn(log, pid, seq, n, epoch, NOW)
 
 
 def marker(log, pid, commit, epoch=0, coordinator_epoch=0):
-    return log.append_as_leader(end_txn_marker_batch(pid, epoch, coordinator_epoch, commit, NOW), 0,
-                                origin=AppendOrigin.COORDINATOR)
+    return append_end_txn(log, pid, commit, epoch, coordinator_epoch, NOW)
 
 
 def test_first_unstable_offset_after_truncation():

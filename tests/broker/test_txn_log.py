@@ -7,11 +7,12 @@ from hypothesis import given, settings, strategies as st
 from kafka_emu.broker.control_record import end_txn_marker_batch
 from kafka_emu.broker.log import Log
 from kafka_emu.broker.log_config import LogConfig
-from kafka_emu.broker.producer_state import AppendOrigin
 from kafka_emu.broker.record_batch import build_batch, parse_batches
 from kafka_emu.broker.transaction_index import AbortedTxn
 from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.timer.time import MockTime
+
+from log_batches import append_end_txn, append_txn
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -28,15 +29,11 @@ def plain(log, n=1):
 
 
 def txn(log, pid, seq, n=1, epoch=0):
-    guard = log.maybe_start_transaction_verification(pid, epoch)
-    return log.append_as_leader(build_batch([(b"k", b"t")] * n, timestamp_ms=NOW, producer_id=pid,
-                                            producer_epoch=epoch, base_sequence=seq, attributes=TXN),
-                                0, verification_guard=guard)
+    return append_txn(log, pid, seq, n, epoch, NOW)
 
 
 def end(log, pid, commit, epoch=0, coordinator_epoch=0):
-    return log.append_as_leader(end_txn_marker_batch(pid, epoch, coordinator_epoch, commit, NOW), 0,
-                                origin=AppendOrigin.COORDINATOR)
+    return append_end_txn(log, pid, commit, epoch, coordinator_epoch, NOW)
 
 
 def replicate(log):
@@ -263,3 +260,14 @@ def test_lso_is_the_earliest_open_transaction_under_any_interleaving(actions):
         assert {pid: e.current_txn_first_offset for pid, e in log.producers.items()
                 if e.current_txn_first_offset >= 0} == open_txns
     assert sum(len(parse_batches(s.records, check_crc=False)) for s in log.segments if s.size) == len(written)
+
+
+def test_markers_are_never_recompressed():
+    """LogValidator: an uncompressed control batch is always kept in place, whatever the topic's
+    compression.type, so its marker stays readable (and the transaction completes)."""
+    log = make_log(**{"compression.type": "gzip"})
+    txn(log, 1, 0)
+    end(log, 1, False)
+    replicate(log)
+    assert log.collect_aborted_transactions(0, 2) == [AbortedTxn(1, 0, 1, 2)]
+    assert log.last_stable_offset == 2

@@ -128,6 +128,9 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "The number of threads the server uses for processing requests.", dynamic=Dynamic.NOT_APPLIED),
     _key("queued.max.requests", Type.INT, 500, _AT_LEAST_1, HIGH,
          "The number of queued requests allowed before blocking the network threads."),
+    _key("transaction.partition.verification.enable", Type.BOOLEAN, True, None, LOW,
+         "Verify with the transaction coordinator that a partition was added to a transaction "
+         "before a transactional batch opens that transaction on it (KIP-890 part 1)."),
     _key("request.timeout.ms", Type.INT, 30000, _AT_LEAST_0, MEDIUM,
          "How long the broker waits for the requests it makes itself, e.g. the replication of "
          "transaction markers it appends for WriteTxnMarkers."),
@@ -295,7 +298,7 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "reserved.broker.max.id", "security.inter.broker.protocol", "socket.connection.setup.timeout.max.ms",
     "socket.connection.setup.timeout.ms", "socket.listen.backlog.size", "socket.receive.buffer.bytes",
     "socket.send.buffer.bytes", "super.users", "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-    "transaction.max.timeout.ms", "transaction.partition.verification.enable",
+    "transaction.max.timeout.ms",
     "transaction.remove.expired.transaction.cleanup.interval.ms", "transaction.state.log.load.buffer.size",
     "transaction.state.log.min.isr", "transaction.state.log.num.partitions",
     "transaction.state.log.replication.factor", "transaction.state.log.segment.bytes",

@@ -25,7 +25,8 @@ is verified with the transaction coordinator first (KIP-890 part 1, on by defaul
 id, producer id, epoch, partition) -> error code asks the coordinator whether the partition is
 in the transaction, and the append carries the guard, so a batch verified before its
 transaction ended cannot open a new one after the marker. Coordinator errors reach the producer
-as Kafka's ``ReplicaManager`` translates them (retriable ones as NOT_ENOUGH_REPLICAS).
+as Kafka's ``ReplicaManager`` translates them (retriable ones as NOT_ENOUGH_REPLICAS). With
+``transaction.partition.verification.enable=false`` the guard is taken without asking.
 ``write_txn_markers`` is the one entry point of WriteTxnMarkers, for the API and the
 coordinator's in-process marker channel alike: one COMMIT/ABORT control batch per partition,
 appended with acks=-1 and origin COORDINATOR; markers that land on ``__consumer_offsets``
@@ -204,6 +205,7 @@ class ReplicaManager:
         self.verify_transaction: VerifyTransaction = no_transaction_coordinator
         self.group_coordinator: GroupCoordinator | None = None       # set by KafkaServer
         self.request_timeout_ms: int = config["request.timeout.ms"]
+        self.transaction_verification_enabled: bool = config["transaction.partition.verification.enable"]
 
     # ------------------------------------------------------------------ partitions
     def get_partition(self, tp: TP) -> Partition | None:
@@ -321,7 +323,7 @@ class ReplicaManager:
                 producer = producers.get(tp) if producers is not None else None
                 if producer is not None:
                     guard = partition.maybe_start_transaction_verification(*producer)
-                    if guard is not None:
+                    if guard is not None and self.transaction_verification_enabled:
                         self._verify(transactional_id, producer, tp, transaction_abortable_supported)
                 info, hw_moved = partition.append_records_to_leader(data, required_acks, single_batch,
                                                                     origin, guard)

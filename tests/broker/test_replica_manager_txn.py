@@ -216,3 +216,13 @@ def test_delayed_fetch_includes_aborted_transactions():
     assert [o for o, _, _ in iter_records(result.records)] == [0, 1]   # data; the marker is a control batch
     assert result.aborted_transactions == (AbortedTxn(7, 0, 2, 3),)
     assert result.last_stable_offset == 3
+
+
+def test_disabled_transaction_verification():
+    """ReplicaManagerTest.testDisabledTransactionVerification: with
+    transaction.partition.verification.enable=false a transactional batch opens its transaction
+    without asking the coordinator."""
+    h = Harness(**{"transaction.partition.verification.enable": False})
+    h.rm.verify_transaction = verifier = Verifier(Errors.INVALID_TXN_STATE)
+    assert txn_produce(h).error == Errors.NONE
+    assert verifier.calls == [] and h.partition.log.producers[7].current_txn_first_offset == 0

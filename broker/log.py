@@ -292,6 +292,22 @@ class Log:
         producer_state.on_high_watermark_updated(self.high_watermark)
         self._update_first_unstable_offset()
 
+    def reload_producer_state(self) -> None:
+        """Rebuild producer state, its snapshots and every segment's transaction index from the
+        stored batches (Kafka's ``LogSegment.recover`` and ``rebuildProducerState`` for a log
+        whose segments were loaded from somewhere else, e.g. files)."""
+        producer_state = self.producer_state
+        producer_state.truncate_fully()
+        for seg in self.segments:
+            producer_state.take_snapshot(seg.base_offset)
+            seg.txn_index.truncate_to(seg.base_offset)
+            if not seg.is_empty():
+                for info in parse_batches(seg.records, check_crc=False):
+                    self._update_producer_state(seg.records, info, seg)
+        producer_state.on_log_start_offset_incremented(self.log_start_offset)
+        producer_state.on_high_watermark_updated(self.high_watermark)
+        self._update_first_unstable_offset()
+
     def maybe_start_transaction_verification(self, producer_id: int, producer_epoch: int) -> VerificationGuard | None:
         """Kafka's ``UnifiedLog.maybeStartTransactionVerification`` (see ``ProducerStateManager``)."""
         return self.producer_state.maybe_start_transaction_verification(producer_id, producer_epoch)

@@ -271,3 +271,31 @@ def test_markers_are_never_recompressed():
     replicate(log)
     assert log.collect_aborted_transactions(0, 2) == [AbortedTxn(1, 0, 1, 2)]
     assert log.last_stable_offset == 2
+
+
+def test_reload_producer_state_from_stored_batches():
+    """A log whose segments come from elsewhere (files) gets the same producer state, open
+    transactions, LSO and aborted-transaction indexes back from its batches alone (Kafka's
+    segment recovery rebuilding the .txnindex and the producer state)."""
+    size = len(build_batch([(b"k", b"t")] * 2, timestamp_ms=NOW, producer_id=1, producer_epoch=0,
+                           base_sequence=0, attributes=TXN))
+    log = make_log(**{"segment.bytes": size * 2})
+    txn(log, 1, 0, n=2)
+    txn(log, 2, 0)
+    plain(log)
+    end(log, 1, False)
+    txn(log, 3, 0)
+    end(log, 2, True)
+    replicate(log)
+    copy = make_log(**{"segment.bytes": size * 2})
+    copy.append_as_follower(b"".join(b for _, b in log.batches_from(0)))
+    copy.update_high_watermark(log.high_watermark)
+    for seg in copy.segments:
+        seg.txn_index.truncate_to(seg.base_offset)      # as if loaded without index files
+    copy.reload_producer_state()
+    assert copy.last_stable_offset == log.last_stable_offset == 5
+    assert copy.collect_aborted_transactions(0, 10) == log.collect_aborted_transactions(0, 10) == \
+        [AbortedTxn(1, 0, 4, 2)]
+    assert {p: e.current_txn_first_offset for p, e in copy.producers.items()} == \
+        {p: e.current_txn_first_offset for p, e in log.producers.items()}
+    assert sorted(copy.producer_state.snapshots) == [s.base_offset for s in copy.segments]

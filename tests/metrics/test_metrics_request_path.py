@@ -170,7 +170,7 @@ def test_first_scrape_reports_idle_since_start() -> None:
 
 def test_replica_manager_gauges_meters_and_per_topic_metrics() -> None:
     broker = FakeBroker(0, partition_counts=(9, 5, 2, 1),
-                        logs=(LogSnapshot("a", 0, 0, 10, 8, 1000, 2), LogSnapshot("b", 3, 2, 5, 5, 24, 1)))
+                        logs=(LogSnapshot("a", 0, 0, 10, 8, 1000, 2, 3), LogSnapshot("b", 3, 2, 5, 5, 24, 1)))
     stats = broker.stats
     stats.record_bytes_in("a", messages=10, nbytes=1000)
     stats.record_bytes_in("b", messages=5, nbytes=24)
@@ -210,6 +210,8 @@ def test_replica_manager_gauges_meters_and_per_topic_metrics() -> None:
         assert metrics.sample("kafka_log_log_logstartoffset", log_b) == 2
         assert metrics.sample("kafka_log_log_size", {**b, "topic": "a", "partition": "0"}) == 1000
         assert metrics.sample("kafka_log_log_numlogsegments", {**b, "topic": "a", "partition": "0"}) == 2
+        assert metrics.sample("kafka_cluster_partition_laststableoffsetlag", {**b, "topic": "a", "partition": "0"}) == 3
+        assert metrics.sample("kafka_cluster_partition_laststableoffsetlag", log_b) == 0
 
 
 def test_a_restarted_broker_counts_from_zero_and_a_stopped_one_disappears() -> None:

@@ -69,6 +69,10 @@ class CachedBatch(NamedTuple):
 
 @dataclass
 class ProducerStateEntry:
+    """Kafka's ``ProducerStateEntry``: one producer id's epoch, coordinator epoch (-1 until a
+    marker), last five batches, last timestamp and the first offset of its open transaction on
+    this partition (``current_txn_first_offset``, -1: none), as DescribeProducers reports them."""
+
     producer_id: int
     producer_epoch: int
     batches: deque = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))

@@ -226,3 +226,39 @@ def test_disabled_transaction_verification():
     h.rm.verify_transaction = verifier = Verifier(Errors.INVALID_TXN_STATE)
     assert txn_produce(h).error == Errors.NONE
     assert verifier.calls == [] and h.partition.log.producers[7].current_txn_first_offset == 0
+
+
+def test_open_transaction_survives_leader_failover(make_cluster):
+    """An open transaction replicated to the followers holds the LSO on the new leader after the
+    old one stops; the coordinator's retried ABORT marker on the new leader ends it and lists it
+    (the marker channel retrying NOT_LEADER_OR_FOLLOWER on the new leader, as Kafka's does)."""
+    from cluster_support import wait_until
+
+    c = make_cluster()
+    c.create_topic("t", 1, 3)
+    for server in c.servers.values():
+        server.replica_manager.verify_transaction = Verifier()
+    assert c.produce("t", 0, [(b"k", b"plain")]) == (Errors.NONE, 0)
+    old = c.leader_of("t")
+    box = {}
+    c.broker(old).replica_manager.append_records(
+        5000, -1, {TP: build_batch([(b"k", b"t")] * 2, producer_id=7, producer_epoch=0, base_sequence=0,
+                                   attributes=0x10)}, box.update, transactional_id=TXN_ID)
+    wait_until(lambda: TP in box, msg="transactional produce acknowledged")
+    assert box[TP].error == Errors.NONE
+    c.stop_broker(old)
+    new = c.leader_of("t")
+    assert new not in (old, -1)
+    log = c.broker(new).partition("t", 0).log
+    wait_until(lambda: log.high_watermark == 3, msg="HW on the new leader")
+    assert log.last_stable_offset == 1 and log.producers[7].current_txn_first_offset == 1
+    stale = []
+    c.servers[[b for b in c.servers if b not in (old, new)][0]].replica_manager.write_txn_markers(
+        [TxnMarkerEntry(7, 0, 0, False, (TP,))], stale.append)
+    assert stale == [{7: {TP: Errors.NOT_LEADER_OR_FOLLOWER}}]
+    done = []
+    c.broker(new).replica_manager.write_txn_markers([TxnMarkerEntry(7, 0, 0, False, (TP,))], done.append)
+    wait_until(lambda: done, msg="marker replicated")
+    assert done == [{7: {TP: Errors.NONE}}]
+    assert log.last_stable_offset == log.high_watermark == 4
+    assert log.collect_aborted_transactions(0, 4) == [AbortedTxn(7, 1, 3, 4)]

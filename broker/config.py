@@ -130,7 +130,8 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "The number of queued requests allowed before blocking the network threads."),
     _key("transaction.partition.verification.enable", Type.BOOLEAN, True, None, LOW,
          "Verify with the transaction coordinator that a partition was added to a transaction "
-         "before a transactional batch opens that transaction on it (KIP-890 part 1)."),
+         "before a transactional batch opens that transaction on it (KIP-890 part 1).",
+         dynamic=Dynamic.NOT_APPLIED),
     _key("request.timeout.ms", Type.INT, 30000, _AT_LEAST_0, MEDIUM,
          "How long the broker waits for the requests it makes itself, e.g. the replication of "
          "transaction markers it appends for WriteTxnMarkers."),

@@ -424,7 +424,7 @@ class PersistentLog(Log):
         hw = high_watermark if high_watermark is not None else log.log_start_offset
         log.high_watermark = max(min(hw, leo), log.log_start_offset)
         log.recovery_point = leo if clean_shutdown else min(max(recovery_point, log.log_start_offset), leo)
-        log._rebuild_producer_state()
+        log.reload_producer_state()   # producer state, its snapshots and the aborted-transaction indexes
         return log
 
     def _recover_epoch(self, epoch: int, base_offset: int) -> None:

@@ -428,3 +428,24 @@ def test_write_error_is_kafka_storage_error_and_leaves_nothing(tmp_path: Path, m
     assert log.log_end_offset == 3 and [o for o, _ in records(log)] == [0, 1, 2]
     assert log.append_as_leader(batch(b"next"), 0).first_offset == 3
     assert records(reload(log, clean=False))[-1] == (3, b"next")
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_transaction_state_and_aborted_index_rebuilt_on_load(tmp_path: Path, clean: bool) -> None:
+    """LogSegment.recover / rebuildProducerState: after a restart the open transaction, the LSO
+    and the aborted-transaction indexes (not persisted here) come back from the batches."""
+    from log_batches import append_end_txn, append_txn
+    from kafka_emu.broker.transaction_index import AbortedTxn
+
+    size = len(batch(b"x" * 10, producer_id=1, producer_epoch=0, base_sequence=0, attributes=0x10))
+    log = new_log(tmp_path, **{"segment.bytes": size * 2})
+    append_txn(log, 1, 0, timestamp_ms=NOW)          # 0
+    append_txn(log, 2, 0, timestamp_ms=NOW)          # 1
+    append_end_txn(log, 1, False, timestamp_ms=NOW)  # 2: abort, LSO then 1
+    append_txn(log, 3, 0, timestamp_ms=NOW)          # 3: stays open
+    append_end_txn(log, 2, True, timestamp_ms=NOW)   # 4
+    log.maybe_increment_high_watermark(log.log_end_offset)
+    loaded = reload(log, clean=clean, recovery_point=0, hw=log.high_watermark)
+    assert loaded.last_stable_offset == 3
+    assert loaded.collect_aborted_transactions(0, 5) == [AbortedTxn(1, 0, 2, 1)]
+    assert loaded.producers[3].current_txn_first_offset == 3

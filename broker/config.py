@@ -167,6 +167,9 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "Maximum bytes expected for the entire fetch response of a follower."),
     _key("replica.fetch.backoff.ms", Type.INT, 1000, _AT_LEAST_0, MEDIUM,
          "The amount of time to sleep when a fetch partition error occurs."),
+    _key("max.incremental.fetch.session.cache.slots", Type.INT, 1000, _AT_LEAST_0, MEDIUM,
+         "The maximum number of incremental fetch sessions (KIP-227) a broker keeps: here those "
+         "of follower fetchers; consumers' fetches are sessionless."),
     _key("min.insync.replicas", Type.INT, 1, _AT_LEAST_1, HIGH,
          "The minimum number of in-sync replicas that must acknowledge an acks=all write.", dynamic=Dynamic.APPLIED),
     _key("unclean.leader.election.enable", Type.BOOLEAN, False, None, HIGH,
@@ -279,7 +282,7 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "log.dir.failure.timeout.ms", "log.message.downconversion.enable",
     "log.message.format.version", "log.message.timestamp.difference.max.ms",
     "max.connection.creation.rate", "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
-    "max.incremental.fetch.session.cache.slots", "metadata.log.dir", "metadata.log.max.record.bytes.between.snapshots",
+    "metadata.log.dir", "metadata.log.max.record.bytes.between.snapshots",
     "metadata.log.segment.bytes", "metadata.log.segment.ms", "metadata.max.idle.interval.ms",
     "metadata.max.retention.bytes", "metadata.max.retention.ms", "metric.reporters", "metrics.num.samples",
     "metrics.recording.level", "metrics.sample.window.ms", "num.recovery.threads.per.data.dir",

@@ -2,11 +2,13 @@
 
 Topics are named from v4 and identified by topic id from v13 (UNKNOWN_TOPIC_ID for unknown
 ids). The replica id is a top-level field before v15 and ``replica_state.replica_id`` from v15.
-Every fetch is a full fetch: ``session_id`` 0 in the answer (KIP-227 sessions not kept).
+A consumer's fetch is a full fetch: ``session_id`` 0 in the answer (KIP-227 sessions are kept
+for the in-process followers only, ``broker.fetch_session``).
 ``last_stable_offset`` is the HW and ``aborted_transactions`` empty (no transactions). A
 consumer fetch below v10 that would return a zstd batch gets UNSUPPORTED_COMPRESSION_TYPE.
 In-process replica fetchers send a ``ReplicaFetchRequestData`` and get ``fetch_messages``'s
-results back as they are (``broker.replica_fetcher`` says why).
+results back as they are (``broker.replica_fetcher`` says why), inside a
+``SessionFetchResponse`` when the request carries session fields.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_emu.broker import compression
 from kafka_emu.broker.log_segment import iter_headers
+from kafka_emu.broker.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, topic_key_and_name
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.partition import LogReadResult
@@ -76,8 +79,15 @@ def handle_fetch(apis: KafkaApis, request: Request) -> None:
     version = request.api_version
     if isinstance(request.body, ReplicaFetchRequestData):   # an in-process follower fetch
         body = request.body
-        apis.replica_manager.fetch_messages(
-            body.params, body.fetch_infos, lambda results: apis.request_channel.send_response(request, results))
+
+        def answer(response: object) -> None:
+            apis.request_channel.send_response(request, response)
+
+        if body.session_id == INVALID_SESSION_ID and body.session_epoch == FINAL_EPOCH:
+            apis.replica_manager.fetch_messages(body.params, body.fetch_infos, answer)
+        else:
+            apis.replica_manager.fetch_in_session(body.params, body.session_id, body.session_epoch,
+                                                  body.fetch_infos, body.removed, answer)
         return
     params, infos, order, pre = parse_fetch_request(request.body, version, apis.metadata)
 

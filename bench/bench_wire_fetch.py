@@ -98,3 +98,88 @@ def measure_end_to_end(cluster: Any, replication_factor: int, rate: int, seconds
             "records": len(lat),
             "p50_ms": round(percentile(lat, 50), 2), "p99_ms": round(percentile(lat, 99), 2),
             "max_ms": round(lat[-1], 2) if lat else None}
+
+
+# --- partition scaling -------------------------------------------------------------------------------
+
+def _metadata_ms(host: str, port: int, repeats: int = 5) -> float:
+    """Median wall time of a Metadata (v12, all topics) request/response over one socket."""
+    import socket
+    import struct
+
+    from kio.schema.metadata.v12 import request as mr
+
+    from kafka_emu.broker.protocol.codec import encode_request
+
+    frame = encode_request(mr.MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                              include_topic_authorized_operations=False), 1, "bench-wire")
+    times = []
+    with socket.create_connection((host, port)) as s:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            s.sendall(frame)
+            data = b""
+            while len(data) < 4 or len(data) < 4 + struct.unpack_from(">i", data, 0)[0]:
+                chunk = s.recv(1 << 20)
+                if not chunk:
+                    raise ConnectionError("broker closed the connection")
+                data += chunk
+            times.append((time.perf_counter() - t0) * 1000.0)
+    return sorted(times)[len(times) // 2]
+
+
+def idle_cpu_pct(seconds: float) -> float:
+    """CPU time of this process (every broker thread) over ``seconds`` of wall time, in %."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    time.sleep(seconds)
+    return 100.0 * (time.process_time() - c0) / (time.perf_counter() - t0)
+
+
+def _spread_produce(bootstrap: str, topic: str, n: int, out: Any) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                  "queue.buffering.max.messages": max(n + 10, 100000),
+                  "queue.buffering.max.kbytes": 2 * 1024 * 1024, "batch.size": 1000000})
+    value = b"x" * 100
+    start = time.perf_counter()
+    for _ in range(n):
+        while True:
+            try:
+                p.produce(topic, value)
+                break
+            except BufferError:
+                p.poll(0.01)
+    out.put((time.perf_counter() - start, p.flush(300)))
+
+
+def measure_spread_produce(cluster: Any, topic: str, n: int) -> float:
+    """confluent-kafka (sticky partitioner, acks=all) producing ``n`` × 100 B to ``topic``: msg/s."""
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_spread_produce, args=(cluster.bootstrap_servers, topic, n, q),
+                    name="bench-wire-spread-producer")
+    p.start()
+    seconds, undelivered = q.get(timeout=900)
+    p.join(10)
+    return round((n - undelivered) / seconds)
+
+
+def measure_partition_scaling(counts: list[int], messages: int, idle_seconds: float) -> list[dict[str, Any]]:
+    """One fresh 3-broker RF 3 cluster per partition count (see the module docstring)."""
+    from kafka_emu.broker.cluster import EmbeddedCluster
+
+    rows = []
+    for n in counts:
+        with EmbeddedCluster(brokers=3, config={"offsets.topic.replication.factor": 3}) as cluster:
+            topic = f"bench-wire-scale-{n}"
+            cluster.create_topic(topic, n, 3)
+            time.sleep(1.0)   # followers' first full fetches, ISR settled
+            row: dict[str, Any] = {"partitions": n, "load_average": round(os.getloadavg()[0], 2)}
+            row["idle_cpu_pct"] = round(idle_cpu_pct(idle_seconds), 1)
+            b = cluster.metadata.broker(cluster.live_brokers()[0])
+            row["metadata_ms"] = round(_metadata_ms(b.host, b.port), 2)
+            if messages:
+                row["produce_msgs_per_s"] = measure_spread_produce(cluster, topic, messages)
+            rows.append(row)
+    return rows

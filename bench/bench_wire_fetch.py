@@ -89,13 +89,16 @@ def measure_end_to_end(cluster: Any, replication_factor: int, rate: int, seconds
     ready.wait(60)
     p = ctx.Process(target=_e2e_producer, args=(cluster.bootstrap_servers, topic, rate, seconds, done),
                     name="bench-wire-e2e-producer")
+    cpu0 = time.process_time()
     p.start()
     done.get(timeout=seconds + 60)
     lat = sorted(q.get(timeout=seconds + 60))
+    cpu = time.process_time() - cpu0
     p.join(10)
     c.join(10)
     return {"replication_factor": replication_factor, "rate": rate, "seconds": seconds,
-            "records": len(lat),
+            "records": len(lat), "load_average": round(os.getloadavg()[0], 2),
+            "broker_cpu_us_per_record": round(cpu * 1e6 / max(len(lat), 1)),
             "p50_ms": round(percentile(lat, 50), 2), "p99_ms": round(percentile(lat, 99), 2),
             "max_ms": round(lat[-1], 2) if lat else None}
 

@@ -78,7 +78,10 @@ def _e2e_producer(bootstrap: str, topic: str, rate: int, seconds: float, out: An
 
 
 def measure_end_to_end(cluster: Any, replication_factor: int, rate: int, seconds: float) -> dict[str, Any]:
-    """Latency percentiles (ms) of one producer at ``rate`` msg/s with a consumer reading along."""
+    """Latency percentiles (ms) of one producer at ``rate`` msg/s with a consumer reading along.
+    ``cluster``: an ``EmbeddedCluster`` or a peer (``bench_wire_peers``); the CPU per record is
+    this process's (the emulator's brokers, or the mock cluster's C threads; about 0 for noida-db,
+    which runs in its own process)."""
     topic = f"bench-wire-e2e-rf{replication_factor}-{time.time_ns()}"
     cluster.create_topic(topic, 1, replication_factor)
     ctx = mp.get_context("spawn")
@@ -186,3 +189,93 @@ def measure_partition_scaling(counts: list[int], messages: int, idle_seconds: fl
                 row["produce_msgs_per_s"] = measure_spread_produce(cluster, topic, messages)
             rows.append(row)
     return rows
+
+
+# --- the driver (called by bench_wire.run) -----------------------------------------------------------
+
+def configure(parser: Any) -> None:
+    from kafka_emu.cli import int_list, non_negative_float, non_negative_int, positive_int
+
+    parser.add_argument("--e2e-seconds", type=non_negative_float, default=5.0,
+                        help="seconds of the end-to-end latency runs (0 skips them)")
+    parser.add_argument("--e2e-rate", type=positive_int, default=2000, help="messages/s of the end-to-end runs")
+    parser.add_argument("--partitions", type=int_list(positive_int), default=None,
+                        help="partition counts for the scaling curve, e.g. 1,100,1000,10000 (default: skip)")
+    parser.add_argument("--scaling-messages", type=non_negative_int, default=1_000_000,
+                        help="messages produced at each partition count of the curve (0 skips producing)")
+    parser.add_argument("--no-peers", action="store_true",
+                        help="skip librdkafka's mock cluster and noida-db")
+
+
+def _e2e_line(label: str, r: dict[str, Any]) -> str:
+    return (f"{label}: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms, max {r['max_ms']} ms over {r['records']} "
+            f"records ({r['broker_cpu_us_per_record']} µs broker CPU each, load {r['load_average']})")
+
+
+def run(args: Any, ours_rate: dict[str, Any], measure_rate: Any, warmup: float
+        ) -> tuple[dict[str, Any], dict[str, bool], list[str]]:
+    """End to end, the scaling curve and the peers; (results, targets met, lines to print).
+    ``ours_rate`` is the emulator's request-rate entry of the 1-broker cluster (compared with
+    each peer's), ``measure_rate`` bench_wire's load generator."""
+    from kafka_emu.bench.bench_wire_peers import peer
+    from kafka_emu.broker.cluster import EmbeddedCluster
+
+    result: dict[str, Any] = {}
+    checks: dict[str, bool] = {}
+    lines: list[str] = []
+    if args.e2e_seconds > 0:
+        with EmbeddedCluster(brokers=3, config={"offsets.topic.replication.factor": 3}) as cluster:
+            e2e = {f"rf{rf}": measure_end_to_end(cluster, rf, args.e2e_rate, args.e2e_seconds) for rf in (1, 3)}
+        rf1, rf3 = e2e["rf1"]["p99_ms"], e2e["rf3"]["p99_ms"]
+        e2e["p99_ratio_rf3_to_rf1"] = round(rf3 / rf1, 2) if rf1 else None
+        result["end_to_end"] = e2e
+        checks["end_to_end_rf3_p99_ms"] = rf3 <= TARGET_E2E_P99_MS
+        lines += [_e2e_line(f"end to end, 3 brokers RF {rf[2:]}, {args.e2e_rate} msg/s", e2e[rf]) for rf in ("rf1", "rf3")]
+        lines.append(f"end to end p99 RF 3 / RF 1: {e2e['p99_ratio_rf3_to_rf1']} (target RF 3 p99 ≤ {TARGET_E2E_P99_MS} ms)")
+    if args.partitions:
+        rows = measure_partition_scaling(args.partitions, args.scaling_messages, idle_seconds=6.0)
+        result["partition_scaling"] = rows
+        by_n = {r["partitions"]: r for r in rows}
+        for r in rows:
+            lines.append(f"{r['partitions']:>6} partitions (3 brokers, RF 3): idle CPU {r['idle_cpu_pct']}%, "
+                         f"Metadata {r['metadata_ms']} ms" +
+                         (f", produce {r['produce_msgs_per_s']} msg/s" if "produce_msgs_per_s" in r else "") +
+                         f" (load {r['load_average']})")
+        big = max(by_n)
+        if big >= 10_000:
+            checks["idle_cpu_10000_partitions"] = by_n[big]["idle_cpu_pct"] < TARGET_IDLE_CPU_PCT
+            checks["metadata_10000_partitions_ms"] = by_n[big]["metadata_ms"] < TARGET_METADATA_MS
+        if 1 in by_n and 1000 in by_n and "produce_msgs_per_s" in by_n[1]:
+            ratio = by_n[1000]["produce_msgs_per_s"] / max(by_n[1]["produce_msgs_per_s"], 1)
+            result["produce_1000_to_1_partition_ratio"] = round(ratio, 2)
+            checks["produce_1000_partitions_half_of_1"] = ratio >= TARGET_SPREAD_PRODUCE_RATIO
+            lines.append(f"produce over 1000 partitions / over 1: {ratio:.2f} (target ≥ {TARGET_SPREAD_PRODUCE_RATIO})")
+    if not args.no_peers:
+        result["peers"] = peers = {}
+        for name, brokers in (("librdkafka-mock", 3), ("noida-db", 1)):
+            try:
+                with peer(name, brokers) as cluster:
+                    entry: dict[str, Any] = {"brokers": brokers, "rate": {}, "ratio": {}}
+                    for conns in args.connections:
+                        topic = f"bench-wire-rate-{conns}"
+                        cluster.create_topic(topic, conns, 1)
+                        targets = [(h, p, topic, i) for i, (h, p) in enumerate(cluster.leaders(topic, conns))]
+                        entry["rate"][str(conns)] = rate = round(measure_rate(targets, warmup, args.duration))
+                        ours = ours_rate.get(str(conns))
+                        if ours and rate:
+                            entry["ratio"][str(conns)] = round(ours / rate, 2)
+                    if args.e2e_seconds > 0:
+                        rf = min(brokers, 3)
+                        entry["end_to_end"] = measure_end_to_end(cluster, rf, args.e2e_rate, args.e2e_seconds)
+            except Exception as e:  # a peer that cannot run is reported, not fatal
+                peers[name] = {"error": str(e)}
+                lines.append(f"peer {name}: not measured ({e})")
+                continue
+            peers[name] = entry
+            lines.append(f"peer {name} ({brokers} broker(s)): " + ", ".join(
+                f"{c} conn {r} req/s (emulator 1 broker / peer: {entry['ratio'].get(c)})"
+                for c, r in entry["rate"].items()))
+            if "end_to_end" in entry:
+                lines.append("  " + _e2e_line(f"end to end on {name}, RF {entry['end_to_end']['replication_factor']}",
+                                              entry["end_to_end"]))
+    return result, checks, lines

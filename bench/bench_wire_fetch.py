@@ -141,34 +141,19 @@ def idle_cpu_pct(seconds: float) -> float:
     return 100.0 * (time.process_time() - c0) / (time.perf_counter() - t0)
 
 
-def _spread_produce(bootstrap: str, topic: str, n: int, out: Any) -> None:
-    from confluent_kafka import Producer
-
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                  "queue.buffering.max.messages": max(n + 10, 100000),
-                  "queue.buffering.max.kbytes": 2 * 1024 * 1024, "batch.size": 1000000})
-    value = b"x" * 100
-    start = time.perf_counter()
-    for _ in range(n):
-        while True:
-            try:
-                p.produce(topic, value)
-                break
-            except BufferError:
-                p.poll(0.01)
-    out.put((time.perf_counter() - start, p.flush(300)))
-
-
 def measure_spread_produce(cluster: Any, topic: str, n: int) -> float:
-    """confluent-kafka (sticky partitioner, acks=all) producing ``n`` × 100 B to ``topic``: msg/s."""
+    """confluent-kafka (bench_wire's producer: acks=all, librdkafka's default partitioner)
+    producing ``n`` × 100 B to ``topic``: delivered msg/s."""
+    from kafka_emu.bench.bench_wire import _confluent_produce
+
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    p = ctx.Process(target=_spread_produce, args=(cluster.bootstrap_servers, topic, n, q),
+    p = ctx.Process(target=_confluent_produce, args=(cluster.bootstrap_servers, topic, n, q),
                     name="bench-wire-spread-producer")
     p.start()
-    seconds, undelivered = q.get(timeout=900)
+    res = q.get(timeout=900)
     p.join(10)
-    return round((n - undelivered) / seconds)
+    return round((n - res["failed"] - res["undelivered"]) / res["seconds"])
 
 
 def measure_partition_scaling(counts: list[int], messages: int, idle_seconds: float) -> list[dict[str, Any]]:

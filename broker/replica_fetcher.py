@@ -7,7 +7,11 @@ them). A thread sends a Fetch request (api key 1, v17: ``replica_id`` = its brok
 any network request, so it is served by the leader's handler threads, ``fetch_messages`` and
 the Fetch purgatory (parked for up to ``replica.fetch.wait.max.ms``). It appends the returned
 batches, takes min(leader HW, LEO) as its HW, truncates on a diverging epoch, and fetches again
-at its new LEO, which tells the leader how far it got.
+at its new LEO, which tells the leader how far it got. Fetches use an incremental fetch session
+(KIP-227, ``broker.fetch_session``): one full fetch, then only the partitions whose fetch offset
+changed and those removed; a session error (FETCH_SESSION_ID_NOT_FOUND,
+INVALID_FETCH_SESSION_EPOCH), a failed request or a sessionless answer starts over with a full
+fetch. The answer carries only the partitions that changed on the leader.
 
 Difference from Kafka, on purpose: the request body is a :class:`ReplicaFetchRequestData` (the
 fetch parameters and per-partition fetch infos, already resolved) and the answer is
@@ -18,7 +22,8 @@ structure, the leader's handler pool and the purgatory are Kafka's. A topic id t
 names the topic (deleted and re-created) drops the partition from the fetch, as the leader's
 UNKNOWN_TOPIC_ID answer would.
 
-Locking: each thread's ``_lock`` guards its partition map (``partitions``); the manager's
+Locking: each thread's ``_lock`` guards its partition map (``partitions``) and its session state
+(``session_id``, ``session_epoch``, ``_dirty``, ``_removed``, ``_session_offsets``); the manager's
 ``_lock`` guards its map of threads. Neither is held while a request is outstanding or while
 the replica manager is called.
 """

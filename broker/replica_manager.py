@@ -6,7 +6,11 @@ acks=-1 parks one ``DelayedProduce`` per request in the ``Produce`` purgatory.
 ``fetch_messages`` reads with the isolation of the requester (follower: LEO; consumer: HW;
 read_committed: LSO = HW), records follower fetch state (which may move the HW and complete
 produces directly, as Kafka's ``Partition.updateFollowerFetchState`` does), and parks one ``DelayedFetch`` per request in the
-``Fetch`` purgatory unless it can answer now. ``apply_partition_states`` is the metadata push
+``Fetch`` purgatory unless it can answer now. ``fetch_in_session`` serves the in-process
+followers' incremental fetch sessions (``broker.fetch_session``, KIP-227): every leader-side
+change of a partition (append, HW move, role change) marks it in the sessions holding it, a
+session fetch reads only what is marked, and a parked one (``DelayedSessionFetch``) is watched
+under its session and woken by new data, not by HW-only moves. ``apply_partition_states`` is the metadata push
 (Kafka's LeaderAndIsr / metadata delta): become leader or follower, start or stop fetchers, and
 complete delayed operations of partitions this broker no longer leads.
 
@@ -465,7 +469,8 @@ class ReplicaManager:
         for replica_id, info, fetch_ms in self.fetch_session_cache.quiescent(partition.tp):
             st = partition.followers.get(replica_id)
             if info.fetch_offset == leo and st is not None and fetch_ms > st.last_fetch_time_ms:
-                partition.update_follower_fetch_state(replica_id, leo, info.log_start_offset, fetch_ms, leo)
+                if partition.update_follower_fetch_state(replica_id, leo, info.log_start_offset, fetch_ms, leo):
+                    self.try_complete_delayed_requests(partition.tp, wake_sessions=False)
 
     # ------------------------------------------------------------------ metadata pushes
     def apply_partition_states(self, states: Iterable["PartitionState"],

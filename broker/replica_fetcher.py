@@ -9,7 +9,7 @@ the Fetch purgatory (parked for up to ``replica.fetch.wait.max.ms``). It appends
 batches, takes min(leader HW, LEO) as its HW, truncates on a diverging epoch, and fetches again
 at its new LEO, which tells the leader how far it got. Fetches use an incremental fetch session
 (KIP-227, ``broker.fetch_session``): one full fetch, then only the partitions whose fetch offset
-changed and those removed; a session error (FETCH_SESSION_ID_NOT_FOUND,
+or log start offset changed and those removed; a session error (FETCH_SESSION_ID_NOT_FOUND,
 INVALID_FETCH_SESSION_EPOCH), a failed request or a sessionless answer starts over with a full
 fetch. The answer carries only the partitions that changed on the leader.
 
@@ -251,6 +251,7 @@ class ReplicaFetcherThread(ShutdownableThread):
             partition = rm.get_partition(tp)
             if partition is None:
                 continue
+            log_start = partition.log.log_start_offset
             try:
                 new_offset = self._apply(tp, partition, r)
             except Exception:
@@ -266,6 +267,8 @@ class ReplicaFetcherThread(ShutdownableThread):
                 if cur is not None and cur.fetch_offset == sent and new_offset != sent:
                     cur.fetch_offset = new_offset
                     self._dirty.add(tp)
+                elif cur is not None and partition.log.log_start_offset != log_start:
+                    self._dirty.add(tp)   # the leader's low watermark counts this replica's log start
         return ok > 0 or not results
 
     def _apply(self, tp: TP, partition: Partition, r: LogReadResult) -> int | None:

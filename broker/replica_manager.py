@@ -328,6 +328,9 @@ class ReplicaManager:
                 statuses[tp] = DeleteRecordsPartitionStatus(requested, low_watermark, Errors.NONE)
             except KafkaError as e:
                 statuses[tp] = DeleteRecordsPartitionStatus(-1, -1, e.code)
+        for tp, st in statuses.items():   # the followers' sessions learn the new log start offset
+            if st.error == Errors.NONE:
+                self._wake_sessions(tp, True)
         if any(s.error == Errors.NONE and s.low_watermark < s.required_offset for s in statuses.values()):
             op = DelayedDeleteRecords(timeout_ms, statuses, self, response_callback)
             self.delete_records_purgatory.try_complete_else_watch(op, [self._key(tp) for tp in statuses])

@@ -263,3 +263,30 @@ def test_quiescent_partitions_keep_their_follower_in_the_isr():
         h.rm.maybe_shrink_isr()
     h.append(TP)                                                # followers have not fetched it yet
     assert h.rm.maybe_shrink_isr() == 0 and h.partition.isr == (0, 1, 2)
+
+
+def test_delete_records_wakes_follower_sessions_with_the_new_log_start():
+    """DeleteRecords moves the leader's log start without new data: the parked session fetches
+    are woken so each follower learns it, and the follower fetch that reports the follower's
+    new log start completes the DeleteRecords (low watermark)."""
+    h = SessionHarness()
+    sessions = {}
+    for r in (1, 2):
+        [resp] = h.session_fetch(r, 0, INITIAL_EPOCH, {TP: 0}, max_wait_ms=0)
+        sessions[r] = resp.session_id
+    h.append(TP, 5)
+    for r in (1, 2):
+        h.session_fetch(r, sessions[r], 1, {TP: 5}, max_wait_ms=0)   # caught up: HW 5
+    assert h.partition.log.high_watermark == 5
+    parked = {r: h.session_fetch(r, sessions[r], 2, {}) for r in (1, 2)}
+    done = {}
+    h.rm.delete_records(10_000, {TP: 3}, done.update)
+    for r in (1, 2):
+        [resp] = parked[r]
+        assert dict(resp.results)[TP].log_start_offset == 3
+    assert done == {}                                              # followers still report 0
+    for r in (1, 2):
+        box = []
+        h.rm.fetch_in_session(FetchParams(replica_id=r, max_wait_ms=0, isolation=ISOLATION_LOG_END),
+                              sessions[r], 3, [(TP, PartitionFetchInfo(5, 1 << 20, 3))], [], box.append)
+    assert done[TP].error == Errors.NONE and done[TP].low_watermark == 3

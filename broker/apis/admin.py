@@ -216,5 +216,5 @@ APIS = (
     ApiSpec(CREATE_TOPICS, "CreateTopics", 2, 7, handle_create_topics),
     ApiSpec(DELETE_TOPICS, "DeleteTopics", 1, 6, handle_delete_topics),
     ApiSpec(DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, handle_describe_configs),
-    ApiSpec(DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, handle_describe_cluster),
+    ApiSpec(DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, handle_describe_cluster, kafka_3_9=(0, 1)),
 )

@@ -140,4 +140,4 @@ def build_response(version: int, order: TopicOrder, results: dict[TopicPartition
     return build(cls, throttle_time=ZERO_THROTTLE, error_code=error, session_id=0, responses=tuple(topics))
 
 
-APIS = (ApiSpec(API_KEY, "Fetch", 4, 18, handle_fetch),)
+APIS = (ApiSpec(API_KEY, "Fetch", 4, 18, handle_fetch, kafka_3_9=(4, 17)),)

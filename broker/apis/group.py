@@ -361,7 +361,7 @@ APIS = (
     ApiSpec(HEARTBEAT, "Heartbeat", 0, 4, handle_heartbeat),
     ApiSpec(LEAVE_GROUP, "LeaveGroup", 0, 5, handle_leave_group),
     ApiSpec(SYNC_GROUP, "SyncGroup", 0, 5, handle_sync_group),
-    ApiSpec(DESCRIBE_GROUPS, "DescribeGroups", 0, 6, handle_describe_groups),
+    ApiSpec(DESCRIBE_GROUPS, "DescribeGroups", 0, 6, handle_describe_groups, kafka_3_9=(0, 5)),
     ApiSpec(LIST_GROUPS, "ListGroups", 0, 5, handle_list_groups),
     ApiSpec(DELETE_GROUPS, "DeleteGroups", 0, 2, handle_delete_groups),
     ApiSpec(OFFSET_DELETE, "OffsetDelete", 0, 0, handle_offset_delete),

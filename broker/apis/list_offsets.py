@@ -97,4 +97,4 @@ def handle_list_offsets(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(topics)))
 
 
-APIS = (ApiSpec(API_KEY, "ListOffsets", 1, 11, handle_list_offsets),)
+APIS = (ApiSpec(API_KEY, "ListOffsets", 1, 11, handle_list_offsets, kafka_3_9=(1, 9)),)

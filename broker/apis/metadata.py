@@ -229,4 +229,4 @@ def handle_metadata(apis: KafkaApis, request: Request) -> None:
                                            cls.__header_schema__.__flexible__, counts))
 
 
-APIS = (ApiSpec(API_KEY, "Metadata", 0, 13, handle_metadata),)
+APIS = (ApiSpec(API_KEY, "Metadata", 0, 13, handle_metadata, kafka_3_9=(0, 12)),)

@@ -133,4 +133,4 @@ def build_response(version: int, order: TopicOrder, statuses: dict[TopicPartitio
     return build(cls, responses=tuple(topics), throttle_time=ZERO_THROTTLE)
 
 
-APIS = (ApiSpec(API_KEY, "Produce", 3, 13, handle_produce),)
+APIS = (ApiSpec(API_KEY, "Produce", 3, 13, handle_produce, kafka_3_9=(3, 11), advertised_min_version=0),)

@@ -78,6 +78,9 @@ class FetchParams:
     max_bytes: int = 0x7FFFFFFF
     isolation: int = ISOLATION_HIGH_WATERMARK
     replica_epoch: int = -1
+    # Fetch v0-v2 (before KIP-74): the max bytes are a hard limit, a first batch larger than
+    # them is not returned whole (Kafka's FetchParams.hardMaxBytesLimit)
+    hard_max_bytes_limit: bool = False
 
     @property
     def is_follower(self) -> bool:
@@ -410,7 +413,7 @@ class ReplicaManager:
                             update_fetch_state: bool) -> list[tuple[TP, LogReadResult]]:
         out: list[tuple[TP, LogReadResult]] = []
         remaining = params.max_bytes
-        min_one = True
+        min_one = not params.hard_max_bytes_limit
         follower = params.replica_id
         now = self.time.milliseconds() if update_fetch_state else 0
         moved: list[TP] = []

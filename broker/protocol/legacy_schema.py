@@ -1,9 +1,10 @@
 """Request and response classes for the API versions Kafka 4.0 removed (KIP-896) and kio lacks.
 
-kio is generated from Kafka 4's message schemas, so it has no Produce v0-v2, Fetch v0-v3 or
-ListOffsets v0. Each of those layouts is the next kept version's with fields taken away (and,
-for ListOffsets v0, two added), as Kafka 3.9's ``ProduceRequest.json``, ``FetchRequest.json``
-and ``ListOffsetsRequest.json`` (and their responses) state with per-field ``versions``. This
+kio is generated from Kafka 4's message schemas, so it has no Produce v0-v2, Fetch v0-v3,
+ListOffsets v0, OffsetCommit v0-v1, OffsetFetch v0, CreateTopics v0-v1, DeleteTopics v0 or
+DescribeConfigs v0. Each of those layouts is the next kept version's with fields taken away (and
+a few added), as Kafka 3.9's message schemas (``ProduceRequest.json`` ...) state with per-field
+``versions``. This
 module derives kio-style entity classes for them from kio's classes of the next version, so
 kio's own reader and writer (which introspect the dataclass fields and their ``kafka_type``)
 encode and decode them, ``broker.protocol.adapter.build`` fills them, and the handlers treat
@@ -91,7 +92,8 @@ def derive(base: type, version: int, changes: Mapping[str, Change] | None = None
     return derived[base]
 
 
-PRODUCE, FETCH, LIST_OFFSETS = 0, 1, 2
+PRODUCE, FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 8, 9
+CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS = 19, 20, 32
 
 # Produce v0-v2 requests: v3 without transactional_id (v3 added it). Responses: v2 is v3's
 # layout; v1 lacks log_append_time (added in v2); v0 also lacks throttle_time (added in v1).
@@ -110,11 +112,40 @@ _LIST_OFFSETS_V0 = {"ListOffsetsPartition": Change(add=(("max_num_offsets", i32,
 _LIST_OFFSETS_RESPONSE_V0 = {"ListOffsetsPartitionResponse": Change(
     drop=("timestamp", "offset"), add=(("old_style_offsets", tuple[i64, ...], "int64", "error_code"),))}
 
+# OffsetCommit v1: v2 without retention_time (added in v2), with a commit timestamp per
+# partition (v1 only); v0 also without the generation and member id (added in v1). Responses:
+# v2's layout.
+_OFFSET_COMMIT_V1 = {"OffsetCommitRequest": Change(drop=("retention_time",)),
+                     "OffsetCommitRequestPartition": Change(add=(("commit_timestamp", i64, "int64",
+                                                                  "committed_offset"),))}
+_OFFSET_COMMIT_V0 = {"OffsetCommitRequest": Change(drop=("generation_id_or_member_epoch", "member_id",
+                                                         "retention_time"))}
+# CreateTopics v0: v1 (v2's request) without validate_only; responses: v2 without throttle_time
+# (added in v2), v0 also without error_message (added in v1).
+_CREATE_TOPICS_V0 = {"CreateTopicsRequest": Change(drop=("validate_only",))}
+_CREATE_TOPICS_RESPONSE_V1 = {"CreateTopicsResponse": Change(drop=("throttle_time",))}
+_CREATE_TOPICS_RESPONSE_V0 = {**_CREATE_TOPICS_RESPONSE_V1,
+                              "CreatableTopicResult": Change(drop=("error_message",))}
+# DeleteTopics v0: v1's request; the response without throttle_time (added in v1).
+_DELETE_TOPICS_RESPONSE_V0 = {"DeleteTopicsResponse": Change(drop=("throttle_time",))}
+# DescribeConfigs v0: v1 without include_synonyms; each entry has is_default where v1 has
+# config_source and synonyms.
+_DESCRIBE_CONFIGS_V0 = {"DescribeConfigsRequest": Change(drop=("include_synonyms",))}
+_DESCRIBE_CONFIGS_RESPONSE_V0 = {"DescribeConfigsResourceResult": Change(
+    drop=("config_source", "synonyms"), add=(("is_default", bool, "bool", "read_only"),))}
+
 LEGACY_REQUESTS: Mapping[tuple[int, int], type] = {
     **{(PRODUCE, v): derive(load_request_schema(PRODUCE, 3), v, _NO_TXN_ID) for v in (0, 1, 2)},
     **{(FETCH, v): derive(load_request_schema(FETCH, 4), v, _FETCH_V0) for v in (0, 1, 2)},
     (FETCH, 3): derive(load_request_schema(FETCH, 4), 3, _FETCH_V3),
     (LIST_OFFSETS, 0): derive(load_request_schema(LIST_OFFSETS, 1), 0, _LIST_OFFSETS_V0),
+    (OFFSET_COMMIT, 0): derive(load_request_schema(OFFSET_COMMIT, 2), 0, _OFFSET_COMMIT_V0),
+    (OFFSET_COMMIT, 1): derive(load_request_schema(OFFSET_COMMIT, 2), 1, _OFFSET_COMMIT_V1),
+    (OFFSET_FETCH, 0): derive(load_request_schema(OFFSET_FETCH, 1), 0),
+    (CREATE_TOPICS, 0): derive(load_request_schema(CREATE_TOPICS, 2), 0, _CREATE_TOPICS_V0),
+    (CREATE_TOPICS, 1): derive(load_request_schema(CREATE_TOPICS, 2), 1),
+    (DELETE_TOPICS, 0): derive(load_request_schema(DELETE_TOPICS, 1), 0),
+    (DESCRIBE_CONFIGS, 0): derive(load_request_schema(DESCRIBE_CONFIGS, 1), 0, _DESCRIBE_CONFIGS_V0),
 }
 LEGACY_RESPONSES: Mapping[tuple[int, int], type] = {
     (PRODUCE, 0): derive(load_response_schema(PRODUCE, 3), 0,
@@ -124,6 +155,12 @@ LEGACY_RESPONSES: Mapping[tuple[int, int], type] = {
     (FETCH, 0): derive(load_response_schema(FETCH, 4), 0, _FETCH_RESPONSE_V0),
     **{(FETCH, v): derive(load_response_schema(FETCH, 4), v, _FETCH_RESPONSE_V1) for v in (1, 2, 3)},
     (LIST_OFFSETS, 0): derive(load_response_schema(LIST_OFFSETS, 1), 0, _LIST_OFFSETS_RESPONSE_V0),
+    **{(OFFSET_COMMIT, v): derive(load_response_schema(OFFSET_COMMIT, 2), v) for v in (0, 1)},
+    (OFFSET_FETCH, 0): derive(load_response_schema(OFFSET_FETCH, 1), 0),
+    (CREATE_TOPICS, 0): derive(load_response_schema(CREATE_TOPICS, 2), 0, _CREATE_TOPICS_RESPONSE_V0),
+    (CREATE_TOPICS, 1): derive(load_response_schema(CREATE_TOPICS, 2), 1, _CREATE_TOPICS_RESPONSE_V1),
+    (DELETE_TOPICS, 0): derive(load_response_schema(DELETE_TOPICS, 1), 0, _DELETE_TOPICS_RESPONSE_V0),
+    (DESCRIBE_CONFIGS, 0): derive(load_response_schema(DESCRIBE_CONFIGS, 1), 0, _DESCRIBE_CONFIGS_RESPONSE_V0),
 }
 
 __all__ = ["Change", "LEGACY_REQUESTS", "LEGACY_RESPONSES", "derive"]

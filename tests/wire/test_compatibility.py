@@ -50,7 +50,7 @@ KAFKA_4_0 = {
     65: (0, 0), 66: (0, 1),
 }
 # Versions of Kafka 3.9.1 the emulator does not serve under 3.9 (with the reason); empty today.
-NOT_SERVED_3_9: dict[int, str] = {8: "v0-v1", 9: "v0", 19: "v0-v1", 20: "v0", 32: "v0"}
+NOT_SERVED_3_9: dict[int, str] = {}
 
 
 def advertised(mode: str) -> dict[int, tuple[int, int]]:
@@ -211,6 +211,60 @@ class TestKafka39:
         assert stored[16] == 2 and struct.unpack_from(">i", stored, 57)[0] == 3   # one v2 batch, 3 records
         assert struct.unpack_from(">qq", stored, 27) == (1_700_000_000_000, 1_700_000_000_002)
         assert kafka_cluster.read_all(topic, 0) == [(i, b"k%d" % i, b"v%d" % i) for i in range(3)]
+
+    def test_old_offset_commit_and_fetch(self, kafka_cluster: Any) -> None:
+        """OffsetCommit v1 commits with the request's commit timestamp; v0 commits and v0
+        fetches, which Kafka 3.9 kept in ZooKeeper, get a KRaft 3.9 broker's
+        UNSUPPORTED_VERSION on every partition (unknown topics alone: UNKNOWN_TOPIC_OR_PARTITION)."""
+        topic, group = unique("oc"), unique("g")
+        kafka_cluster.create_topic(topic, partitions=2, replication_factor=1)
+        c = RawClient(kafka_cluster.bootstrap_servers)
+        try:
+            def commit(version: int, topic_name: str, **extra: Any) -> list[int]:
+                cls = get_codec(8, version).request_cls
+                t_cls = item_cls(cls, "topics")
+                p_cls = item_cls(t_cls, "partitions")
+                parts = tuple(build(p_cls, partition_index=i, committed_offset=7, commit_timestamp=1234,
+                                    committed_metadata="m") for i in range(2))
+                resp = c.send(build(cls, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                    topics=(build(t_cls, name=topic_name, partitions=parts),), **extra))
+                return [int(p.error_code) for t in resp.topics for p in t.partitions]
+
+            assert commit(0, topic) == [35, 35]
+            assert commit(0, unique("missing")) == [3, 3]
+            assert commit(1, topic) == [0, 0]
+            fetch_cls = get_codec(9, 0).request_cls
+            ft_cls = item_cls(fetch_cls, "topics")
+            resp = c.send(build(fetch_cls, group_id=group, topics=(build(ft_cls, name=topic, partition_indexes=(0, 1)),)))
+            assert [(int(p.error_code), int(p.committed_offset), p.metadata) for p in resp.topics[0].partitions] == \
+                [(35, -1, "")] * 2
+            v1 = c.send(build(get_codec(9, 1).request_cls, group_id=group, topics=(
+                build(item_cls(get_codec(9, 1).request_cls, "topics"), name=topic, partition_indexes=(0,)),)))
+            assert (int(v1.topics[0].partitions[0].committed_offset), v1.topics[0].partitions[0].metadata) == (7, "m")
+        finally:
+            c.close()
+
+    def test_old_admin_versions(self, kafka_cluster: Any) -> None:
+        """CreateTopics v0 (no validate_only, no error message), DeleteTopics v0 (no throttle
+        time) and DescribeConfigs v0 (is_default, which Kafka's broker leaves false)."""
+        topic = unique("adm")
+        c = RawClient(kafka_cluster.bootstrap_servers)
+        try:
+            ct = get_codec(19, 0).request_cls
+            ct_topic = item_cls(ct, "topics")
+            resp = c.send(build(ct, timeout=timedelta(seconds=5), topics=(
+                build(ct_topic, name=topic, num_partitions=1, replication_factor=1, assignments=(), configs=()),)))
+            assert [(r.name, int(r.error_code)) for r in resp.topics] == [(topic, 0)]
+            dc = get_codec(32, 0).request_cls
+            res = c.send(build(dc, resources=(build(item_cls(dc, "resources"), resource_type=2, resource_name=topic,
+                                                    configuration_keys=("cleanup.policy",)),)))
+            entry = res.results[0].configs[0]
+            assert (entry.name, entry.value, entry.is_default, entry.read_only) == ("cleanup.policy", "delete", False, False)
+            dt = get_codec(20, 0).request_cls
+            resp = c.send(build(dt, topic_names=(topic, unique("missing")), timeout=timedelta(seconds=5)))
+            assert [int(r.error_code) for r in resp.responses] == [0, 3]
+        finally:
+            c.close()
 
     def test_requests_outside_the_3_9_table_close_the_connection(self, kafka_cluster: Any) -> None:
         _assert_unadvertised_requests_close(kafka_cluster.bootstrap_servers, KAFKA_3_9)

@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kafka.protocol.old import admin as kp_admin
+from kafka.protocol.old import commit as kp_commit
 from kafka.protocol.old import fetch as kp_fetch
 from kafka.protocol.old import list_offsets as kp_list_offsets
 from kafka.protocol.old import produce as kp_produce
-from kafka.protocol.old.types import Array, Bytes, Int16, Int32, Int64, Schema, String
+from kafka.protocol.old.types import Array, Boolean, Bytes, Int8, Int16, Int32, Int64, Schema, String
 from kio.serial import entity_reader, entity_writer
 
 from kafka_emu.broker.protocol.legacy_schema import LEGACY_REQUESTS, LEGACY_RESPONSES
@@ -27,6 +29,13 @@ KAFKA_PYTHON = {
     **{(1, v): (getattr(kp_fetch, f"FetchRequest_v{v}"), getattr(kp_fetch, f"FetchResponse_v{v}"))
        for v in (0, 1, 2, 3)},
     (2, 0): (kp_list_offsets.ListOffsetsRequest_v0, kp_list_offsets.ListOffsetsResponse_v0),
+    **{(8, v): (getattr(kp_commit, f"OffsetCommitRequest_v{v}"), getattr(kp_commit, f"OffsetCommitResponse_v{v}"))
+       for v in (0, 1)},
+    (9, 0): (kp_commit.OffsetFetchRequest_v0, kp_commit.OffsetFetchResponse_v0),
+    **{(19, v): (getattr(kp_admin, f"CreateTopicsRequest_v{v}"), getattr(kp_admin, f"CreateTopicsResponse_v{v}"))
+       for v in (0, 1)},
+    (20, 0): (kp_admin.DeleteTopicsRequest_v0, kp_admin.DeleteTopicsResponse_v0),
+    (32, 0): (kp_admin.DescribeConfigsRequest_v0, kp_admin.DescribeConfigsResponse_v0),
 }
 _ERROR_CODES = (0, 1, 3, 6, 35, 87)
 
@@ -39,6 +48,10 @@ def values_for(schema: Any, name: str = "") -> st.SearchStrategy[Any]:
         return st.tuples(*(values_for(t, n) for n, t in zip(schema.names, schema.fields)))
     if isinstance(schema, Array):
         return st.lists(values_for(schema.array_of, name), max_size=3)
+    if schema is Boolean:
+        return st.booleans()
+    if schema is Int8:
+        return st.integers(-128, 127)
     if schema is Int16:
         return st.sampled_from(_ERROR_CODES) if "error" in name else st.integers(-1, 2**15 - 1)
     if schema is Int32:

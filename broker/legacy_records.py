@@ -41,7 +41,7 @@ from crc32c import crc32c
 from kafka_emu.broker import compression
 from kafka_emu.broker.log_segment import iter_headers
 from kafka_emu.broker.log_validator import records_payload, walk_records
-from kafka_emu.broker.record_batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC, write_varint
+from kafka_emu.broker.record_batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC, read_varint, write_varint
 from kafka_emu.coordinator.errors import Errors, KafkaError
 
 MAGIC_V0, MAGIC_V1 = 0, 1
@@ -103,8 +103,8 @@ def _parse_message(data: bytes, start: int, size: int, offset: int) -> LegacyRec
     end = start + size
     stored_crc = _U32.unpack_from(data, start)[0]
     magic, attributes = data[start + 4], data[start + 5]
-    if magic not in RECORD_OVERHEAD:
-        raise KafkaError(Errors.CORRUPT_MESSAGE, f"message of magic {magic} in a v0/v1 message set")
+    if magic not in RECORD_OVERHEAD:   # LogValidator.validateBatch / validateRecord: magic mismatch
+        raise KafkaError(Errors.INVALID_RECORD, f"message of magic {magic} in a v0/v1 message set")
     pos = start + 6
     timestamp = NO_TIMESTAMP
     if magic == MAGIC_V1:
@@ -191,6 +191,8 @@ def up_convert(records: bytes, max_message_bytes: int) -> bytes:
                                                            "set timestamp type to LogAppendTime.")
             timestamp = record.timestamp if message.magic == MAGIC_V1 else NO_TIMESTAMP
             out.append((timestamp, record.key, record.value))
+    if not out:
+        raise KafkaError(Errors.INVALID_RECORD, "the compressed message set holds no messages")
     return build_v2_batch(out, codec)
 
 
@@ -285,24 +287,13 @@ def _convert_batches(batches: list[bytes], to_magic: int, first_offset: int) -> 
                 continue
             key = None if info.key_length < 0 else bytes(payload[info.key_start:info.key_start + info.key_length])
             value_start = info.key_start + max(info.key_length, 0)
-            value_length, value_start = _read_varint(payload, value_start)
+            value_length, value_start = read_varint(payload, value_start)
             value = None if value_length < 0 else bytes(payload[value_start:value_start + value_length])
             timestamp = max_ts if log_append else base_ts + info.timestamp_delta
             converted.append((offset, timestamp, key, value))
         if converted:
             out += _legacy_batch(converted, to_magic, codec, log_append, max_ts)
     return bytes(out)
-
-
-def _read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    result, shift = 0, 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
 
 
 def _legacy_batch(records: list[tuple[int, int, bytes | None, bytes | None]], magic: int, codec: int,

@@ -27,7 +27,9 @@ from kafka_emu.broker.apis import APIS
 from kafka_emu.broker.apis.api_versions import build_api_versions_response
 from kafka_emu.broker.config import KAFKA_3_9, KAFKA_4X
 from kafka_emu.broker.protocol.adapter import build, item_cls
-from kafka_emu.broker.protocol.codec import encode_request, get_codec
+from kafka_emu.broker.protocol.codec import decode_response, encode_request, encode_response, get_codec
+from kafka_emu.broker.protocol.error_response import build_error_response
+from kafka_emu.coordinator.errors import Errors
 from wire_helpers import RawClient, unique
 
 pytestmark = pytest.mark.timeout(90)
@@ -58,6 +60,15 @@ def advertised(mode: str) -> dict[int, tuple[int, int]]:
     return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in body.api_keys}
 
 
+def advertised_over_the_wire(bootstrap: str) -> dict[int, tuple[int, int]]:
+    c = RawClient(bootstrap)
+    try:
+        resp = c.send(load_request_schema(18, 3)(client_software_name="t", client_software_version="1"))
+    finally:
+        c.close()
+    return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys}
+
+
 def test_every_served_api_has_kafka_s_ranges_in_both_modes() -> None:
     """3.9: Kafka 3.9.1's range, capped at what the handler serves; 4.x: Kafka 4.0's minimum
     (KIP-896) and at least its maximum unless the handler stops earlier. A new API module that
@@ -75,15 +86,18 @@ def test_every_served_api_has_kafka_s_ranges_in_both_modes() -> None:
     assert new[0] == (0, APIS[0].max_version) and APIS[0].versions(KAFKA_4X)[0] == 3   # KAFKA-18659
 
 
-def test_every_version_served_under_3_9_decodes() -> None:
+def test_every_version_served_in_either_mode_has_layouts_and_an_error_response() -> None:
     """Each (key, version) a mode serves has a request and response layout (kio's, or one of
-    ``broker.protocol.legacy_schema``)."""
+    ``broker.protocol.legacy_schema``), and the generic error response (handler failures,
+    injected errors) encodes and decodes in it."""
     for key, spec in APIS.items():
         for mode in (KAFKA_3_9, KAFKA_4X):
             low, high = spec.versions(mode)
             for version in range(low, high + 1):
                 codec = get_codec(key, version)
                 assert codec.response_cls.__version__ == version
+                resp = build_error_response(key, version, None, Errors.NOT_COORDINATOR)
+                assert decode_response(encode_response(3, resp)[4:], type(resp)) == (3, resp)
 
 
 def _closed(sock: socket.socket) -> bool:
@@ -129,13 +143,7 @@ def _assert_unadvertised_requests_close(bootstrap: str, mode: str) -> None:
 @pytest.mark.kafka_cluster(brokers=1, config={"emulator.api.compatibility": "3.9"})
 class TestKafka39:
     def test_api_versions_over_the_wire(self, kafka_cluster: Any) -> None:
-        c = RawClient(kafka_cluster.bootstrap_servers)
-        try:
-            resp = c.send(load_request_schema(18, 3)(client_software_name="t", client_software_version="1"))
-        finally:
-            c.close()
-        assert {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys} == \
-            advertised(KAFKA_3_9)
+        assert advertised_over_the_wire(kafka_cluster.bootstrap_servers) == advertised(KAFKA_3_9)
 
     def test_kafka_python_0_10_produces_consumes_in_a_group_and_commits(self, kafka_cluster: Any) -> None:
         topic, group = unique("old"), unique("g")
@@ -273,13 +281,7 @@ class TestKafka39:
 @pytest.mark.kafka_cluster(brokers=1)
 class TestKafka4:
     def test_api_versions_over_the_wire(self, kafka_cluster: Any) -> None:
-        c = RawClient(kafka_cluster.bootstrap_servers)
-        try:
-            resp = c.send(load_request_schema(18, 3)(client_software_name="t", client_software_version="1"))
-        finally:
-            c.close()
-        assert {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys} == \
-            advertised(KAFKA_4X)
+        assert advertised_over_the_wire(kafka_cluster.bootstrap_servers) == advertised(KAFKA_4X)
 
     def test_kafka_python_0_10_gets_kafka_4s_closed_connection(self, kafka_cluster: Any) -> None:
         """Produce v2 is advertised (from v0) but not served: the connection closes and the old

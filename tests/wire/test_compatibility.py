@@ -323,3 +323,16 @@ class TestKafka4:
             s.settimeout(5)
             data = s.recv(1024)
         assert struct.unpack_from(">iih", data)[1:] == (6, 35)
+
+
+def test_generic_error_response_answers_every_add_partitions_to_txn_item() -> None:
+    """The generic error response (a handler failure, an injected error) mirrors AddPartitionsToTxn
+    v0-v3's topics and partitions; it used to answer with an empty results list, so a client saw
+    no error at all."""
+    cls = load_request_schema(24, 3)
+    topic_cls = item_cls(cls, "v3_and_below_topics")
+    body = build(cls, v3_and_below_transactional_id="t", v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+                 v3_and_below_topics=(build(topic_cls, name="a", partitions=(0, 2)),))
+    resp = build_error_response(24, 3, body, Errors.NOT_COORDINATOR)
+    assert [(t.name, [(int(p.partition_index), int(p.partition_error_code)) for p in t.results_by_partition])
+            for t in resp.results_by_topic_v3_and_below] == [("a", [(0, 16), (2, 16)])]

@@ -58,8 +58,8 @@ from kafka_emu.broker.config_def import (
 from kafka_emu.coordinator.config import DEFAULTS as GROUP_DEFAULTS
 from kafka_emu.logsetup import FORMATS as LOG_FORMATS, LEVELS as LOG_LEVELS
 
-__all__ = ["API_COMPATIBILITY", "KAFKA_3_9", "KAFKA_4X", "ConfigException", "KafkaConfig", "KAFKA_CONFIG_DEF", "STRICT_CONFIG", "load_properties",
-           "parse_properties"]
+__all__ = ["API_COMPATIBILITY", "KAFKA_3_9", "KAFKA_4X", "ConfigException", "KafkaConfig", "KAFKA_CONFIG_DEF",
+           "STRICT_CONFIG", "load_properties", "parse_properties"]
 
 _log = structlog.get_logger("broker.config")
 

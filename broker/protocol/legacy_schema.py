@@ -55,7 +55,7 @@ def _entity_classes(cls: type) -> list[type]:
         annotation = f.type
         while get_origin(annotation) in (tuple, UnionType, Union):
             annotation = [a for a in get_args(annotation) if a not in (NoneType, Ellipsis)][0]
-        if dataclasses.is_dataclass(annotation) and annotation not in out:
+        if isinstance(annotation, type) and dataclasses.is_dataclass(annotation) and annotation not in out:
             out.extend(c for c in _entity_classes(annotation) if c not in out)
     out.append(cls)
     return out
@@ -84,9 +84,9 @@ def derive(base: type, version: int, changes: Mapping[str, Change] | None = None
             for name, type_, kafka_type, after in change.add:
                 if after == f.name:
                     spec.append((name, type_, dataclasses.field(metadata={"kafka_type": kafka_type})))
-        namespace = {"__type__": cls.__type__, "__version__": i16(version), "__flexible__": False,
-                     "__api_key__": cls.__api_key__, "__header_schema__": cls.__header_schema__,
-                     "__module__": __name__, "__qualname__": f"{cls.__name__}V{version}"}
+        namespace = {name: getattr(cls, name) for name in ("__type__", "__api_key__", "__header_schema__")}
+        namespace.update({"__version__": i16(version), "__flexible__": False, "__module__": __name__,
+                          "__qualname__": f"{cls.__name__}V{version}"})
         derived[cls] = dataclasses.make_dataclass(cls.__name__, spec, namespace=namespace, frozen=True,
                                                   slots=True, kw_only=True)
     return derived[base]

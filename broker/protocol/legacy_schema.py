@@ -1,8 +1,8 @@
 """Request and response classes for the API versions Kafka 4.0 removed (KIP-896) and kio lacks.
 
 kio is generated from Kafka 4's message schemas, so it has no Produce v0-v2, Fetch v0-v3,
-ListOffsets v0, OffsetCommit v0-v1, OffsetFetch v0, CreateTopics v0-v1, DeleteTopics v0 or
-DescribeConfigs v0. Each of those layouts is the next kept version's with fields taken away (and
+ListOffsets v0, OffsetCommit v0-v1, OffsetFetch v0, CreateTopics v0-v1, DeleteTopics v0,
+OffsetForLeaderEpoch v0-v1, DescribeConfigs v0 or DescribeLogDirs v0. Each of those layouts is the next kept version's with fields taken away (and
 a few added), as Kafka 3.9's message schemas (``ProduceRequest.json`` ...) state with per-field
 ``versions``. This
 module derives kio-style entity classes for them from kio's classes of the next version, so
@@ -93,7 +93,7 @@ def derive(base: type, version: int, changes: Mapping[str, Change] | None = None
 
 
 PRODUCE, FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 8, 9
-CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS = 19, 20, 32
+CREATE_TOPICS, DELETE_TOPICS, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS = 19, 20, 23, 32, 35
 
 # Produce v0-v2 requests: v3 without transactional_id (v3 added it). Responses: v2 is v3's
 # layout; v1 lacks log_append_time (added in v2); v0 also lacks throttle_time (added in v1).
@@ -134,6 +134,12 @@ _DESCRIBE_CONFIGS_V0 = {"DescribeConfigsRequest": Change(drop=("include_synonyms
 _DESCRIBE_CONFIGS_RESPONSE_V0 = {"DescribeConfigsResourceResult": Change(
     drop=("config_source", "synonyms"), add=(("is_default", bool, "bool", "read_only"),))}
 
+# OffsetForLeaderEpoch v0-v1: v2 without current_leader_epoch (added in v2); responses: v2
+# without throttle_time (added in v2), v0 also without leader_epoch (added in v1).
+_EPOCH_V0 = {"OffsetForLeaderPartition": Change(drop=("current_leader_epoch",))}
+_EPOCH_RESPONSE_V1 = {"OffsetForLeaderEpochResponse": Change(drop=("throttle_time",))}
+_EPOCH_RESPONSE_V0 = {**_EPOCH_RESPONSE_V1, "EpochEndOffset": Change(drop=("leader_epoch",))}
+
 LEGACY_REQUESTS: Mapping[tuple[int, int], type] = {
     **{(PRODUCE, v): derive(load_request_schema(PRODUCE, 3), v, _NO_TXN_ID) for v in (0, 1, 2)},
     **{(FETCH, v): derive(load_request_schema(FETCH, 4), v, _FETCH_V0) for v in (0, 1, 2)},
@@ -146,6 +152,9 @@ LEGACY_REQUESTS: Mapping[tuple[int, int], type] = {
     (CREATE_TOPICS, 1): derive(load_request_schema(CREATE_TOPICS, 2), 1),
     (DELETE_TOPICS, 0): derive(load_request_schema(DELETE_TOPICS, 1), 0),
     (DESCRIBE_CONFIGS, 0): derive(load_request_schema(DESCRIBE_CONFIGS, 1), 0, _DESCRIBE_CONFIGS_V0),
+    **{(OFFSET_FOR_LEADER_EPOCH, v): derive(load_request_schema(OFFSET_FOR_LEADER_EPOCH, 2), v, _EPOCH_V0)
+       for v in (0, 1)},
+    (DESCRIBE_LOG_DIRS, 0): derive(load_request_schema(DESCRIBE_LOG_DIRS, 1), 0),   # "v1 is the same as v0"
 }
 LEGACY_RESPONSES: Mapping[tuple[int, int], type] = {
     (PRODUCE, 0): derive(load_response_schema(PRODUCE, 3), 0,
@@ -161,6 +170,9 @@ LEGACY_RESPONSES: Mapping[tuple[int, int], type] = {
     (CREATE_TOPICS, 1): derive(load_response_schema(CREATE_TOPICS, 2), 1, _CREATE_TOPICS_RESPONSE_V1),
     (DELETE_TOPICS, 0): derive(load_response_schema(DELETE_TOPICS, 1), 0, _DELETE_TOPICS_RESPONSE_V0),
     (DESCRIBE_CONFIGS, 0): derive(load_response_schema(DESCRIBE_CONFIGS, 1), 0, _DESCRIBE_CONFIGS_RESPONSE_V0),
+    (OFFSET_FOR_LEADER_EPOCH, 0): derive(load_response_schema(OFFSET_FOR_LEADER_EPOCH, 2), 0, _EPOCH_RESPONSE_V0),
+    (OFFSET_FOR_LEADER_EPOCH, 1): derive(load_response_schema(OFFSET_FOR_LEADER_EPOCH, 2), 1, _EPOCH_RESPONSE_V1),
+    (DESCRIBE_LOG_DIRS, 0): derive(load_response_schema(DESCRIBE_LOG_DIRS, 1), 0),
 }
 
 __all__ = ["Change", "LEGACY_REQUESTS", "LEGACY_RESPONSES", "derive"]

@@ -274,6 +274,22 @@ class TestKafka39:
         finally:
             c.close()
 
+    def test_offset_for_leader_epoch_v0(self, kafka_cluster: Any) -> None:
+        """v0 (no current leader epoch, no epoch in the answer): the latest epoch ends at the LEO."""
+        topic = unique("ep")
+        kafka_cluster.create_topic(topic, partitions=1, replication_factor=1)
+        kafka_cluster.produce(topic, 0, [(None, b"a"), (None, b"b")])
+        cls = get_codec(23, 0).request_cls
+        t_cls = item_cls(cls, "topics")
+        c = RawClient(kafka_cluster.bootstrap_servers)
+        try:
+            resp = c.send(build(cls, topics=(build(t_cls, topic=topic, partitions=(
+                build(item_cls(t_cls, "partitions"), partition=0, leader_epoch=0),)),)))
+        finally:
+            c.close()
+        p = resp.topics[0].partitions[0]
+        assert (int(p.error_code), int(p.end_offset)) == (0, 2) and not hasattr(p, "leader_epoch")
+
     def test_requests_outside_the_3_9_table_close_the_connection(self, kafka_cluster: Any) -> None:
         _assert_unadvertised_requests_close(kafka_cluster.bootstrap_servers, KAFKA_3_9)
 

@@ -5,6 +5,7 @@ write kafka-python reads back as the same values (hypothesis round trips in both
 from __future__ import annotations
 
 import io
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from kafka.protocol.old import admin as kp_admin
 from kafka.protocol.old import commit as kp_commit
 from kafka.protocol.old import fetch as kp_fetch
 from kafka.protocol.old import list_offsets as kp_list_offsets
+from kafka.protocol.old import offset_for_leader_epoch as kp_epoch
 from kafka.protocol.old import produce as kp_produce
 from kafka.protocol.old.types import Array, Boolean, Bytes, Int8, Int16, Int32, Int64, Schema, String
 from kio.serial import entity_reader, entity_writer
@@ -22,6 +24,10 @@ from kafka_emu.broker.protocol.legacy_schema import LEGACY_REQUESTS, LEGACY_RESP
 
 pytestmark = pytest.mark.timeout(120)
 
+# kafka-python's DescribeLogDirsRequest_v0 declares one partition per topic where Kafka's schema
+# has an array of them (DescribeLogDirsRequest.json, "version 1 is the same as version 0"): Kafka's
+# layout, in kafka-python's types
+_DESCRIBE_LOG_DIRS_REQUEST_V0 = Schema(("topics", Array(("topic", String("utf-8")), ("partitions", Array(Int32)))))
 # (key, version) -> kafka-python's (request class, response class)
 KAFKA_PYTHON = {
     **{(0, v): (getattr(kp_produce, f"ProduceRequest_v{v}"), getattr(kp_produce, f"ProduceResponse_v{v}"))
@@ -36,6 +42,9 @@ KAFKA_PYTHON = {
        for v in (0, 1)},
     (20, 0): (kp_admin.DeleteTopicsRequest_v0, kp_admin.DeleteTopicsResponse_v0),
     (32, 0): (kp_admin.DescribeConfigsRequest_v0, kp_admin.DescribeConfigsResponse_v0),
+    **{(23, v): (getattr(kp_epoch, f"OffsetForLeaderEpochRequest_v{v}"),
+                 getattr(kp_epoch, f"OffsetForLeaderEpochResponse_v{v}")) for v in (0, 1)},
+    (35, 0): (SimpleNamespace(SCHEMA=_DESCRIBE_LOG_DIRS_REQUEST_V0), kp_admin.DescribeLogDirsResponse_v0),
 }
 _ERROR_CODES = (0, 1, 3, 6, 35, 87)
 

@@ -58,8 +58,8 @@ from kafka_emu.broker.config_def import (
 from kafka_emu.coordinator.config import DEFAULTS as GROUP_DEFAULTS
 from kafka_emu.logsetup import FORMATS as LOG_FORMATS, LEVELS as LOG_LEVELS
 
-__all__ = ["ConfigException", "KafkaConfig", "KAFKA_CONFIG_DEF", "STRICT_CONFIG", "load_properties",
-           "parse_properties"]
+__all__ = ["API_COMPATIBILITY", "KAFKA_3_9", "KAFKA_4X", "ConfigException", "KafkaConfig", "KAFKA_CONFIG_DEF",
+           "STRICT_CONFIG", "load_properties", "parse_properties"]
 
 _log = structlog.get_logger("broker.config")
 
@@ -70,6 +70,10 @@ HIGH, MEDIUM, LOW = Importance.HIGH, Importance.MEDIUM, Importance.LOW
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 CLEANUP_POLICIES = ("compact", "delete")
+# emulator.api.compatibility: whose API version ranges the broker advertises and serves
+# (``broker.apis.api_spec.ApiSpec.versions``): Kafka 4.x's (KIP-896) or Kafka 3.9's
+API_COMPATIBILITY = "emulator.api.compatibility"
+KAFKA_4X, KAFKA_3_9 = "4.x", "3.9"
 
 
 def _cpu_affinity(name: str, value: ConfigValue) -> None:
@@ -174,6 +178,9 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "Maximum bytes expected for the entire fetch response of a follower."),
     _key("replica.fetch.backoff.ms", Type.INT, 1000, _AT_LEAST_0, MEDIUM,
          "The amount of time to sleep when a fetch partition error occurs."),
+    _key("max.incremental.fetch.session.cache.slots", Type.INT, 1000, _AT_LEAST_0, MEDIUM,
+         "The maximum number of incremental fetch sessions (KIP-227) a broker keeps: here those "
+         "of follower fetchers; consumers' fetches are sessionless."),
     _key("min.insync.replicas", Type.INT, 1, _AT_LEAST_1, HIGH,
          "The minimum number of in-sync replicas that must acknowledge an acks=all write.", dynamic=Dynamic.APPLIED),
     _key("unclean.leader.election.enable", Type.BOOLEAN, False, None, HIGH,
@@ -252,6 +259,9 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     _key("emulator.log.memory.max.bytes", Type.LONG, _physical_memory_quarter(), _AT_LEAST_0, HIGH,
          "Memory all logs may hold together; beyond it the oldest committed segments of the largest "
          "partitions are deleted as if by retention (default: a quarter of physical memory)."),
+    _key(API_COMPATIBILITY, Type.STRING, KAFKA_4X, ValidString((KAFKA_4X, KAFKA_3_9)), HIGH,
+         "Whose API version ranges the broker advertises and serves: 4.x (Kafka 4's, KIP-896) or 3.9 "
+         "(adds the old versions Kafka 4.0 removed, for older clients)."),
     _key(STRICT_CONFIG, Type.BOOLEAN, False, None, HIGH,
          "Refuse keys the emulator does not implement or nobody defines (default: warn)."),
     _key(cpu_affinity.CONFIG_KEY, Type.STRING, cpu_affinity.DEFAULT, _cpu_affinity, MEDIUM,
@@ -286,7 +296,7 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "log.dir.failure.timeout.ms", "log.message.downconversion.enable",
     "log.message.format.version", "log.message.timestamp.difference.max.ms",
     "max.connection.creation.rate", "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
-    "max.incremental.fetch.session.cache.slots", "metadata.log.dir", "metadata.log.max.record.bytes.between.snapshots",
+    "metadata.log.dir", "metadata.log.max.record.bytes.between.snapshots",
     "metadata.log.segment.bytes", "metadata.log.segment.ms", "metadata.max.idle.interval.ms",
     "metadata.max.retention.bytes", "metadata.max.retention.ms", "metric.reporters", "metrics.num.samples",
     "metrics.recording.level", "metrics.sample.window.ms", "num.recovery.threads.per.data.dir",

@@ -1,4 +1,4 @@
-"""DelayedFetch: a fetch waiting for ``min_bytes`` of new data or ``max_wait_ms``.
+"""DelayedFetch (and DelayedSessionFetch): a fetch waiting for ``min_bytes`` of new data or ``max_wait_ms``.
 
 One operation per request, watched on one ``TopicPartitionOperationKey`` per partition in the
 ``Fetch`` purgatory. ``try_complete`` follows Kafka's cases: the partition is gone (C) or not
@@ -20,6 +20,8 @@ from kafka_emu.coordinator.errors import Errors
 from kafka_emu.timer import DelayedOperation
 
 if TYPE_CHECKING:
+    from kafka_emu.broker.fetch_session import FetchSession
+    from kafka_emu.broker.partition import LogReadResult
     from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo, ReplicaManager
 
 
@@ -68,4 +70,41 @@ class DelayedFetch(DelayedOperation):
     def on_complete(self) -> None:
         results = self.replica_manager.read_from_local_log(self.params, self.fetch_infos,
                                                            update_fetch_state=False)
+        self.response_callback(results)
+
+
+class DelayedSessionFetch(DelayedOperation):
+    """A follower's session fetch (``broker.fetch_session``) with nothing to send yet.
+
+    Watched under its session alone; completes when a partition of the session gets new data or
+    changes role (``FetchSession.changed``), when the session closes, or after ``max_wait_ms``.
+    ``on_complete`` reads the changed partitions (without updating follower state, as Kafka's
+    purgatory re-reads) and answers with them and the partitions of the first read.
+    """
+
+    def __init__(self, delay_ms: int, params: "FetchParams", session: "FetchSession",
+                 first_read: list[tuple[tuple[str, int], "LogReadResult"]],
+                 replica_manager: "ReplicaManager",
+                 response_callback: Callable[[list], None]) -> None:
+        super().__init__(delay_ms)
+        self.params = params
+        self.session = session
+        self.first_read = first_read
+        self.replica_manager = replica_manager
+        self.response_callback = response_callback
+
+    def try_complete(self) -> bool:
+        if self.session.changed or self.session.closed:
+            return self.force_complete()
+        return False
+
+    def on_expiration(self) -> None:
+        self.replica_manager.stats.record_fetch_expiration(True)
+
+    def on_complete(self) -> None:
+        rm = self.replica_manager
+        results = rm.read_session(self.params, self.session, update_fetch_state=False)
+        if self.first_read:
+            again = {tp for tp, _ in results}
+            results = [r for r in self.first_read if r[0] not in again] + results
         self.response_callback(results)

@@ -15,7 +15,10 @@ committed is rolled first, as Kafka's retention does when every segment is due),
 line naming the partitions and the bytes, and counts the bytes in ``memory_budget_deleted_bytes``.
 It runs with the retention task and on its own every ``MEMORY_CHECK_INTERVAL_MS``. After any
 deletion the freed memory is handed back to the operating system (``malloc_trim`` on glibc), so
-the resident set shrinks instead of staying at its high-water mark.
+the resident set shrinks instead of staying at its high-water mark. The check first reads the
+process's resident plus swapped memory (``process_memory_bytes``, one read of /proc): the logs
+are part of it, so while it is within the budget the sum over every log (a pass over all
+segments, milliseconds with thousands of partitions) is skipped.
 
 Persistence (``log.dirs`` or ``log.dir`` set; ``broker.log_dirs``): logs are
 ``PersistentLog`` s in ``<log dir>/<topic>-<partition>`` (a new one goes to the directory
@@ -121,6 +124,20 @@ class LogDirInfo(NamedTuple):
     logs: list[Log]
     total_bytes: int
     usable_bytes: int
+
+
+def process_memory_bytes() -> int | None:
+    """Resident plus swapped memory of this process (Linux ``/proc/self/status``), None elsewhere."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            status = f.read()
+    except OSError:
+        return None
+    total = 0
+    for line in status.splitlines():
+        if line.startswith((b"VmRSS:", b"VmSwap:")):
+            total += int(line.split()[1]) * 1024
+    return total or None
 
 
 class LogManager:
@@ -343,6 +360,9 @@ class LogManager:
         return self._enforce_memory_budget()
 
     def _enforce_memory_budget(self) -> int:
+        in_process = process_memory_bytes()
+        if in_process is not None and in_process <= self.memory_max_bytes:
+            return 0   # the logs' heap bytes are a part of the process's memory
         logs = self.all_logs()
         total = sum(map(_heap_bytes, logs))
         if total <= self.memory_max_bytes:

@@ -7,7 +7,11 @@ them). A thread sends a Fetch request (api key 1, v17: ``replica_id`` = its brok
 any network request, so it is served by the leader's handler threads, ``fetch_messages`` and
 the Fetch purgatory (parked for up to ``replica.fetch.wait.max.ms``). It appends the returned
 batches, takes min(leader HW, LEO) as its HW, truncates on a diverging epoch, and fetches again
-at its new LEO, which tells the leader how far it got.
+at its new LEO, which tells the leader how far it got. Fetches use an incremental fetch session
+(KIP-227, ``broker.fetch_session``): one full fetch, then only the partitions whose fetch offset
+or log start offset changed and those removed; a session error (FETCH_SESSION_ID_NOT_FOUND,
+INVALID_FETCH_SESSION_EPOCH), a failed request or a sessionless answer starts over with a full
+fetch. The answer carries only the partitions that changed on the leader.
 
 Difference from Kafka, on purpose: the request body is a :class:`ReplicaFetchRequestData` (the
 fetch parameters and per-partition fetch infos, already resolved) and the answer is
@@ -18,7 +22,8 @@ structure, the leader's handler pool and the purgatory are Kafka's. A topic id t
 names the topic (deleted and re-created) drops the partition from the fetch, as the leader's
 UNKNOWN_TOPIC_ID answer would.
 
-Locking: each thread's ``_lock`` guards its partition map (``partitions``); the manager's
+Locking: each thread's ``_lock`` guards its partition map (``partitions``) and its session state
+(``session_id``, ``session_epoch``, ``_dirty``, ``_removed``, ``_session_offsets``); the manager's
 ``_lock`` guards its map of threads. Neither is held while a request is outstanding or while
 the replica manager is called.
 """
@@ -27,11 +32,18 @@ from __future__ import annotations
 import queue
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import structlog
 
+from kafka_emu.broker.fetch_session import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    INVALID_SESSION_ID,
+    SessionFetchResponse,
+    next_epoch,
+)
 from kafka_emu.broker.partition import ISOLATION_LOG_END, LogReadResult, Partition
 from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo
 from kafka_emu.broker.request_channel import Request, Response
@@ -51,10 +63,16 @@ TP = tuple[str, int]
 
 @dataclass(slots=True, eq=False)
 class ReplicaFetchRequestData:
-    """The body of an in-process follower Fetch (see the module docstring)."""
+    """The body of an in-process follower Fetch (see the module docstring). With the default
+    session fields (id 0, epoch -1) it is sessionless and answered with a plain list of
+    results; otherwise ``fetch_infos`` are the session's updates and the answer is a
+    ``SessionFetchResponse``."""
 
     params: FetchParams
     fetch_infos: list[tuple[TP, PartitionFetchInfo]]
+    session_id: int = INVALID_SESSION_ID
+    session_epoch: int = FINAL_EPOCH
+    removed: list[TP] = field(default_factory=list)
 
 
 @dataclass
@@ -88,17 +106,36 @@ class ReplicaFetcherThread(ShutdownableThread):
         self._correlation = 0
         self.fetch_requests = 0
         self.paused = False  # tests: a stalled follower (the thread stays alive)
+        # Kafka's FetchSessionHandler, reduced to what an incremental fetch needs: the session
+        # (id, next epoch; epoch 0 = send a full fetch next), the partitions whose fetch state
+        # changed since the last request (``_dirty``) or that were dropped (``_removed``), and
+        # the fetch offset the leader's session holds for each partition (``_session_offsets``).
+        self.session_id = INVALID_SESSION_ID
+        self.session_epoch = INITIAL_EPOCH
+        self._dirty: set[TP] = set()
+        self._removed: set[TP] = set()
+        self._session_offsets: dict[TP, int] = {}
 
     # ------------------------------------------------------------------ partition map
     def add_partition(self, tp: TP, topic_id: uuid.UUID, fetch_offset: int) -> None:
         with self._cond:
             self.partitions[tp] = PartitionFetchState(topic_id, fetch_offset)
+            self._dirty.add(tp)
+            self._removed.discard(tp)
             self._cond.notify_all()
 
     def remove_partitions(self, tps: list[TP]) -> None:
         with self._lock:
             for tp in tps:
-                self.partitions.pop(tp, None)
+                if self.partitions.pop(tp, None) is not None:
+                    self._dirty.discard(tp)
+                    self._removed.add(tp)
+
+    def _reset_session(self) -> None:
+        """Lock held. Send a full fetch next (closing the current session on the leader)."""
+        self.session_epoch = INITIAL_EPOCH
+        self._removed.clear()
+        self._session_offsets.clear()
 
     def partition_count(self) -> int:
         return len(self.partitions)
@@ -112,31 +149,61 @@ class ReplicaFetcherThread(ShutdownableThread):
     def do_work(self) -> None:
         with self._cond:
             if not self.partitions or self.paused:
+                if not self.partitions and self.session_epoch != INITIAL_EPOCH:
+                    self._reset_session()
                 self._cond.wait(0.05 if self.paused else 0.2)
                 return
-            snapshot = dict(self.partitions)
+            full = self.session_epoch == INITIAL_EPOCH
+            sending = {tp: self.partitions[tp].fetch_offset
+                       for tp in (self.partitions if full else self._dirty) if tp in self.partitions}
+            removed = list(self._removed)
+            self._dirty.clear()
+            self._removed.clear()
+            session_id, epoch = self.session_id, self.session_epoch
         rm = self.replica_manager
         topic_name = self.metadata.topic_name
         infos: list[tuple[TP, PartitionFetchInfo]] = []
-        for tp, st in snapshot.items():
+        for tp, offset in sending.items():
             partition = rm.get_partition(tp)
-            if partition is None or topic_name(st.topic_id) != tp[0]:
+            st = self.partitions.get(tp)
+            if partition is None or st is None or topic_name(st.topic_id) != tp[0]:
+                removed.append(tp)   # dropped from this fetch, as the leader's UNKNOWN_TOPIC_ID would
                 continue
             log = partition.log
             infos.append((tp, PartitionFetchInfo(
-                fetch_offset=st.fetch_offset, max_bytes=self.max_bytes, log_start_offset=log.log_start_offset,
+                fetch_offset=offset, max_bytes=self.max_bytes, log_start_offset=log.log_start_offset,
                 current_leader_epoch=partition.leader_epoch, last_fetched_epoch=log.latest_epoch())))
-        if not infos:
+        if full and not infos:
             self._shutdown_initiated.wait(0.05)
             return
-        body = ReplicaFetchRequestData(self.params, infos)
-        response = self._send(body)
-        if response is None:
+        response = self._send(ReplicaFetchRequestData(self.params, infos, session_id, epoch,
+                                                      [] if full else removed))
+        if not isinstance(response, SessionFetchResponse):
+            # no answer, or an error response from a failing handler: start over with a full fetch
+            with self._lock:
+                self._reset_session()
             if not self.is_shutdown_initiated():
                 self._shutdown_initiated.wait(self.backoff_s)
             return
         self.fetch_requests += 1
-        if not self._process(snapshot, response):
+        with self._lock:
+            if response.error != Errors.NONE:   # FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH
+                _log.info("fetch_session_error", broker_id=self.broker_id, leader=self.leader_id,
+                          session_id=session_id, epoch=epoch, error=response.error)
+                self.session_id = INVALID_SESSION_ID
+                self._reset_session()
+                return
+            if full:
+                self._session_offsets.clear()
+            self._session_offsets.update((tp, info.fetch_offset) for tp, info in infos)
+            for tp in removed:
+                self._session_offsets.pop(tp, None)
+            self.session_id = response.session_id
+            if response.session_id == INVALID_SESSION_ID:
+                self.session_epoch = INITIAL_EPOCH   # sessionless answer (no free slot): full again
+            elif self.session_epoch == epoch:       # not reset meanwhile
+                self.session_epoch = next_epoch(epoch)
+        if not self._process(response.results):
             self._shutdown_initiated.wait(self.backoff_s)
 
     def _send(self, body: ReplicaFetchRequestData) -> object:
@@ -169,22 +236,22 @@ class ReplicaFetcherThread(ShutdownableThread):
             if cid == -1 or self.is_shutdown_initiated():
                 return None
 
-    def _process(self, snapshot: dict[TP, PartitionFetchState], results: object) -> bool:
-        """Apply a fetch answer; false if every partition failed (back off). Anything but a
-        list of results (an error response from a failing handler) counts as a failure."""
-        if not isinstance(results, list):
-            return not snapshot
+    def _process(self, results: list[tuple[TP, LogReadResult]]) -> bool:
+        """Apply a fetch answer (the partitions that changed); false if every partition of a
+        non-empty answer failed (back off). A partition whose fetch offset changed is sent
+        in the next incremental fetch."""
         rm = self.replica_manager
         ok = 0
         for tp, r in results:
-            sent = snapshot.get(tp)
             with self._lock:
                 cur = self.partitions.get(tp)
-                if cur is None or sent is None or cur.fetch_offset != sent.fetch_offset:
+                sent = self._session_offsets.get(tp)
+                if cur is None or sent is None or cur.fetch_offset != sent:
                     continue  # removed or reset meanwhile
             partition = rm.get_partition(tp)
             if partition is None:
                 continue
+            log_start = partition.log.log_start_offset
             try:
                 new_offset = self._apply(tp, partition, r)
             except Exception:
@@ -197,9 +264,12 @@ class ReplicaFetcherThread(ShutdownableThread):
                 ok += 1
             with self._lock:
                 cur = self.partitions.get(tp)
-                if cur is not None and cur.fetch_offset == sent.fetch_offset:
+                if cur is not None and cur.fetch_offset == sent and new_offset != sent:
                     cur.fetch_offset = new_offset
-        return ok > 0 or not snapshot
+                    self._dirty.add(tp)
+                elif cur is not None and partition.log.log_start_offset != log_start:
+                    self._dirty.add(tp)   # the leader's low watermark counts this replica's log start
+        return ok > 0 or not results
 
     def _apply(self, tp: TP, partition: Partition, r: LogReadResult) -> int | None:
         """One partition's answer; the next fetch offset, or None to leave it unchanged."""

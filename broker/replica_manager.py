@@ -7,7 +7,11 @@ acks=-1 parks one ``DelayedProduce`` per request in the ``Produce`` purgatory.
 read_committed: the LSO, with the aborted transactions overlapping the read), records follower
 fetch state (which may move the HW and complete produces directly, as Kafka's
 ``Partition.updateFollowerFetchState`` does), and parks one ``DelayedFetch`` per request in the
-``Fetch`` purgatory unless it can answer now. ``apply_partition_states`` is the metadata push
+``Fetch`` purgatory unless it can answer now. ``fetch_in_session`` serves the in-process
+followers' incremental fetch sessions (``broker.fetch_session``, KIP-227): every leader-side
+change of a partition (append, HW move, role change) marks it in the sessions holding it, a
+session fetch reads only what is marked, and a parked one (``DelayedSessionFetch``) is watched
+under its session and woken by new data, not by HW-only moves. ``apply_partition_states`` is the metadata push
 (Kafka's LeaderAndIsr / metadata delta): become leader or follower, start or stop fetchers, and
 complete delayed operations of partitions this broker no longer leads.
 
@@ -50,8 +54,9 @@ import structlog
 from kafka_emu.broker.action_queue import ActionQueue
 from kafka_emu.broker.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsPartitionStatus
 from kafka_emu.broker.control_record import end_txn_marker_batch
-from kafka_emu.broker.delayed_fetch import DelayedFetch
+from kafka_emu.broker.delayed_fetch import DelayedFetch, DelayedSessionFetch
 from kafka_emu.broker.delayed_produce import DelayedProduce, ProducePartitionStatus
+from kafka_emu.broker.fetch_session import FetchSession, FetchSessionCache, SessionFetchResponse
 from kafka_emu.broker.log import Log, LogSnapshot
 from kafka_emu.broker.log_manager import LogManager
 from kafka_emu.broker.log_validator import CONTROL_BIT, TRANSACTIONAL_BIT, RecordValidationError
@@ -125,6 +130,9 @@ class FetchParams:
     max_bytes: int = 0x7FFFFFFF
     isolation: int = ISOLATION_HIGH_WATERMARK
     replica_epoch: int = -1
+    # Fetch v0-v2 (before KIP-74): the max bytes are a hard limit, a first batch larger than
+    # them is not returned whole (Kafka's FetchParams.hardMaxBytesLimit)
+    hard_max_bytes_limit: bool = False
 
     @property
     def is_follower(self) -> bool:
@@ -199,6 +207,8 @@ class ReplicaManager:
         self.replica_lag_time_max_ms: int = config["replica.lag.time.max.ms"]
         self._keys: dict[TP, TopicPartitionOperationKey] = {}
         self.hw_watchers: list[Callable[[TP], None]] = []  # called with tp after an HW move
+        self.fetch_session_cache = FetchSessionCache(config["max.incremental.fetch.session.cache.slots"],
+                                                     self.time)
         self.shutting_down = False
         # (transactional id, producer id, epoch, partition) -> error code; replaced at broker
         # wiring by the transaction coordinator's check
@@ -264,8 +274,11 @@ class ReplicaManager:
                                       self.log_manager.memory_budget_deleted_bytes)
 
     # ------------------------------------------------------------------ triggers
-    def try_complete_delayed_requests(self, tp: TP) -> None:
-        """HW or low watermark moved: Fetch, Produce, DeleteRecords (each guarded, KAFKA-17240)."""
+    def try_complete_delayed_requests(self, tp: TP, wake_sessions: bool = True) -> None:
+        """HW or low watermark moved (or the role changed): Fetch, Produce, DeleteRecords (each
+        guarded, KAFKA-17240). ``wake_sessions`` false when only the HW moved (a follower fetch
+        moved it): follower sessions report it in their next answer instead of being woken for it."""
+        self._wake_sessions(tp, wake_sessions)
         key = self._key(tp)
         for purgatory in (self.fetch_purgatory, self.produce_purgatory, self.delete_records_purgatory):
             try:
@@ -275,10 +288,22 @@ class ReplicaManager:
                                purgatory=purgatory.purgatory_name, topic=tp[0], partition=tp[1])
 
     def _complete_fetches(self, tp: TP) -> None:
+        """New data (leader append without HW move, or a follower's append): Fetch only."""
+        self._wake_sessions(tp, True)
         try:
             self.fetch_purgatory.check_and_complete(self._key(tp))
         except Exception:
             _log.exception("check_and_complete_failed", broker_id=self.broker_id, purgatory="Fetch")
+
+    def _wake_sessions(self, tp: TP, wake: bool) -> None:
+        """Mark ``tp`` changed in the follower fetch sessions holding it; complete their parked
+        fetches (``wake``) — the session, not the partition, is their purgatory key."""
+        for session in self.fetch_session_cache.mark_changed(tp, wake):
+            if wake:
+                try:
+                    self.fetch_purgatory.check_and_complete(session)
+                except Exception:
+                    _log.exception("check_and_complete_failed", broker_id=self.broker_id, purgatory="Fetch")
 
     # ------------------------------------------------------------------ produce
     def append_records(self, timeout_ms: int, required_acks: int, entries: dict[TP, bytes],
@@ -387,6 +412,9 @@ class ReplicaManager:
                 statuses[tp] = DeleteRecordsPartitionStatus(requested, low_watermark, Errors.NONE)
             except KafkaError as e:
                 statuses[tp] = DeleteRecordsPartitionStatus(-1, -1, e.code)
+        for tp, st in statuses.items():   # the followers' sessions learn the new log start offset
+            if st.error == Errors.NONE:
+                self._wake_sessions(tp, True)
         if any(s.error == Errors.NONE and s.low_watermark < s.required_offset for s in statuses.values()):
             op = DelayedDeleteRecords(timeout_ms, statuses, self, response_callback)
             self.delete_records_purgatory.try_complete_else_watch(op, [self._key(tp) for tp in statuses])
@@ -482,11 +510,61 @@ class ReplicaManager:
         op = DelayedFetch(params.max_wait_ms, params, fetch_infos, self, response_callback)
         self.fetch_purgatory.try_complete_else_watch(op, [self._key(tp) for tp, _ in fetch_infos])
 
+    def fetch_in_session(self, params: FetchParams, session_id: int, session_epoch: int,
+                         updated: list[tuple[TP, PartitionFetchInfo]], removed: list[TP],
+                         response_callback: Callable[[SessionFetchResponse], None]) -> None:
+        """A follower fetch with KIP-227 session fields (``broker.fetch_session`` has the rules).
+
+        Reads the session's changed partitions (the follower's updates among them, with its
+        fetch state recorded); answers now if that found bytes, an error or a diverging epoch,
+        else parks a ``DelayedSessionFetch`` under the session. Sessionless (cache full, or
+        epoch -1) it is an ordinary ``fetch_messages`` of what was sent.
+        """
+        error, session = self.fetch_session_cache.new_context(params.replica_id, session_id, session_epoch,
+                                                              updated, removed)
+        if error != Errors.NONE:
+            response_callback(SessionFetchResponse(error, session_id, []))
+            return
+        if session is None:
+            self.fetch_messages(params, updated,
+                                lambda results: response_callback(SessionFetchResponse(Errors.NONE, 0, results)))
+            return
+
+        def respond(results: list[tuple[TP, LogReadResult]], sid: int = session.id) -> None:
+            response_callback(SessionFetchResponse(Errors.NONE, sid, results))
+
+        results = self.read_session(params, session, update_fetch_state=True)
+        if params.max_wait_ms <= 0 or any(r.records or r.error != Errors.NONE or r.diverging_epoch is not None
+                                          for _, r in results):
+            respond(results)
+            return
+        op = DelayedSessionFetch(params.max_wait_ms, params, session, results, self, respond)
+        self.fetch_purgatory.try_complete_else_watch(op, [session])
+
+    def read_session(self, params: FetchParams, session: FetchSession,
+                     update_fetch_state: bool) -> list[tuple[TP, LogReadResult]]:
+        """Read the changed partitions of ``session``; those the response had no room for stay
+        marked for the next fetch."""
+        infos = self.fetch_session_cache.take_changed(session)
+        if not infos:
+            return []
+        results = self.read_from_local_log(params, infos, update_fetch_state)
+        total = 0
+        unread = []
+        for tp, r in results:
+            if r.records:
+                total += len(r.records)
+            elif total >= params.max_bytes and r.error == Errors.NONE:
+                unread.append(tp)
+        if unread:
+            self.fetch_session_cache.mark_unread(session, unread)
+        return results
+
     def read_from_local_log(self, params: FetchParams, fetch_infos: list[tuple[TP, PartitionFetchInfo]],
                             update_fetch_state: bool) -> list[tuple[TP, LogReadResult]]:
         out: list[tuple[TP, LogReadResult]] = []
         remaining = params.max_bytes
-        min_one = True
+        min_one = not params.hard_max_bytes_limit
         follower = params.replica_id
         now = self.time.milliseconds() if update_fetch_state else 0
         moved: list[TP] = []
@@ -515,7 +593,7 @@ class ReplicaManager:
                                                          now, result.log_end_offset):
                     moved.append(tp)
         for tp in moved:  # outside partition locks (a follower fetch moved the HW)
-            self.try_complete_delayed_requests(tp)
+            self.try_complete_delayed_requests(tp, wake_sessions=False)
             self._on_hw_moved(tp)
         if update_fetch_state and self.metadata is not None and self.metadata.reassignments_completable:
             self.metadata.complete_reassignments()   # a new replica joined the ISR
@@ -528,6 +606,7 @@ class ReplicaManager:
         for p in self.leader_partitions():
             before = len(p.isr)
             try:
+                self._record_session_fetches(p)
                 if p.maybe_shrink_isr():
                     self.try_complete_delayed_requests(p.tp)
                     self._on_hw_moved(p.tp)
@@ -537,6 +616,18 @@ class ReplicaManager:
             if len(p.isr) < before:
                 shrunk += 1
         return shrunk
+
+    def _record_session_fetches(self, partition: Partition) -> None:
+        """An incremental fetch leaves out partitions with nothing new, where Kafka's leader
+        reads every partition of a session on every fetch: record, for each follower session
+        holding this partition unchanged while the follower is at the leader's LEO, a fetch at
+        the session's last fetch time, so the ISR check sees the follower as caught up."""
+        leo = partition.log.log_end_offset
+        for replica_id, info, fetch_ms in self.fetch_session_cache.quiescent(partition.tp):
+            st = partition.followers.get(replica_id)
+            if info.fetch_offset == leo and st is not None and fetch_ms > st.last_fetch_time_ms:
+                if partition.update_follower_fetch_state(replica_id, leo, info.log_start_offset, fetch_ms, leo):
+                    self.try_complete_delayed_requests(partition.tp, wake_sessions=False)
 
     # ------------------------------------------------------------------ metadata pushes
     def apply_partition_states(self, states: Iterable["PartitionState"],
@@ -658,6 +749,8 @@ class ReplicaManager:
         """Crash-stop: every partition goes offline and its delayed operations complete
         (NOT_LEADER_OR_FOLLOWER); then the purgatories stop."""
         self.shutting_down = True
+        for session in self.fetch_session_cache.close_all():
+            self.fetch_purgatory.check_and_complete(session)
         parts = list(self.partitions.values())
         for p in parts:
             p.go_offline()

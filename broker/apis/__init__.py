@@ -35,6 +35,7 @@ from kafka_emu.broker.apis import (
     write_txn_markers,
 )
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.config import KAFKA_4X
 
 _MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api_versions, admin,
             init_producer_id, create_partitions, alter_configs, delete_records, offset_for_leader_epoch,
@@ -60,10 +61,11 @@ def api_name(api_key: int) -> str:
     return spec.name if spec is not None else f"Unknown({api_key})"
 
 
-def is_supported(api_key: int, api_version: int) -> bool:
-    """Whether the broker advertises (and its handler serves) ``api_version`` of ``api_key``."""
+def is_supported(api_key: int, api_version: int, compatibility: str = KAFKA_4X) -> bool:
+    """Whether the broker serves ``api_version`` of ``api_key`` in ``compatibility`` mode
+    (``emulator.api.compatibility``). Everything else closes the connection, as in Kafka."""
     spec = APIS.get(api_key)
-    return spec is not None and spec.supports(api_version)
+    return spec is not None and spec.supports(api_version, compatibility)
 
 
 __all__ = ["APIS", "ApiSpec", "api_name", "is_supported"]

@@ -24,7 +24,7 @@ from kafka_emu.broker.apis._common import (
 )
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.config import STRICT_CONFIG, ConfigException
-from kafka_emu.broker.config_helper import SOURCE_DEFAULT_CONFIG, ConfigEntry, describe_broker, describe_topic
+from kafka_emu.broker.config_helper import ConfigEntry, describe_broker, describe_topic
 from kafka_emu.broker.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
 from kafka_emu.broker.log_config import validate_topic_configs
 from kafka_emu.broker.metadata import OFFSETS_TOPIC, ConfigResourceType
@@ -201,7 +201,7 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
         elif rtype != ConfigResourceType.BROKER_LOGGER:
             err, msg = Errors.INVALID_REQUEST, f"unsupported resource type {rtype}"
         configs = tuple(build(entry_cls, name=e.name, value=e.value, read_only=e.read_only,
-                              config_source=e.source, is_default=e.source == SOURCE_DEFAULT_CONFIG,
+                              config_source=e.source,   # v0's is_default: never set by Kafka's broker
                               is_sensitive=e.is_sensitive, config_type=e.config_type,
                               documentation=e.documentation if include_documentation else None,
                               synonyms=tuple(build(synonym_cls, name=s.name, value=s.value, source=s.source)
@@ -213,8 +213,8 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
 
 
 APIS = (
-    ApiSpec(CREATE_TOPICS, "CreateTopics", 2, 7, handle_create_topics),
-    ApiSpec(DELETE_TOPICS, "DeleteTopics", 1, 6, handle_delete_topics),
-    ApiSpec(DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, handle_describe_configs),
-    ApiSpec(DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, handle_describe_cluster),
+    ApiSpec(CREATE_TOPICS, "CreateTopics", 2, 7, handle_create_topics, kafka_3_9=(0, 7)),
+    ApiSpec(DELETE_TOPICS, "DeleteTopics", 1, 6, handle_delete_topics, kafka_3_9=(0, 6)),
+    ApiSpec(DESCRIBE_CONFIGS, "DescribeConfigs", 1, 4, handle_describe_configs, kafka_3_9=(0, 4)),
+    ApiSpec(DESCRIBE_CLUSTER, "DescribeCluster", 0, 2, handle_describe_cluster, kafka_3_9=(0, 1)),
 )

@@ -54,4 +54,4 @@ def handle_describe_log_dirs(apis: KafkaApis, request: Request) -> None:
                                  results=tuple(results)))
 
 
-APIS = (ApiSpec(API_KEY, "DescribeLogDirs", 1, 5, handle_describe_log_dirs),)
+APIS = (ApiSpec(API_KEY, "DescribeLogDirs", 1, 5, handle_describe_log_dirs, kafka_3_9=(0, 4)),)   # v0 = v1

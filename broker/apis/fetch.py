@@ -2,29 +2,36 @@
 
 Topics are named from v4 and identified by topic id from v13 (UNKNOWN_TOPIC_ID for unknown
 ids). The replica id is a top-level field before v15 and ``replica_state.replica_id`` from v15.
-Every fetch is a full fetch: ``session_id`` 0 in the answer (KIP-227 sessions not kept).
+A consumer's fetch is a full fetch: ``session_id`` 0 in the answer (KIP-227 sessions are kept
+for the in-process followers only, ``broker.fetch_session``).
 ``last_stable_offset`` is the partition's LSO; read_committed fetches (isolation level 1) read
 up to it and get ``aborted_transactions`` (producer id, first offset) of the aborted
 transactions overlapping the records returned, read_uncommitted ones read up to the HW and get
 null. Control batches (transaction markers) are returned with the data, as Kafka does: clients
 skip them. A
 consumer fetch below v10 that would return a zstd batch gets UNSUPPORTED_COMPRESSION_TYPE.
+v0-v3 (served under ``emulator.api.compatibility=3.9`` only) read message formats v0 (v0-v1)
+and v1 (v2-v3): the records are down-converted as Kafka 3.9 does (``_down_converted``), and
+before v3 the max bytes are a hard limit (no oversized first batch).
 In-process replica fetchers send a ``ReplicaFetchRequestData`` and get ``fetch_messages``'s
-results back as they are (``broker.replica_fetcher`` says why).
+results back as they are (``broker.replica_fetcher`` says why), inside a
+``SessionFetchResponse`` when the request carries session fields.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from kafka_emu.broker import compression
+from kafka_emu.broker.legacy_records import MAGIC_V0, MAGIC_V1, down_convert
 from kafka_emu.broker.log_segment import iter_headers
+from kafka_emu.broker.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, topic_key_and_name
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.partition import LogReadResult
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.broker.replica_fetcher import ReplicaFetchRequestData
 from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo, isolation_for
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.coordinator.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafka_emu.broker.kafka_apis import KafkaApis
@@ -49,10 +56,11 @@ def parse_fetch_request(body: Any, version: int, metadata: MetadataStore
     """(params, fetch infos, response order, pre-set errors) of a kio FetchRequest."""
     replica_id = replica_id_of(body, version)
     replica_epoch = int(body.replica_state.replica_epoch) if version >= 15 else -1
+    # v0-v2 have no max_bytes (no limit) and v0-v3 no isolation level (read uncommitted)
     params = FetchParams(replica_id=replica_id, max_wait_ms=duration_ms(body.max_wait), min_bytes=int(body.min_bytes),
-                         max_bytes=int(body.max_bytes),
-                         isolation=isolation_for(replica_id, int(body.isolation_level)),
-                         replica_epoch=replica_epoch)
+                         max_bytes=int(getattr(body, "max_bytes", FetchParams.max_bytes)),
+                         isolation=isolation_for(replica_id, int(getattr(body, "isolation_level", 0))),
+                         replica_epoch=replica_epoch, hard_max_bytes_limit=version <= LAST_HARD_LIMIT_VERSION)
     by_id = version >= 13
     infos: FetchInfos = []
     order: TopicOrder = []
@@ -80,18 +88,52 @@ def handle_fetch(apis: KafkaApis, request: Request) -> None:
     version = request.api_version
     if isinstance(request.body, ReplicaFetchRequestData):   # an in-process follower fetch
         body = request.body
-        apis.replica_manager.fetch_messages(
-            body.params, body.fetch_infos, lambda results: apis.request_channel.send_response(request, results))
+
+        def answer(response: object) -> None:
+            apis.request_channel.send_response(request, response)
+
+        if body.session_id == INVALID_SESSION_ID and body.session_epoch == FINAL_EPOCH:
+            apis.replica_manager.fetch_messages(body.params, body.fetch_infos, answer)
+        else:
+            apis.replica_manager.fetch_in_session(body.params, body.session_id, body.session_epoch,
+                                                  body.fetch_infos, body.removed, answer)
         return
     params, infos, order, pre = parse_fetch_request(request.body, version, apis.metadata)
 
     def on_done(results: list[tuple[TopicPartition, LogReadResult]]) -> None:
-        apis.request_channel.send_response(request, build_response(version, order, dict(results), pre))
+        by_tp = dict(results)
+        if version <= LAST_V1_FORMAT_VERSION:
+            by_tp = _down_converted(apis, version, infos, by_tp)
+        apis.request_channel.send_response(request, build_response(version, order, by_tp, pre))
 
     apis.replica_manager.fetch_messages(params, infos, on_done)
 
 
 ZSTD_MIN_FETCH_VERSION = 10   # KIP-110: older fetchers cannot read zstd batches
+LAST_HARD_LIMIT_VERSION = 2   # KIP-74 (v3) made max bytes a soft limit
+LAST_V0_FORMAT_VERSION, LAST_V1_FORMAT_VERSION = 1, 3   # newest versions reading message format v0, v1
+
+
+def _down_converted(apis: KafkaApis, version: int, infos: FetchInfos,
+                    results: dict[TopicPartition, LogReadResult]) -> dict[TopicPartition, LogReadResult]:
+    """Kafka 3.9's ``KafkaApis.maybeConvertFetchedData`` for Fetch v0-v3: every partition this
+    broker hosts a log of (errors included) gets its records down-converted to the format the
+    version reads (``broker.legacy_records.down_convert``). A zstd topic, or a first batch in
+    zstd, gets UNSUPPORTED_COMPRESSION_TYPE."""
+    to_magic = MAGIC_V0 if version <= LAST_V0_FORMAT_VERSION else MAGIC_V1
+    out = dict(results)
+    for tp, info in infos:
+        r = results.get(tp)
+        partition = apis.replica_manager.get_partition(tp)
+        if r is None or partition is None or partition.log is None:
+            continue
+        try:
+            if partition.log.config.compression_type == "zstd":
+                raise KafkaError(Errors.UNSUPPORTED_COMPRESSION_TYPE)
+            out[tp] = r._replace(records=down_convert(r.records, to_magic, info.fetch_offset))
+        except KafkaError as exc:   # FetchResponse.partitionResponse(tp, error): nothing but the error
+            out[tp] = _ERROR_RESULT._replace(error=exc.code)
+    return out
 
 
 def _holds_zstd(records: bytes) -> bool:
@@ -120,7 +162,7 @@ def build_response(version: int, order: TopicOrder, results: dict[TopicPartition
                 r = _ERROR_RESULT._replace(error=pre.get((key, idx), Errors.UNKNOWN_TOPIC_ID))
             else:
                 r = results.get((name, idx), _ERROR_RESULT)
-                if version < ZSTD_MIN_FETCH_VERSION and r.records and _holds_zstd(r.records):
+                if LAST_V1_FORMAT_VERSION < version < ZSTD_MIN_FETCH_VERSION and r.records and _holds_zstd(r.records):
                     r = r._replace(records=b"", error=Errors.UNSUPPORTED_COMPRESSION_TYPE)
             kw = {"partition_index": idx, "error_code": r.error, "high_watermark": r.high_watermark,
                   "last_stable_offset": r.last_stable_offset, "log_start_offset": r.log_start_offset,
@@ -138,4 +180,4 @@ def build_response(version: int, order: TopicOrder, results: dict[TopicPartition
     return build(cls, throttle_time=ZERO_THROTTLE, error_code=error, session_id=0, responses=tuple(topics))
 
 
-APIS = (ApiSpec(API_KEY, "Fetch", 4, 18, handle_fetch),)
+APIS = (ApiSpec(API_KEY, "Fetch", 4, 18, handle_fetch, kafka_3_9=(0, 17)),)

@@ -14,7 +14,10 @@ one member and answers with only the top-level error; OffsetFetch v8+ batches gr
 no top-level error, so it goes into every partition; OffsetCommit older than v5 carries a
 retention time that Kafka ignores since 2.1, as we do. OffsetDelete answers
 UNKNOWN_TOPIC_OR_PARTITION itself for partitions the metadata does not know (without asking the
-coordinator), and a group-level error with no topics.
+coordinator), and a group-level error with no topics. Under ``emulator.api.compatibility=3.9``:
+OffsetCommit v1 sets each partition's commit timestamp (-1: now), and OffsetCommit v0 and
+OffsetFetch v0, which Kafka 3.9 served from ZooKeeper only, get the UNSUPPORTED_VERSION answers
+of a KRaft 3.9 broker.
 """
 from __future__ import annotations
 
@@ -42,6 +45,7 @@ PartitionOffsets = dict[str, list[tuple[int, "OffsetFetchPartitionData | None"]]
 
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP = 8, 9, 11, 12, 13
 SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 14, 15, 16, 42, 47
+DEFAULT_TIMESTAMP = -1   # OffsetCommitRequest.DEFAULT_TIMESTAMP: "commit now"
 
 
 def _ms(value: timedelta | None) -> int:
@@ -187,10 +191,11 @@ def handle_offset_commit(apis: KafkaApis, request: Request) -> None:
                 early[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             epoch = int(getattr(p, "committed_leader_epoch", -1))
+            commit_ms = int(getattr(p, "commit_timestamp", DEFAULT_TIMESTAMP))   # v1 only
             offsets[tp] = OffsetAndMetadata(offset=int(p.committed_offset),
                                             leader_epoch=epoch if epoch >= 0 else None,
                                             metadata=p.committed_metadata or "",
-                                            commit_timestamp=now_ms)
+                                            commit_timestamp=now_ms if commit_ms == DEFAULT_TIMESTAMP else commit_ms)
 
     def callback(result: dict[tuple[str, int], int]) -> None:
         merged = {**early, **result}
@@ -201,6 +206,11 @@ def handle_offset_commit(apis: KafkaApis, request: Request) -> None:
         respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(
             build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_topic.items())))
 
+    if request.api_version == 0 and offsets:
+        # Kafka 3.9 kept v0 commits in ZooKeeper; a KRaft broker refuses them (requireZkOrThrow:
+        # UnsupportedVersionException), and the error response names every requested partition
+        callback({tp: Errors.UNSUPPORTED_VERSION for tp in order})
+        return
     if not offsets:
         callback({})
         return
@@ -248,12 +258,22 @@ def _fetch_topics(topic_cls: type, part_cls: type, grouped: PartitionOffsets,
 
 
 def handle_offset_fetch(apis: KafkaApis, request: Request) -> None:
-    gc = _coordinator(apis, request)
-    if gc is None:
-        return
     body = request.body
     version = request.api_version
     cls = response_schema(OFFSET_FETCH, version)
+    if version == 0:
+        # Kafka 3.9 read v0 offsets from ZooKeeper; a KRaft broker answers every requested
+        # partition with UNSUPPORTED_VERSION (requireZkOrThrow), offset -1, no metadata
+        topic_cls = item_cls(cls, "topics")
+        grouped: PartitionOffsets = {}
+        for t in body.topics:
+            grouped.setdefault(t.name, []).extend((int(p), None) for p in t.partition_indexes)
+        respond(apis, request, build(cls, topics=_fetch_topics(topic_cls, item_cls(topic_cls, "partitions"),
+                                                               grouped, Errors.UNSUPPORTED_VERSION)))
+        return
+    gc = _coordinator(apis, request)
+    if gc is None:
+        return
     require_stable = bool(getattr(body, "require_stable", False))
     if version >= 8:
         group_cls = item_cls(cls, "groups")
@@ -354,14 +374,14 @@ def handle_offset_delete(apis: KafkaApis, request: Request) -> None:
         build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_topic.items())))
 
 
-APIS = (
-    ApiSpec(OFFSET_COMMIT, "OffsetCommit", 2, 9, handle_offset_commit),   # v10 names topics by id
-    ApiSpec(OFFSET_FETCH, "OffsetFetch", 1, 9, handle_offset_fetch),      # v10 names topics by id
+APIS = (   # OffsetCommit and OffsetFetch v10 name topics by id
+    ApiSpec(OFFSET_COMMIT, "OffsetCommit", 2, 9, handle_offset_commit, kafka_3_9=(0, 9)),
+    ApiSpec(OFFSET_FETCH, "OffsetFetch", 1, 9, handle_offset_fetch, kafka_3_9=(0, 9)),
     ApiSpec(JOIN_GROUP, "JoinGroup", 0, 9, handle_join_group),
     ApiSpec(HEARTBEAT, "Heartbeat", 0, 4, handle_heartbeat),
     ApiSpec(LEAVE_GROUP, "LeaveGroup", 0, 5, handle_leave_group),
     ApiSpec(SYNC_GROUP, "SyncGroup", 0, 5, handle_sync_group),
-    ApiSpec(DESCRIBE_GROUPS, "DescribeGroups", 0, 6, handle_describe_groups),
+    ApiSpec(DESCRIBE_GROUPS, "DescribeGroups", 0, 6, handle_describe_groups, kafka_3_9=(0, 5)),
     ApiSpec(LIST_GROUPS, "ListGroups", 0, 5, handle_list_groups),
     ApiSpec(DELETE_GROUPS, "DeleteGroups", 0, 2, handle_delete_groups),
     ApiSpec(OFFSET_DELETE, "OffsetDelete", 0, 0, handle_offset_delete),

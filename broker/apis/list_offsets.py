@@ -17,11 +17,15 @@ and timestamp -1 when there is none.
 Only the leader answers (NOT_LEADER_OR_FOLLOWER otherwise); a ``current_leader_epoch`` older or
 newer than the leader's gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (KIP-320).
 
+v0 (served under ``emulator.api.compatibility=3.9`` only) answers with a list of segment
+offsets chosen by segment modification time, as Kafka 3.9 did (``_legacy_offsets``).
+
 The log answers by timestamp through its segments' time indexes (``Log.fetch_offset_by_timestamp``),
 decompressing the one batch that holds the answer.
 """
 from __future__ import annotations
 
+from itertools import dropwhile
 from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
 
 API_KEY = 2
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2
 
 
 def _answer(partition: Partition, replica_id: int, isolation_level: int, timestamp: int,
@@ -70,6 +75,42 @@ def _answer(partition: Partition, replica_id: int, isolation_level: int, timesta
         return Errors.NONE, ts, off, log.leader_epoch_cache.epoch_for_offset(off) if off >= 0 else -1
 
 
+def _legacy_offsets(partition: Partition, replica_id: int, timestamp: int, max_num_offsets: int,
+                    now_ms: int) -> tuple[int, tuple[int, ...]]:
+    """(error, offsets) of a v0 partition: Kafka's ``Partition.legacyFetchOffsetsForTimestamp``
+    over ``UnifiedLog.legacyFetchOffsetsBefore``. The candidates are each segment's base offset
+    (at least the log start) with the segment's last-modified time, and the log end offset with
+    the current time if the active segment holds data; -1 picks the last, -2 the first, a time
+    the last modified at or before it; up to ``max_num_offsets`` going back from there, in
+    descending order. A consumer (replica id -1) never sees offsets above the HW: they are
+    replaced by the HW."""
+    if timestamp < EARLIEST:
+        return Errors.UNSUPPORTED_VERSION, ()   # v0 knows only -1 and -2 among negative timestamps
+    if max_num_offsets < 0:
+        return Errors.UNKNOWN_SERVER_ERROR, ()   # Kafka: a negative array size, an unexpected exception
+    with partition.lock:
+        if not partition.online or (not partition.is_leader and replica_id != DEBUGGING_REPLICA_ID):
+            return Errors.NOT_LEADER_OR_FOLLOWER, ()
+        log = partition.log
+        candidates = [(max(seg.base_offset, log.log_start_offset), seg.last_modified_ms) for seg in log.segments]
+        if log.segments[-1].size > 0:
+            candidates.append((log.log_end_offset, now_ms))
+        if timestamp == LATEST:
+            start = len(candidates) - 1
+        elif timestamp == EARLIEST:
+            start = 0
+        else:
+            start = len(candidates) - 1
+            while start >= 0 and candidates[start][1] > timestamp:
+                start -= 1
+        count = min(max_num_offsets, start + 1)
+        offsets = sorted((candidates[start - j][0] for j in range(count)), reverse=True)
+        hw = log.high_watermark
+    if replica_id == CONSUMER_REPLICA_ID and any(o > hw for o in offsets):
+        offsets = [hw, *dropwhile(lambda o: o > hw, offsets)]
+    return Errors.NONE, tuple(offsets)
+
+
 def handle_list_offsets(apis: KafkaApis, request: Request) -> None:
     body = request.body
     cls = response_schema(API_KEY, request.api_version)
@@ -89,13 +130,18 @@ def handle_list_offsets(apis: KafkaApis, request: Request) -> None:
                 parts.append(build(part_cls, partition_index=p.partition_index, error_code=err,
                                    timestamp=-1, offset=-1, leader_epoch=-1))
                 continue
+            if request.api_version == 0:
+                err, offsets = _legacy_offsets(partition, replica_id, int(p.timestamp), int(p.max_num_offsets),
+                                               apis.time.milliseconds())
+                parts.append(build(part_cls, partition_index=p.partition_index, error_code=err,
+                                   old_style_offsets=offsets))
+                continue
             err, ts, off, epoch = _answer(partition, replica_id, isolation, int(p.timestamp),
                                           int(getattr(p, "current_leader_epoch", -1)))
             parts.append(build(part_cls, partition_index=p.partition_index, error_code=err,
-                               timestamp=ts, offset=off, leader_epoch=epoch,
-                               old_style_offsets=(off,) if off >= 0 else ()))
+                               timestamp=ts, offset=off, leader_epoch=epoch))
         topics.append(build(topic_cls, name=t.name, partitions=tuple(parts)))
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(topics)))
 
 
-APIS = (ApiSpec(API_KEY, "ListOffsets", 1, 11, handle_list_offsets),)
+APIS = (ApiSpec(API_KEY, "ListOffsets", 1, 11, handle_list_offsets, kafka_3_9=(0, 9)),)

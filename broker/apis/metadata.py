@@ -10,11 +10,23 @@ INVALID_REPLICATION_FACTOR, as Kafka's auto-creation does.
 
 Only live brokers are listed; replica lists may name stopped brokers, which also appear in
 ``offline_replicas``, as in Kafka.
+
+The topic entries are encoded once and reused (``TopicEncodingCache``): a response is the
+encoded brokers/cluster part with the cached bytes of each topic spliced in as the topics array
+(an ``EncodedResponse``), so a Metadata request for 10,000 partitions costs a lookup per topic
+rather than 10,000 entities built and written.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+import io
+import operator
+import struct
+import weakref
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
+
+from kio.serial import entity_writer
 
 from kafka_emu.broker.apis._common import (
     AUTHORIZED_OPS_OMITTED,
@@ -24,8 +36,9 @@ from kafka_emu.broker.apis._common import (
     topic_name_error,
 )
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.metadata import OFFSETS_TOPIC
-from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.broker.metadata import OFFSETS_TOPIC, MetadataStore, PartitionState, TopicInfo
+from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
+from kafka_emu.broker.protocol.codec import EncodedResponse
 from kafka_emu.coordinator.errors import Errors
 
 if TYPE_CHECKING:
@@ -55,13 +68,107 @@ def maybe_create_topic(apis: KafkaApis, name: str) -> int:
     return Errors.NONE
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _EncodedTopic:
+    info: TopicInfo
+    states: tuple[PartitionState, ...]
+    live_ids: frozenset[int]
+    data: bytes
+    error_counts: dict[int, int]
+
+
+class TopicEncodingCache:
+    """Encoded Metadata topic entries per (version, authorized-operations flag, topic).
+
+    An entry is valid while the topic's ``TopicInfo`` is the same object, each of its
+    ``PartitionState`` objects is the one it was encoded from (states are immutable and
+    replaced on every leader or ISR change, so an identity check finds any change) and the live
+    brokers are the same (they decide ``offline_replicas`` and LEADER_NOT_AVAILABLE). One cache
+    per ``MetadataStore`` (``for_store``).
+
+    Locking: none; dict reads and writes are atomic under the GIL, and two threads encoding the
+    same topic at once both store a correct entry.
+    """
+
+    _stores: "weakref.WeakKeyDictionary[MetadataStore, TopicEncodingCache]" = weakref.WeakKeyDictionary()
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[int, bool, str], _EncodedTopic] = {}
+
+    @classmethod
+    def for_store(cls, md: MetadataStore) -> "TopicEncodingCache":
+        cache = cls._stores.get(md)
+        if cache is None:
+            cache = cls._stores[md] = TopicEncodingCache()
+        return cache
+
+    def encoded(self, version: int, include_ops: bool, info: TopicInfo, live_ids: frozenset[int]) -> _EncodedTopic:
+        states = tuple(info.partitions[p] for p in sorted(info.partitions))
+        key = (version, include_ops, info.name)
+        hit = self._entries.get(key)
+        if hit is not None and hit.info is info and hit.live_ids == live_ids and \
+                len(hit.states) == len(states) and all(map(operator.is_, hit.states, states)):
+            return hit
+        topic_cls = item_cls(response_schema(API_KEY, version), "topics")
+        part_cls = item_cls(topic_cls, "partitions")
+        counts = {Errors.NONE: 1}
+        partitions = []
+        for st in states:
+            offline = tuple(r for r in st.replicas if r not in live_ids)
+            err = Errors.NONE if st.leader >= 0 and st.leader in live_ids else Errors.LEADER_NOT_AVAILABLE
+            counts[err] = counts.get(err, 0) + 1
+            partitions.append(build(part_cls, error_code=err, partition_index=st.partition, leader_id=st.leader,
+                                    leader_epoch=st.leader_epoch, replica_nodes=st.replicas,
+                                    isr_nodes=st.isr, offline_replicas=offline))
+        entity = build(topic_cls, error_code=Errors.NONE, name=info.name, topic_id=info.topic_id,
+                       is_internal=bool(info.internal), partitions=tuple(partitions),
+                       topic_authorized_operations=(0 if include_ops else AUTHORIZED_OPS_OMITTED))
+        entry = _EncodedTopic(info, states, live_ids, _encode(entity), counts)
+        self._entries[key] = entry
+        return entry
+
+
+def _encode(entity: Any) -> bytes:
+    buf = io.BytesIO()
+    entity_writer(type(entity))(buf, entity)
+    return buf.getvalue()
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_FIXED_AFTER_TOPICS = {"cluster_authorized_operations": 4, "error_code": 2}
+
+
+def splice_topics(version: int, shell: Any, topics: list[bytes]) -> bytes:
+    """The body of ``shell`` (a MetadataResponse with no topics) with ``topics`` (encoded
+    entries) as its topics array. The topics array is followed only by fixed-size fields
+    (``cluster_authorized_operations`` v8-v10, ``error_code`` v13) and, when flexible, the
+    empty tagged-field section (tests check the result against kio's encoding for every version)."""
+    data = _encode(shell)
+    flexible = type(shell).__flexible__
+    empty = b"\x01" if flexible else b"\0\0\0\0"
+    names = [f.name for f in dataclasses.fields(shell)]
+    suffix = sum(_FIXED_AFTER_TOPICS[n] for n in names[names.index("topics") + 1:]) + (1 if flexible else 0)
+    cut = len(data) - suffix - len(empty)
+    if data[cut:cut + len(empty)] != empty or (flexible and data[-1:] != b"\0"):
+        raise ValueError(f"unexpected MetadataResponse v{version} layout")
+    count = _uvarint(len(topics) + 1) if flexible else struct.pack(">i", len(topics))
+    return b"".join((data[:cut], count, *topics, data[cut + len(empty):]))
+
+
 def handle_metadata(apis: KafkaApis, request: Request) -> None:
     body = request.body
     version = request.api_version
     cls = response_schema(API_KEY, version)
     broker_cls = item_cls(cls, "brokers")
     topic_cls = item_cls(cls, "topics")
-    part_cls = item_cls(topic_cls, "partitions")
     md = apis.metadata
 
     live = md.live_brokers()
@@ -80,6 +187,8 @@ def handle_metadata(apis: KafkaApis, request: Request) -> None:
     else:
         wanted = [(getattr(t, "name", None), getattr(t, "topic_id", None)) for t in requested]
 
+    cache = TopicEncodingCache.for_store(md)
+    live_frozen = frozenset(live_ids)
     topics = []
     for name, topic_id in wanted:
         if name is None and topic_id is not None and topic_id.int != 0:
@@ -100,22 +209,24 @@ def handle_metadata(apis: KafkaApis, request: Request) -> None:
                 topics.append(build(topic_cls, error_code=err or Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                     name=name, is_internal=False, partitions=()))
                 continue
-        partitions = []
-        for p in sorted(info.partitions):
-            st = info.partitions[p]
-            offline = tuple(r for r in st.replicas if r not in live_ids)
-            err = Errors.NONE if st.leader >= 0 and st.leader in live_ids else Errors.LEADER_NOT_AVAILABLE
-            partitions.append(build(part_cls, error_code=err, partition_index=p, leader_id=st.leader,
-                                    leader_epoch=st.leader_epoch, replica_nodes=st.replicas,
-                                    isr_nodes=st.isr, offline_replicas=offline))
-        topics.append(build(topic_cls, error_code=Errors.NONE, name=name, topic_id=info.topic_id,
-                            is_internal=bool(info.internal), partitions=tuple(partitions),
-                            topic_authorized_operations=(0 if include_ops else AUTHORIZED_OPS_OMITTED)))
+        topics.append(cache.encoded(version, include_ops, info, live_frozen))
 
-    resp = build(cls, throttle_time=ZERO_THROTTLE, brokers=tuple(brokers), cluster_id=md.cluster_id,
-                 controller_id=md.controller_id, topics=tuple(topics),
-                 cluster_authorized_operations=AUTHORIZED_OPS_OMITTED, error_code=Errors.NONE)
-    respond(apis, request, resp)
+    shell = build(cls, throttle_time=ZERO_THROTTLE, brokers=tuple(brokers), cluster_id=md.cluster_id,
+                  controller_id=md.controller_id, topics=(),
+                  cluster_authorized_operations=AUTHORIZED_OPS_OMITTED, error_code=Errors.NONE)
+    counts = {Errors.NONE: 1} if has_field(cls, "error_code") else {}
+    encoded = []
+    for t in topics:
+        if isinstance(t, _EncodedTopic):
+            encoded.append(t.data)
+            topic_counts = t.error_counts
+        else:
+            encoded.append(_encode(t))
+            topic_counts = {int(t.error_code): 1}
+        for code, n in topic_counts.items():
+            counts[code] = counts.get(code, 0) + n
+    respond(apis, request, EncodedResponse(splice_topics(version, shell, encoded),
+                                           cls.__header_schema__.__flexible__, counts))
 
 
-APIS = (ApiSpec(API_KEY, "Metadata", 0, 13, handle_metadata),)
+APIS = (ApiSpec(API_KEY, "Metadata", 0, 13, handle_metadata, kafka_3_9=(0, 12)),)

@@ -12,7 +12,9 @@ emulator's followers detect divergence through Fetch instead), and answers from 
 cache (``LeaderEpochFileCache.end_offset_for``): the latest epoch ends at the LEO; an epoch the
 cache cannot place answers NONE with epoch and end offset -1.
 
-Versions 2–4 (4.0's range, KIP-896); ``replica_id`` (v3+) does not change the answer.
+Versions 2–4 (4.0's range, KIP-896); ``replica_id`` (v3+) does not change the answer. Under
+``emulator.api.compatibility=3.9`` also v0-v1 (no current leader epoch to check; v0 answers
+without the epoch), served as Kafka 3.9 did.
 """
 from __future__ import annotations
 
@@ -46,11 +48,11 @@ def handle_offset_for_leader_epoch(apis: KafkaApis, request: Request) -> None:
                                             else Errors.UNKNOWN_TOPIC_OR_PARTITION), -1, -1
             else:
                 error, epoch, end_offset = partition.last_offset_for_leader_epoch(
-                    int(p.current_leader_epoch), int(p.leader_epoch))
+                    int(getattr(p, "current_leader_epoch", -1)), int(p.leader_epoch))   # v2+
             parts.append(build(part_cls, error_code=error, partition=p.partition, leader_epoch=epoch,
                                end_offset=end_offset))
         topics.append(build(topic_cls, topic=t.topic, partitions=tuple(parts)))
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(topics)))
 
 
-APIS = (ApiSpec(API_KEY, "OffsetForLeaderEpoch", 2, 4, handle_offset_for_leader_epoch),)
+APIS = (ApiSpec(API_KEY, "OffsetForLeaderEpoch", 2, 4, handle_offset_for_leader_epoch, kafka_3_9=(0, 4)),)

@@ -70,6 +70,7 @@ def handle_list_partition_reassignments(apis: KafkaApis, request: Request) -> No
 
 
 APIS = (
-    ApiSpec(ALTER_PARTITION_REASSIGNMENTS, "AlterPartitionReassignments", 0, 1, handle_alter_partition_reassignments),
+    ApiSpec(ALTER_PARTITION_REASSIGNMENTS, "AlterPartitionReassignments", 0, 1, handle_alter_partition_reassignments,
+            kafka_3_9=(0, 0)),
     ApiSpec(LIST_PARTITION_REASSIGNMENTS, "ListPartitionReassignments", 0, 0, handle_list_partition_reassignments),
 )

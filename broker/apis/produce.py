@@ -4,6 +4,8 @@ acks=0 sends no response (a failed acks=0 produce closes the connection, as Kafk
 the client notices); acks=1 answers after the leader append; acks=-1 answers from the
 DelayedProduce. v13 names topics by id (UNKNOWN_TOPIC_ID when the id is not known).
 ProduceRequest's own check (``validateRecords``): zstd before v7 is UNSUPPORTED_COMPRESSION_TYPE.
+v0-v2 (served under ``emulator.api.compatibility=3.9`` only) may carry message format v0/v1:
+it is converted to a v2 batch first, as Kafka 3.x does (``broker.legacy_records.up_convert``).
 Transactional batches need the request's ``transactional_id`` (Kafka answers their absence as
 an authorization failure, TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition); the replica
 manager verifies them with the transaction coordinator (``ReplicaManager.verify_transaction``).
@@ -18,16 +20,18 @@ from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, 
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.delayed_produce import ProducePartitionStatus
 from kafka_emu.broker.log_validator import TRANSACTIONAL_BIT
+from kafka_emu.broker.legacy_records import up_convert
 from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
 from kafka_emu.broker.protocol.fast_produce import PartitionResult, ProduceRequestData, encode_produce_body
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.coordinator.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafka_emu.broker.kafka_apis import KafkaApis
     from kafka_emu.broker.request_channel import Request
 
 API_KEY = 0
+FIRST_V2_ONLY_VERSION = 3   # ProduceRequest.validateRecords: from v3 only v2 batches; v0-v2 may carry v0/v1 message sets
 TopicOrder = list[tuple[TopicKey, "str | None", list[int]]]   # (key as sent, name, partitions)
 TopicPartition = tuple[str, int]
 
@@ -53,11 +57,16 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
                 pre[tp] = (Errors.UNKNOWN_TOPIC_ID, "unknown topic id")
             elif not pd.records:
                 pre[tp] = (Errors.INVALID_RECORD, "no records")
-            elif version < 7 and _first_batch_codec(pd.records) == compression.ZSTD:
+            elif FIRST_V2_ONLY_VERSION <= version < 7 and _first_batch_codec(pd.records) == compression.ZSTD:
                 pre[tp] = (Errors.UNSUPPORTED_COMPRESSION_TYPE,
                            "Produce requests with ZStandard compression need version 7 or later")
             elif metadata.topic(name) is None:
                 pre[tp] = (Errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+            elif version < FIRST_V2_ONLY_VERSION:
+                try:
+                    entries[tp] = up_convert(bytes(pd.records), _max_message_bytes(apis, tp))
+                except KafkaError as exc:
+                    pre[tp] = (exc.code, exc.message)
             else:
                 records = entries[tp] = bytes(pd.records)
                 if len(records) > 22 and records[22] & TRANSACTIONAL_BIT:
@@ -87,6 +96,15 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
     apis.replica_manager.append_records(duration_ms(body.timeout), acks, entries, on_done,
                                         transactional_id=transactional_id if transactional else None,
                                         transaction_abortable_supported=version >= 11)
+
+
+def _max_message_bytes(apis: KafkaApis, tp: TopicPartition) -> int:
+    """The partition's ``max.message.bytes`` (the broker's default where it has no replica: the
+    append then fails with NOT_LEADER_OR_FOLLOWER anyway)."""
+    partition = apis.replica_manager.get_partition(tp)
+    if partition is None or partition.log is None:
+        return int(apis.config["message.max.bytes"])
+    return partition.log.config.max_message_bytes
 
 
 def _first_batch_codec(records: bytes) -> int:
@@ -146,4 +164,4 @@ def build_response(version: int, order: TopicOrder, statuses: dict[TopicPartitio
     return build(cls, responses=tuple(topics), throttle_time=ZERO_THROTTLE)
 
 
-APIS = (ApiSpec(API_KEY, "Produce", 3, 13, handle_produce),)
+APIS = (ApiSpec(API_KEY, "Produce", 3, 13, handle_produce, kafka_3_9=(0, 11), advertised_min_version=0),)

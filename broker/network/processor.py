@@ -472,7 +472,7 @@ class Processor(ShutdownableThread):
         except InvalidRequestError as exc:
             self._malformed(channel, str(exc))
             return
-        if not is_supported(header.api_key, header.api_version):
+        if not is_supported(header.api_key, header.api_version, self.server.api_compatibility):
             if header.api_key == API_VERSIONS_KEY:
                 self._submit(channel, header, None, start_ns)
                 return

@@ -25,7 +25,7 @@ from typing import Any, Callable, Mapping
 
 import structlog
 
-from kafka_emu.broker.config import KafkaConfig
+from kafka_emu.broker.config import API_COMPATIBILITY, KafkaConfig
 from kafka_emu.broker.network.acceptor import Acceptor
 from kafka_emu.broker.network.processor import Processor
 from kafka_emu.broker.request_channel import CloseConnectionResponse, Request
@@ -100,6 +100,7 @@ class SocketServer:
         self.broker_id = broker_id if broker_id is not None else config.broker_id
         self.request_factory = request_factory or Request
         self.max_request_size: int = config["socket.request.max.bytes"]
+        self.api_compatibility: str = config[API_COMPATIBILITY]   # whose API versions are served
         self.connections_max_idle_ms: int = config["connections.max.idle.ms"]
         self.num_network_threads: int = config["num.network.threads"]
         listeners = parse_listeners(config["listeners"]) or [("PLAINTEXT", "127.0.0.1", 0)]

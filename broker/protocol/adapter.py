@@ -36,6 +36,8 @@ from kio.serial._introspect import (
 )
 from kio.serial._parse import get_field_reader
 
+from kafka_emu.broker.protocol.legacy_schema import LEGACY_RESPONSES
+
 _KIO_ERRORS: dict[int, ErrorCode] = {int(e): e for e in ErrorCode}
 # integer fields whose "no value" is -1 in Kafka's responses (the rest default to zero)
 _MINUS_ONE_HINTS = ("offset", "epoch", "watermark", "timestamp", "producer_id", "node_id",
@@ -157,8 +159,10 @@ def item_cls(cls: type, name: str) -> type:
 @lru_cache(maxsize=None)
 def response_schema(api_key: int, api_version: int) -> type:
     """The kio response class of (api_key, api_version), cached (kio's own lookup imports a
-    module by name on every call)."""
-    return load_response_schema(api_key, api_version)
+    module by name on every call); for a version Kafka 4.0 removed, the class
+    ``broker.protocol.legacy_schema`` derives."""
+    legacy = LEGACY_RESPONSES.get((api_key, api_version))
+    return legacy if legacy is not None else load_response_schema(api_key, api_version)
 
 
 __all__ = [

@@ -37,6 +37,7 @@ from kafka_emu.broker.protocol.adapter import (
     is_optional,
     response_schema,
 )
+from kafka_emu.broker.protocol.legacy_schema import LEGACY_REQUESTS
 from kafka_emu.broker.protocol.fast_produce import PRODUCE, decode_produce_request, encode_produce_response
 from kafka_emu.broker.protocol.varint import InvalidRequestError
 from kafka_emu.broker.protocol.varint import read_uvarint as _read_uvarint
@@ -91,10 +92,15 @@ class ApiCodec:
 
 @lru_cache(maxsize=None)
 def get_codec(api_key: int, api_version: int) -> ApiCodec:
-    """Raises UnknownApiKeyError / UnsupportedVersionError for what kio cannot decode."""
+    """Raises UnknownApiKeyError / UnsupportedVersionError for what neither kio nor
+    ``broker.protocol.legacy_schema`` (versions Kafka 4.0 removed) can decode."""
     name = api_key_map.get(api_key)
     if name is None:
         raise UnknownApiKeyError(f"unknown api key {api_key}")
+    legacy = LEGACY_REQUESTS.get((api_key, api_version))
+    if legacy is not None:
+        return ApiCodec(api_key, api_version, legacy, response_schema(api_key, api_version),
+                        entity_reader(legacy), False)
     if api_version not in schema_name_map[name]:
         raise UnsupportedVersionError(f"api key {api_key} has no version {api_version}")
     try:

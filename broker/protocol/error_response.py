@@ -45,6 +45,8 @@ _ARRAY_ALIASES: dict[str, tuple[str, ...]] = {
     "groups": ("groups", "groups_names"),
     "topics": ("topics", "topic_data", "topic_names"),
     "members": ("members",),
+    "results_by_topic_v3_and_below": ("v3_and_below_topics",),   # AddPartitionsToTxn v0-v3
+    "results_by_partition": ("partitions",),
 }
 # response scalar field -> request fields that identify it
 _SCALAR_ALIASES: dict[str, tuple[str, ...]] = {

@@ -40,6 +40,7 @@ _ACKS_TIMEOUT = struct.Struct(">hi")
 _PART_V3 = struct.Struct(">ihqq")        # index, error_code, base_offset, log_append_time
 _PART_V5 = struct.Struct(">ihqqq")       # ... log_start_offset (v5+)
 PRODUCE = 0
+FIRST_VERSION = 3   # the oldest layout written here (v0-v2: kio with broker.protocol.legacy_schema)
 
 # (index of the record in its batch, message): why a batch was refused (Kafka's ProduceResponse.RecordError)
 RecordError = tuple[int, "str | None"]
@@ -81,7 +82,10 @@ def decode_produce_request(version: int, frame: bytes, offset: int) -> ProduceRe
     """The ProduceRequest body at ``offset``, or None when kio should decide (see module doc).
 
     ``version`` is one the network layer admitted (``broker.apis.produce`` declares them);
-    ``tests/wire/test_fast_produce.py`` checks this codec against kio for each of them."""
+    ``tests/wire/test_fast_produce.py`` checks this codec against kio for each of them. The
+    layouts before v3 (``broker.protocol.legacy_schema``) are left to kio."""
+    if version < FIRST_VERSION:
+        return None
     try:
         return _decode(version, frame, offset)
     except (_Malformed, InvalidRequestError, struct.error, IndexError, UnicodeDecodeError):
@@ -183,6 +187,8 @@ def encode_produce_body(version: int, topics: Iterable[tuple[Any, list[Partition
     """A ProduceResponse body from (topic name, or id from v13; partition results) pairs.
 
     None when a value does not fit the wire format (the caller falls back to kio)."""
+    if version < FIRST_VERSION:
+        return None
     flexible = version >= 9
     topics = list(topics)
     out = bytearray()
@@ -266,7 +272,7 @@ def encode_produce_response(body: Any) -> bytes | None:
     if getattr(cls, "__api_key__", None) != PRODUCE or getattr(cls, "__type__", None) is not EntityType.response:
         return None
     version = cls.__version__
-    if version >= 10 and body.node_endpoints:
+    if version < FIRST_VERSION or (version >= 10 and body.node_endpoints):
         return None
     default_leader = _default_leader(type(body)) if version >= 10 else None
     topics = []

@@ -41,14 +41,13 @@ class RawClient:
     def send(self, body: object) -> object:
         import struct as _struct
 
-        from kio.index import load_response_schema
-
+        from kafka_emu.broker.protocol.adapter import response_schema
         from kafka_emu.broker.protocol.codec import decode_response, encode_request
 
         self.correlation_id += 1
         self.sock.sendall(encode_request(body, self.correlation_id))
         size = _struct.unpack(">i", self._exact(4))[0]
-        cls = load_response_schema(type(body).__api_key__, type(body).__version__)
+        cls = response_schema(type(body).__api_key__, type(body).__version__)   # kio's, or a legacy layout
         corr, resp = decode_response(self._exact(size), cls)
         assert corr == self.correlation_id
         return resp

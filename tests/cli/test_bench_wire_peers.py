@@ -1,0 +1,25 @@
+"""``bench wire``'s peers: librdkafka's mock cluster through the librdkafka bundled with
+confluent-kafka, started, given a topic and asked for its leaders as the load generator is."""
+import pytest
+
+pytest.importorskip("confluent_kafka", reason="the mock cluster is the librdkafka bundled with confluent-kafka")
+
+from kafka_emu.bench.bench_wire_peers import noida_binary, peer  # noqa: E402
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_librdkafka_mock_cluster_serves_a_created_topic():
+    with peer("librdkafka-mock", 3) as cluster:
+        assert cluster.bootstrap_servers.count(",") == 2
+        cluster.create_topic("bench-peer", 4, 3)
+        leaders = cluster.leaders("bench-peer", 4)
+        assert len(leaders) == 4 and all(host and port > 0 for host, port in leaders)
+
+
+def test_missing_noida_db_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert noida_binary() is None
+    with pytest.raises(RuntimeError, match="noida-db is not installed"):
+        with peer("noida-db", 1):
+            pass

@@ -1,0 +1,354 @@
+"""``emulator.api.compatibility``: Kafka 4.x's API versions (default) or Kafka 3.9's.
+
+Ported from Kafka: ``ApiVersionsRequestTest.testApiVersionsRequest`` (the advertised table, per
+mode, against the ranges in Kafka 3.9.1's and 4.0.0's message schemas), ``ProcessorTest``'s
+``testParseRequestHeaderWithUnsupportedApiVersion``/``WithUnsupportedApi``/``ForProduceV0ToV2``
+(a request the broker does not serve closes the connection, nothing reaches a handler), and an
+old client end to end: kafka-python pinned to ``api_version=(0, 10, 0)`` (Produce v2 with
+message format v1, Fetch v2, ListOffsets v0, Metadata v1, OffsetCommit v2, OffsetFetch v1,
+JoinGroup/SyncGroup v0) works against ``3.9`` and gets Kafka 4's closed connection otherwise.
+"""
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaConnectionError, KafkaTimeoutError
+from kafka.record.legacy_records import LegacyRecordBatchBuilder
+from kio.index import load_request_schema
+from kio.schema.index import api_key_map, schema_name_map
+
+from kafka_emu.broker.apis import APIS
+from kafka_emu.broker.apis.api_versions import build_api_versions_response
+from kafka_emu.broker.config import KAFKA_3_9, KAFKA_4X
+from kafka_emu.broker.protocol.adapter import build, item_cls
+from kafka_emu.broker.protocol.codec import decode_response, encode_request, encode_response, get_codec
+from kafka_emu.broker.protocol.error_response import build_error_response
+from kafka_emu.coordinator.errors import Errors
+from wire_helpers import RawClient, unique
+
+pytestmark = pytest.mark.timeout(90)
+
+# Each API's versions on a broker listener, from the message schemas of the release
+# (``validVersions``; Produce's advertised minimum is 0 in 4.0, KAFKA-18659). JoinGroup: 4.0.0
+# dropped v0-v1 and 4.0.1 restored them (KAFKA-19444); 4.x is the restored range.
+KAFKA_3_9_1 = {
+    0: (0, 11), 1: (0, 17), 2: (0, 9), 3: (0, 12), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
+    13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 18: (0, 4), 19: (0, 7), 20: (0, 6), 21: (0, 2), 22: (0, 5),
+    23: (0, 4), 24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (0, 1), 28: (0, 4), 32: (0, 4), 33: (0, 2), 35: (0, 4),
+    37: (0, 3), 42: (0, 2), 43: (0, 2), 44: (0, 1), 45: (0, 0), 46: (0, 0), 47: (0, 0), 60: (0, 1), 61: (0, 0),
+    65: (0, 0), 66: (0, 1),
+}
+KAFKA_4_0 = {
+    0: (0, 12), 1: (4, 17), 2: (1, 10), 3: (0, 13), 8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
+    13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 5),
+    23: (2, 4), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 1), 28: (0, 5), 32: (1, 4), 33: (0, 2), 35: (1, 4),
+    37: (0, 3), 42: (0, 2), 43: (0, 2), 44: (0, 1), 45: (0, 0), 46: (0, 0), 47: (0, 0), 60: (0, 2), 61: (0, 0),
+    65: (0, 0), 66: (0, 1),
+}
+# Versions of Kafka 3.9.1 the emulator does not serve under 3.9 (with the reason); empty today.
+NOT_SERVED_3_9: dict[int, str] = {}
+
+
+def advertised(mode: str) -> dict[int, tuple[int, int]]:
+    body = build_api_versions_response(3, 0, mode)
+    return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in body.api_keys}
+
+
+def advertised_over_the_wire(bootstrap: str) -> dict[int, tuple[int, int]]:
+    c = RawClient(bootstrap)
+    try:
+        resp = c.send(load_request_schema(18, 3)(client_software_name="t", client_software_version="1"))
+    finally:
+        c.close()
+    return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys}
+
+
+def test_every_served_api_has_kafka_s_ranges_in_both_modes() -> None:
+    """3.9: Kafka 3.9.1's range, capped at what the handler serves; 4.x: Kafka 4.0's minimum
+    (KIP-896) and at least its maximum unless the handler stops earlier. A new API module that
+    fails here declares ``kafka_3_9`` on its ApiSpec (or names the gap in NOT_SERVED_3_9)."""
+    old, new = advertised(KAFKA_3_9), advertised(KAFKA_4X)
+    assert set(old) == set(new) == set(APIS)
+    for key, spec in APIS.items():
+        assert key in KAFKA_3_9_1 and key in KAFKA_4_0, f"add Kafka's ranges of {spec.name} to this test"
+        low, high = KAFKA_3_9_1[key]
+        if key not in NOT_SERVED_3_9:
+            assert old[key] == (low, min(high, spec.max_version)), spec.name
+        low4, high4 = KAFKA_4_0[key]
+        assert new[key][0] == low4, spec.name
+        assert new[key][1] >= high4 or new[key][1] == spec.max_version, spec.name
+    assert new[0] == (0, APIS[0].max_version) and APIS[0].versions(KAFKA_4X)[0] == 3   # KAFKA-18659
+
+
+def test_every_version_served_in_either_mode_has_layouts_and_an_error_response() -> None:
+    """Each (key, version) a mode serves has a request and response layout (kio's, or one of
+    ``broker.protocol.legacy_schema``), and the generic error response (handler failures,
+    injected errors) encodes and decodes in it."""
+    for key, spec in APIS.items():
+        for mode in (KAFKA_3_9, KAFKA_4X):
+            low, high = spec.versions(mode)
+            for version in range(low, high + 1):
+                codec = get_codec(key, version)
+                assert codec.response_cls.__version__ == version
+                resp = build_error_response(key, version, None, Errors.NOT_COORDINATOR)
+                assert decode_response(encode_response(3, resp)[4:], type(resp)) == (3, resp)
+
+
+def _closed(sock: socket.socket) -> bool:
+    sock.settimeout(5)
+    try:
+        while sock.recv(65536):
+            pass
+        return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+def _raw_frame(api_key: int, version: int) -> bytes:
+    """A request at (api_key, version): kio's or a legacy class with defaults, else a bare header."""
+    try:
+        return encode_request(build(get_codec(api_key, version).request_cls), 5)
+    except Exception:   # noqa: BLE001 - a key or version nobody can encode: the header alone
+        frame = struct.pack(">hhih", api_key, version, 5, -1) + b"\0"
+        return struct.pack(">i", len(frame)) + frame
+
+
+def _unadvertised(mode: str) -> list[tuple[int, int]]:
+    """Requests the broker does not serve in ``mode``: every key kio knows that is not declared
+    (at its newest version), a version below and above each declared range, an unknown key."""
+    out = [(key, max(schema_name_map[name])) for key, name in sorted(api_key_map.items()) if key not in APIS]
+    for key, spec in APIS.items():
+        low, high = spec.versions(mode)
+        if key != 18:   # ApiVersions answers every version (KIP-511)
+            out += [(key, v) for v in (low - 1, high + 1) if v >= 0]
+    return out + [(9999, 0)]
+
+
+def _assert_unadvertised_requests_close(bootstrap: str, mode: str) -> None:
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    for key, version in _unadvertised(mode):
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(_raw_frame(key, version))
+            assert _closed(s), f"api key {key} v{version} got an answer"
+
+
+@pytest.mark.kafka_cluster(brokers=1, config={"emulator.api.compatibility": "3.9"})
+class TestKafka39:
+    def test_api_versions_over_the_wire(self, kafka_cluster: Any) -> None:
+        assert advertised_over_the_wire(kafka_cluster.bootstrap_servers) == advertised(KAFKA_3_9)
+
+    def test_kafka_python_0_10_produces_consumes_in_a_group_and_commits(self, kafka_cluster: Any) -> None:
+        topic, group = unique("old"), unique("g")
+        kafka_cluster.create_topic(topic, partitions=2, replication_factor=1)
+        bs = kafka_cluster.bootstrap_servers
+        producer = KafkaProducer(bootstrap_servers=bs, api_version=(0, 10, 0), acks="all",
+                                 request_timeout_ms=5000, linger_ms=0)
+        futures = [producer.send(topic, key=b"k%d" % i, value=b"v%d" % i, partition=i % 2) for i in range(10)]
+        producer.flush(10)
+        metas = [f.get(timeout=5) for f in futures]
+        producer.close(timeout=5)
+        assert sorted(m.offset for m in metas) == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+        consumer = KafkaConsumer(bootstrap_servers=bs, api_version=(0, 10, 0), group_id=group,
+                                 auto_offset_reset="earliest", enable_auto_commit=False, fetch_max_wait_ms=50,
+                                 session_timeout_ms=6000, heartbeat_interval_ms=200, request_timeout_ms=7000)
+        try:
+            consumer.subscribe([topic])
+            got: list[Any] = []
+            deadline = time.monotonic() + 30
+            while len(got) < 10 and time.monotonic() < deadline:
+                for records in consumer.poll(200).values():
+                    got += records
+            assert sorted((r.value, r.key) for r in got) == sorted((b"v%d" % i, b"k%d" % i) for i in range(10))
+            assert all(r.timestamp > 0 for r in got)   # message format v1 keeps the producer's timestamps
+            consumer.commit()
+            assert consumer.committed(TopicPartition(topic, 0)) == 5
+            assert consumer.committed(TopicPartition(topic, 1)) == 5
+            assert consumer.poll(300) == {}   # an empty fetch is empty (KAFKA-13116), not an error
+        finally:
+            consumer.close()
+
+    def test_list_offsets_v0(self, kafka_cluster: Any) -> None:
+        """``handleListOffsetRequestV0``: -2 the log start, -1 the HW (consumers), up to
+        max_num_offsets segment offsets newest first; a timestamp below -2 is UNSUPPORTED_VERSION."""
+        topic = unique("lo")
+        kafka_cluster.create_topic(topic, partitions=1, replication_factor=1)
+        kafka_cluster.produce(topic, 0, [(None, b"a"), (None, b"b"), (None, b"c")])
+        cls = get_codec(2, 0).request_cls
+        topic_cls = item_cls(cls, "topics")
+        part_cls = item_cls(topic_cls, "partitions")
+        c = RawClient(kafka_cluster.bootstrap_servers)
+        try:
+            answers = []
+            for ts, n in ((-2, 1), (-1, 1), (-1, 5), (-3, 1)):
+                req = build(cls, replica_id=-1, topics=(build(topic_cls, name=topic, partitions=(
+                    build(part_cls, partition_index=0, timestamp=ts, max_num_offsets=n),)),))
+                p = c.send(req).topics[0].partitions[0]
+                answers.append((int(p.error_code), tuple(p.old_style_offsets)))
+        finally:
+            c.close()
+        assert answers == [(0, (0,)), (0, (3,)), (0, (3, 0)), (35, ())]
+
+    def test_produce_v2_message_set_is_stored_as_a_v2_batch(self, kafka_cluster: Any) -> None:
+        """Kafka 3.x up-converts a v1 message set to message format v2 (KIP-724): a v4 fetch sees
+        one v2 batch with the records, keys and timestamps the old producer sent."""
+        topic = unique("up")
+        kafka_cluster.create_topic(topic, partitions=1, replication_factor=1)
+        builder = LegacyRecordBatchBuilder(1, 0, 1 << 20)
+        for i in range(3):
+            builder.append(i, 1_700_000_000_000 + i, b"k%d" % i, b"v%d" % i)
+        cls = get_codec(0, 2).request_cls
+        td = item_cls(cls, "topic_data")
+        pd = item_cls(td, "partition_data")
+        c = RawClient(kafka_cluster.bootstrap_servers)
+        try:
+            resp = c.send(build(cls, acks=-1, timeout=timedelta(seconds=5), topic_data=(
+                build(td, name=topic, partition_data=(build(pd, index=0, records=bytes(builder.build())),)),)))
+        finally:
+            c.close()
+        part = resp.responses[0].partition_responses[0]
+        assert (int(part.error_code), int(part.base_offset)) == (0, 0)
+        stored = bytes(kafka_cluster.fetch(topic, 0, 0).records)
+        assert stored[16] == 2 and struct.unpack_from(">i", stored, 57)[0] == 3   # one v2 batch, 3 records
+        assert struct.unpack_from(">qq", stored, 27) == (1_700_000_000_000, 1_700_000_000_002)
+        assert kafka_cluster.read_all(topic, 0) == [(i, b"k%d" % i, b"v%d" % i) for i in range(3)]
+
+    def test_old_offset_commit_and_fetch(self, kafka_cluster: Any) -> None:
+        """OffsetCommit v1 commits with the request's commit timestamp; v0 commits and v0
+        fetches, which Kafka 3.9 kept in ZooKeeper, get a KRaft 3.9 broker's
+        UNSUPPORTED_VERSION on every partition (unknown topics alone: UNKNOWN_TOPIC_OR_PARTITION)."""
+        topic, group = unique("oc"), unique("g")
+        kafka_cluster.create_topic(topic, partitions=2, replication_factor=1)
+        c = RawClient(kafka_cluster.bootstrap_servers)
+        try:
+            def commit(version: int, topic_name: str, **extra: Any) -> list[int]:
+                cls = get_codec(8, version).request_cls
+                t_cls = item_cls(cls, "topics")
+                p_cls = item_cls(t_cls, "partitions")
+                parts = tuple(build(p_cls, partition_index=i, committed_offset=7, commit_timestamp=1234,
+                                    committed_metadata="m") for i in range(2))
+                resp = c.send(build(cls, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                    topics=(build(t_cls, name=topic_name, partitions=parts),), **extra))
+                return [int(p.error_code) for t in resp.topics for p in t.partitions]
+
+            assert commit(0, topic) == [35, 35]
+            assert commit(0, unique("missing")) == [3, 3]
+            assert commit(1, topic) == [0, 0]
+            fetch_cls = get_codec(9, 0).request_cls
+            ft_cls = item_cls(fetch_cls, "topics")
+            resp = c.send(build(fetch_cls, group_id=group, topics=(build(ft_cls, name=topic, partition_indexes=(0, 1)),)))
+            assert [(int(p.error_code), int(p.committed_offset), p.metadata) for p in resp.topics[0].partitions] == \
+                [(35, -1, "")] * 2
+            v1 = c.send(build(get_codec(9, 1).request_cls, group_id=group, topics=(
+                build(item_cls(get_codec(9, 1).request_cls, "topics"), name=topic, partition_indexes=(0,)),)))
+            assert (int(v1.topics[0].partitions[0].committed_offset), v1.topics[0].partitions[0].metadata) == (7, "m")
+        finally:
+            c.close()
+
+    def test_old_admin_versions(self, kafka_cluster: Any) -> None:
+        """CreateTopics v0 (no validate_only, no error message), DeleteTopics v0 (no throttle
+        time) and DescribeConfigs v0 (is_default, which Kafka's broker leaves false)."""
+        topic = unique("adm")
+        c = RawClient(kafka_cluster.bootstrap_servers)
+        try:
+            ct = get_codec(19, 0).request_cls
+            ct_topic = item_cls(ct, "topics")
+            resp = c.send(build(ct, timeout=timedelta(seconds=5), topics=(
+                build(ct_topic, name=topic, num_partitions=1, replication_factor=1, assignments=(), configs=()),)))
+            assert [(r.name, int(r.error_code)) for r in resp.topics] == [(topic, 0)]
+            dc = get_codec(32, 0).request_cls
+            res = c.send(build(dc, resources=(build(item_cls(dc, "resources"), resource_type=2, resource_name=topic,
+                                                    configuration_keys=("cleanup.policy",)),)))
+            entry = res.results[0].configs[0]
+            assert (entry.name, entry.value, entry.is_default, entry.read_only) == ("cleanup.policy", "delete", False, False)
+            dt = get_codec(20, 0).request_cls
+            resp = c.send(build(dt, topic_names=(topic, unique("missing")), timeout=timedelta(seconds=5)))
+            assert [int(r.error_code) for r in resp.responses] == [0, 3]
+        finally:
+            c.close()
+
+    def test_offset_for_leader_epoch_v0(self, kafka_cluster: Any) -> None:
+        """v0 (no current leader epoch, no epoch in the answer): the latest epoch ends at the LEO."""
+        topic = unique("ep")
+        kafka_cluster.create_topic(topic, partitions=1, replication_factor=1)
+        kafka_cluster.produce(topic, 0, [(None, b"a"), (None, b"b")])
+        cls = get_codec(23, 0).request_cls
+        t_cls = item_cls(cls, "topics")
+        c = RawClient(kafka_cluster.bootstrap_servers)
+        try:
+            resp = c.send(build(cls, topics=(build(t_cls, topic=topic, partitions=(
+                build(item_cls(t_cls, "partitions"), partition=0, leader_epoch=0),)),)))
+        finally:
+            c.close()
+        p = resp.topics[0].partitions[0]
+        assert (int(p.error_code), int(p.end_offset)) == (0, 2) and not hasattr(p, "leader_epoch")
+
+    def test_requests_outside_the_3_9_table_close_the_connection(self, kafka_cluster: Any) -> None:
+        _assert_unadvertised_requests_close(kafka_cluster.bootstrap_servers, KAFKA_3_9)
+
+
+@pytest.mark.kafka_cluster(brokers=1)
+class TestKafka4:
+    def test_api_versions_over_the_wire(self, kafka_cluster: Any) -> None:
+        assert advertised_over_the_wire(kafka_cluster.bootstrap_servers) == advertised(KAFKA_4X)
+
+    def test_kafka_python_0_10_gets_kafka_4s_closed_connection(self, kafka_cluster: Any) -> None:
+        """Produce v2 is advertised (from v0) but not served: the connection closes and the old
+        producer fails its send, as against Kafka 4.0."""
+        topic = unique("old")
+        kafka_cluster.create_topic(topic, partitions=1, replication_factor=1)
+        producer = KafkaProducer(bootstrap_servers=kafka_cluster.bootstrap_servers, api_version=(0, 10, 0),
+                                 acks=1, retries=0, request_timeout_ms=3000, max_block_ms=3000,
+                                 reconnect_backoff_ms=50)
+        try:
+            future = producer.send(topic, b"v")
+            producer.flush(5)
+            with pytest.raises((KafkaConnectionError, KafkaTimeoutError)):
+                future.get(timeout=5)
+        finally:
+            producer.close(timeout=1)
+
+    @pytest.mark.parametrize("api_key,version", [(0, 2), (0, 0), (1, 3), (2, 0), (8, 1), (19, 1)])
+    def test_versions_kafka_4_removed_close_the_connection(self, kafka_cluster: Any, api_key: int,
+                                                           version: int) -> None:
+        """``ProcessorTest.testParseRequestHeaderForProduceV0ToV2`` and KIP-896's other removals:
+        a well-formed request at a removed version gets no answer, the connection closes."""
+        host, port = kafka_cluster.bootstrap_servers.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(_raw_frame(api_key, version))
+            assert _closed(s)
+
+    def test_requests_outside_the_4_table_close_the_connection(self, kafka_cluster: Any) -> None:
+        """``ProcessorTest.testParseRequestHeaderWithUnsupportedApi``/``...ApiVersion``: every
+        key the broker does not declare, and every version outside a declared range."""
+        _assert_unadvertised_requests_close(kafka_cluster.bootstrap_servers, KAFKA_4X)
+
+    def test_old_api_versions_request_gets_the_v0_error_reply(self, kafka_cluster: Any) -> None:
+        """KIP-511, unchanged by the mode: an ApiVersions version above 4 is answered in v0 form."""
+        host, port = kafka_cluster.bootstrap_servers.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            frame = struct.pack(">hhih", 18, 9, 6, -1) + b"\x00"
+            s.sendall(struct.pack(">i", len(frame)) + frame)
+            s.settimeout(5)
+            data = s.recv(1024)
+        assert struct.unpack_from(">iih", data)[1:] == (6, 35)
+
+
+def test_generic_error_response_answers_every_add_partitions_to_txn_item() -> None:
+    """The generic error response (a handler failure, an injected error) mirrors AddPartitionsToTxn
+    v0-v3's topics and partitions; it used to answer with an empty results list, so a client saw
+    no error at all."""
+    cls = load_request_schema(24, 3)
+    topic_cls = item_cls(cls, "v3_and_below_topics")
+    body = build(cls, v3_and_below_transactional_id="t", v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+                 v3_and_below_topics=(build(topic_cls, name="a", partitions=(0, 2)),))
+    resp = build_error_response(24, 3, body, Errors.NOT_COORDINATOR)
+    assert [(t.name, [(int(p.partition_index), int(p.partition_error_code)) for p in t.results_by_partition])
+            for t in resp.results_by_topic_v3_and_below] == [("a", [(0, 16), (2, 16)])]

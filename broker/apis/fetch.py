@@ -153,7 +153,7 @@ def build_response(version: int, order: TopicOrder, results: dict[TopicPartition
     part_cls = item_cls(topic_cls, "partitions")
     epoch_cls = item_cls(part_cls, "diverging_epoch") if version >= 12 else None
     leader_cls = item_cls(part_cls, "current_leader") if version >= 12 else None
-    aborted_cls = item_cls(part_cls, "aborted_transactions")
+    aborted_cls = item_cls(part_cls, "aborted_transactions") if version >= 4 else None   # a v4 field
     topics = []
     for key, name, parts in order:
         presp = []
@@ -169,7 +169,7 @@ def build_response(version: int, order: TopicOrder, results: dict[TopicPartition
                   "preferred_read_replica": -1, "records": r.records,
                   "aborted_transactions": None if r.aborted_transactions is None else tuple(
                       aborted_cls(producer_id=t.producer_id, first_offset=t.first_offset)
-                      for t in r.aborted_transactions)}
+                      for t in r.aborted_transactions) if aborted_cls is not None else None}
             if epoch_cls is not None:
                 if r.diverging_epoch is not None:
                     kw["diverging_epoch"] = epoch_cls(epoch=r.diverging_epoch[0], end_offset=r.diverging_epoch[1])

@@ -72,7 +72,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
                 if len(records) > 22 and records[22] & TRANSACTIONAL_BIT:
                     transactional = True
         order.append((key, name, parts))
-    transactional_id = body.transactional_id
+    transactional_id = body.transactional_id if version >= FIRST_V2_ONLY_VERSION else None   # a v3 field
     if transactional and transactional_id is None:
         entries = {}
         pre = {(name if name is not None else f"<unknown {key}>", idx):

@@ -51,8 +51,10 @@ KAFKA_4_0 = {
     37: (0, 3), 42: (0, 2), 43: (0, 2), 44: (0, 1), 45: (0, 0), 46: (0, 0), 47: (0, 0), 60: (0, 2), 61: (0, 0),
     65: (0, 0), 66: (0, 1),
 }
-# Versions of Kafka 3.9.1 the emulator does not serve under 3.9 (with the reason); empty today.
-NOT_SERVED_3_9: dict[int, str] = {}
+# Versions of Kafka 3.9.1 the emulator does not serve under 3.9 (with the reason).
+NOT_SERVED_3_9: dict[int, str] = {
+    27: "WriteTxnMarkers v0 is broker-to-broker only; the in-process marker channel sends v1",
+}
 
 
 def advertised(mode: str) -> dict[int, tuple[int, int]]:

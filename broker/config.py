@@ -5,8 +5,9 @@ assembled from ``ServerConfigs``, ``SocketServerConfigs``, ``ReplicationConfigs`
 ``ServerLogConfigs``, ``GroupCoordinatorConfig`` ...): every broker key the emulator reads, with
 Kafka's name, type, default, validator and doc, plus the broker-level synonyms of the topic configs
 (``log.retention.hours`` ...), those the emulator's log acts on marked implemented. The group
-coordinator's defaults are stated in ``coordinator.config.DEFAULTS`` (the coordinator does not
-import the broker); this table takes them from there and adds the types.
+coordinator's defaults are stated in ``coordinator.config.DEFAULTS``, the transaction coordinator's
+in ``coordinator.transaction.config.DEFAULTS`` (the coordinators do not import the broker); this
+table takes them from there and adds the types.
 
 Every way in goes through the table: a ``server.properties`` file (``load_properties``), a dict
 (``EmbeddedCluster``, the pytest fixture) and the command line. A bad value raises
@@ -56,6 +57,7 @@ from kafka_emu.broker.config_def import (
     ValidString,
 )
 from kafka_emu.coordinator.config import DEFAULTS as GROUP_DEFAULTS
+from kafka_emu.coordinator.transaction.config import DEFAULTS as TXN_DEFAULTS
 from kafka_emu.logsetup import FORMATS as LOG_FORMATS, LEVELS as LOG_LEVELS
 
 __all__ = ["API_COMPATIBILITY", "KAFKA_3_9", "KAFKA_4X", "ConfigException", "KafkaConfig", "KAFKA_CONFIG_DEF",
@@ -99,6 +101,10 @@ def _key(name: str, type_: Type, default: ConfigValue, validator: object, import
 
 def _group(name: str, type_: Type, validator: object, importance: Importance, doc: str) -> ConfigKey:
     return _key(name, type_, GROUP_DEFAULTS[name], validator, importance, doc)
+
+
+def _txn(name: str, type_: Type, validator: object, importance: Importance, doc: str) -> ConfigKey:
+    return _key(name, type_, TXN_DEFAULTS[name], validator, importance, doc)
 
 
 def _log_key(name: str, type_: Type, default: ConfigValue, validator: object, doc: str,
@@ -206,6 +212,23 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
            "Committed offsets of an empty group are kept this long."),
     _group("offsets.retention.check.interval.ms", Type.LONG, _AT_LEAST_1, HIGH,
            "Frequency at which to check for stale offsets."),
+    # TransactionStateManagerConfig / TransactionLogConfig
+    _txn("transaction.max.timeout.ms", Type.INT, _AT_LEAST_1, HIGH,
+         "The maximum allowed timeout for transactions (InitProducerId above it: INVALID_TRANSACTION_TIMEOUT)."),
+    _txn("transactional.id.expiration.ms", Type.INT, _AT_LEAST_1, HIGH,
+         "How long the coordinator keeps an idle transactional id before expiring it."),
+    _txn("transaction.abort.timed.out.transaction.cleanup.interval.ms", Type.INT, _AT_LEAST_1, LOW,
+         "The interval at which to roll back transactions that have timed out."),
+    _txn("transaction.remove.expired.transaction.cleanup.interval.ms", Type.INT, _AT_LEAST_1, LOW,
+         "The interval at which to remove transactions that have expired."),
+    _txn("transaction.state.log.num.partitions", Type.INT, _AT_LEAST_1, HIGH,
+         "The number of partitions for the transaction topic."),
+    _txn("transaction.state.log.replication.factor", Type.SHORT, _AT_LEAST_1, HIGH,
+         "The replication factor for the transaction topic (capped at the live brokers)."),
+    _txn("transaction.state.log.min.isr", Type.INT, _AT_LEAST_1, HIGH,
+         "min.insync.replicas of the transaction topic."),
+    _txn("transaction.state.log.segment.bytes", Type.INT, Range.at_least(1 * MIB), HIGH,
+         "segment.bytes of the transaction topic."),
     # ServerLogConfigs: broker defaults of topic configs (see log_config.TOPIC_CONFIG_SYNONYMS)
     _log_key("log.segment.bytes", Type.INT, 1024 * MIB, Range.at_least(1 * MIB), "The maximum size of a single log file.", implemented=True),
     _log_key("log.roll.ms", Type.LONG, None, None, "The maximum time before a new log segment is rolled out (in milliseconds).", implemented=True),
@@ -308,12 +331,8 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "replication.quota.window.num", "replication.quota.window.size.seconds",
     "reserved.broker.max.id", "security.inter.broker.protocol", "socket.connection.setup.timeout.max.ms",
     "socket.connection.setup.timeout.ms", "socket.listen.backlog.size", "socket.receive.buffer.bytes",
-    "socket.send.buffer.bytes", "super.users", "transaction.abort.timed.out.transaction.cleanup.interval.ms",
-    "transaction.max.timeout.ms",
-    "transaction.remove.expired.transaction.cleanup.interval.ms", "transaction.state.log.load.buffer.size",
-    "transaction.state.log.min.isr", "transaction.state.log.num.partitions",
-    "transaction.state.log.replication.factor", "transaction.state.log.segment.bytes",
-    "transactional.id.expiration.ms", "zookeeper.connect", "zookeeper.connection.timeout.ms",
+    "socket.send.buffer.bytes", "super.users",
+    "transaction.state.log.load.buffer.size", "zookeeper.connect", "zookeeper.connection.timeout.ms",
     "zookeeper.session.timeout.ms",
 )
 KAFKA_PREFIXES_NOT_DEFINED: tuple[str, ...] = (

@@ -4,8 +4,8 @@ The handlers are those the modules of ``broker/apis/`` declare (``broker.apis.AP
 handler is ``handler(apis, request)`` and answers through
 ``apis.request_channel.send_response(request, body)`` now or later. Everything a handler needs
 is a typed attribute here, given to the constructor: ``config``, ``metadata``,
-``replica_manager``, ``request_channel``, ``group_coordinator`` (None when the broker runs
-without one), ``time`` and ``broker_id``.
+``replica_manager``, ``request_channel``, ``group_coordinator`` and ``transaction_coordinator``
+(None when the broker runs without coordinators), ``time`` and ``broker_id``.
 
 An unknown api key is answered by closing the connection (as Kafka's network layer does for a
 key it cannot parse); a handler that raises gets a generic error response
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from kafka_emu.broker.replica_manager import ReplicaManager
     from kafka_emu.broker.request_channel import Request, RequestChannel
     from kafka_emu.coordinator.group_coordinator import GroupCoordinator
+    from kafka_emu.coordinator.transaction import TransactionCoordinator
     from kafka_emu.timer.time import Time
 
 _log = structlog.get_logger("broker.kafka_apis")
@@ -55,13 +56,15 @@ class KafkaApis:
                  replica_manager: ReplicaManager, time: Time,
                  group_coordinator: GroupCoordinator | None = None,
                  control: ClusterControl | None = None,
-                 apis: Mapping[int, ApiSpec] = APIS) -> None:
+                 apis: Mapping[int, ApiSpec] = APIS,
+                 transaction_coordinator: TransactionCoordinator | None = None) -> None:
         self.config = config
         self.request_channel = request_channel
         self.metadata = metadata
         self.replica_manager = replica_manager
         self.time = time
         self.group_coordinator = group_coordinator
+        self.transaction_coordinator = transaction_coordinator
         self.control = control   # the cluster's test control, None outside an EmbeddedCluster
         self.broker_id = config.broker_id
         self.handlers: dict[int, Handler] = {key: spec.handler for key, spec in apis.items()}

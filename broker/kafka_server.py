@@ -1,6 +1,7 @@
 """KafkaServer: one broker, owning its config, request channel, handler pool, replica manager
 (with the Produce, Fetch and DeleteRecords purgatories and the action queue), replica fetchers, scheduler, the
-group coordinator (when the ``coordinator`` package provides it) and, later, the socket server.
+group and transaction coordinators (when the ``coordinator`` package provides them) and, later,
+the socket server.
 
 Start-up order: request channel → replica manager → fetcher manager → coordinator → KafkaApis
 and handler pool → scheduler (``isr-expiration`` every ``replica.lag.time.max.ms / 2``,
@@ -53,7 +54,11 @@ from kafka_emu.broker.replica_manager import ReplicaManager, ReplicaManagerSnaps
 from kafka_emu.broker.request_channel import Request, RequestChannel, RequestChannelSnapshot
 from kafka_emu.broker.request_handler import HandlerPoolSnapshot, KafkaRequestHandlerPool
 from kafka_emu.broker.scheduler import KafkaScheduler
+from kafka_emu.broker.txn_marker_sender import InProcessTxnMarkerSender, TransactionVerifier
 from kafka_emu.coordinator.group_coordinator import GroupCoordinator, GroupCoordinatorSnapshot
+from kafka_emu.coordinator.transaction import (
+    TRANSACTION_STATE_TOPIC, TransactionCoordinator, TransactionCoordinatorSnapshot,
+)
 from kafka_emu.timer.purgatory import PurgatorySnapshot
 from kafka_emu.timer.time import Time
 
@@ -76,6 +81,7 @@ class BrokerSnapshot:
     group_coordinator: GroupCoordinatorSnapshot | None
     purgatories: tuple[PurgatorySnapshot, ...]      # the replica manager's and coordinator's
     log_cleaner: LogCleanerSnapshot | None = None   # None with log.cleaner.enable=false
+    transaction_coordinator: TransactionCoordinatorSnapshot | None = None
 
 
 class KafkaServer:
@@ -105,9 +111,12 @@ class KafkaServer:
         self.log_cleaner: LogCleaner | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.coordinator_log: ReplicaManagerCoordinatorLog | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None
+        self.transaction_log: ReplicaManagerCoordinatorLog | None = None
         self.socket_server: SocketServer | None = None  # started in startup() when listening
         self.broker_info: BrokerInfo | None = None
-        self._pending_coordinator_elections: dict[int, tuple[int, int]] = {}
+        # (topic, partition) -> (leader epoch, LEO to reach) of a coordinator partition just led
+        self._pending_coordinator_elections: dict[tuple[str, int], tuple[int, int]] = {}
         self._handler_idents: set[int] = set()
         # CPUs of this broker's threads (``broker.cpu_affinity``); applied where threads start
         self.cpus = cpu_affinity.resolve(self.config[cpu_affinity.CONFIG_KEY])
@@ -143,10 +152,17 @@ class KafkaServer:
                                                                  self.coordinator_log, self.time)
                 self.group_coordinator.startup()
                 rm.group_coordinator = self.group_coordinator
+                self.transaction_log = ReplicaManagerCoordinatorLog(rm, TRANSACTION_STATE_TOPIC)
+                self.transaction_coordinator = TransactionCoordinator.create(
+                    self.broker_id, cfg.as_dict(), self.transaction_log,
+                    InProcessTxnMarkerSender(self.broker_id, self.metadata), self.metadata.next_producer_id,
+                    self.time)
+                rm.verify_transaction = TransactionVerifier(self.metadata, cfg["transaction.state.log.num.partitions"])
                 rm.leadership_listeners.append(self._on_leadership_change)
                 rm.hw_watchers.append(self._on_hw_moved)
             self.apis = KafkaApis(cfg, self.request_channel, self.metadata, rm, self.time,
-                                  self.group_coordinator, self.control)
+                                  self.group_coordinator, self.control,
+                                  transaction_coordinator=self.transaction_coordinator)
             self.handler_pool = KafkaRequestHandlerPool(self.broker_id, self.request_channel, self.apis,
                                                         rm.action_queue, cfg["num.io.threads"])
             self.handler_pool.start()
@@ -159,6 +175,9 @@ class KafkaServer:
             self.scheduler.schedule("emulator-log-memory-budget", rm.log_manager.enforce_memory_budget,
                                     MEMORY_CHECK_INTERVAL_MS)
             rm.log_manager.schedule_tasks(self.scheduler)
+            if self.transaction_coordinator is not None:
+                # transaction-abort and transactionalId-expiration run on this scheduler
+                self.transaction_coordinator.startup(self.scheduler)
             self.scheduler.start()
             if cfg["log.cleaner.enable"]:
                 self.log_cleaner = LogCleaner(rm.log_manager, cfg["log.cleaner.backoff.ms"], self.time,
@@ -174,7 +193,8 @@ class KafkaServer:
                 raise
             # ---- end socket server ----
             self.broker_info = BrokerInfo(self.broker_id, self.host, self.port,
-                                          cfg.get("broker.rack"), self.request_channel)
+                                          cfg.get("broker.rack"), self.request_channel,
+                                          transaction_coordinator=self.transaction_coordinator)
             self.started = True
         self.metadata.broker_started(self.broker_info, self._on_metadata)
         _log.info("broker_started", broker_id=self.broker_id)
@@ -244,26 +264,29 @@ class KafkaServer:
 
     # ------------------------------------------------------------------ coordinator bridge
     def _on_leadership_change(self, topic: str, partition: int, is_leader: bool, epoch: int) -> None:
-        if topic != OFFSETS_TOPIC or self.group_coordinator is None:
+        if topic not in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC) or self.group_coordinator is None:
             return
+        tp = (topic, partition)
         if is_leader:
-            p = self.replica_manager.get_partition((topic, partition))
+            p = self.replica_manager.get_partition(tp)
             target = p.log.log_end_offset if p is not None else 0
             with self._lock:
-                self._pending_coordinator_elections[partition] = (epoch, target)
-            self.group_coordinator.on_loading(partition, epoch)
-            self._on_hw_moved((topic, partition))
-        else:
-            with self._lock:
-                self._pending_coordinator_elections.pop(partition, None)
+                self._pending_coordinator_elections[tp] = (epoch, target)
+            if topic == OFFSETS_TOPIC:
+                self.group_coordinator.on_loading(partition, epoch)
+            self._on_hw_moved(tp)
+            return
+        with self._lock:
+            self._pending_coordinator_elections.pop(tp, None)
+        if topic == OFFSETS_TOPIC:
             self.group_coordinator.on_resigned(partition, epoch)
+        elif self.transaction_coordinator is not None:
+            self.transaction_coordinator.on_resigned(partition)
 
     def _on_hw_moved(self, tp: tuple[str, int]) -> None:
         """Elect the coordinator once the new leader's HW covers everything it had: reads are
         bounded by the HW, which trails the LEO right after a leader change."""
-        if tp[0] != OFFSETS_TOPIC or self.group_coordinator is None:
-            return
-        pending = self._pending_coordinator_elections.get(tp[1])
+        pending = self._pending_coordinator_elections.get(tp)
         if pending is None:
             return
         epoch, target = pending
@@ -271,10 +294,13 @@ class KafkaServer:
         if p is None or not p.is_leader or p.leader_epoch != epoch or p.log.high_watermark < target:
             return
         with self._lock:
-            if self._pending_coordinator_elections.get(tp[1]) != pending:
+            if self._pending_coordinator_elections.get(tp) != pending:
                 return
-            del self._pending_coordinator_elections[tp[1]]
-        self.group_coordinator.on_elected(tp[1], epoch)
+            del self._pending_coordinator_elections[tp]
+        if tp[0] == OFFSETS_TOPIC:
+            self.group_coordinator.on_elected(tp[1], epoch)
+        elif self.transaction_coordinator is not None:
+            self.transaction_coordinator.on_elected(tp[1], epoch)
 
     # ------------------------------------------------------------------ metrics
     def snapshot(self) -> BrokerSnapshot | None:
@@ -284,6 +310,7 @@ class KafkaServer:
                 return None
             channel, pool, rm = self.request_channel, self.handler_pool, self.replica_manager
             server, coordinator, cleaner = self.socket_server, self.group_coordinator, self.log_cleaner
+            txn_coordinator = self.transaction_coordinator
         assert channel is not None and pool is not None and rm is not None  # set by startup
         rm_snapshot = rm.snapshot()
         gc_snapshot = coordinator.snapshot() if coordinator is not None else None
@@ -291,7 +318,8 @@ class KafkaServer:
         return BrokerSnapshot(self.broker_id, channel.snapshot(), pool.snapshot(),
                               server.snapshot() if server is not None else None,
                               rm_snapshot, gc_snapshot, purgatories,
-                              cleaner.snapshot() if cleaner is not None else None)
+                              cleaner.snapshot() if cleaner is not None else None,
+                              txn_coordinator.snapshot() if txn_coordinator is not None else None)
 
     # ------------------------------------------------------------------ stop
     def shutdown(self, fence: bool = True) -> None:
@@ -328,6 +356,11 @@ class KafkaServer:
                 self.group_coordinator.shutdown()
             except Exception:
                 _log.exception("coordinator_shutdown_failed", broker_id=self.broker_id)
+        if self.transaction_coordinator is not None:
+            try:
+                self.transaction_coordinator.shutdown()
+            except Exception:
+                _log.exception("transaction_coordinator_shutdown_failed", broker_id=self.broker_id)
 
     # convenience
     def partition(self, topic: str, partition: int) -> Partition | None:

@@ -58,6 +58,7 @@ from kafka_emu.coordinator.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafka_emu.broker.request_channel import RequestChannel
+    from kafka_emu.coordinator.transaction import TransactionCoordinator
 
 _log = structlog.get_logger("broker.metadata")
 
@@ -120,6 +121,8 @@ class BrokerInfo:
     rack: str | None = None
     request_channel: RequestChannel | None = None   # the broker's, for in-process requests
     live: bool = True
+    # the broker's transaction coordinator, for in-process KIP-890 verification (broker.txn_marker_sender)
+    transaction_coordinator: TransactionCoordinator | None = None
 
 
 PartitionListener = Callable[[list[PartitionState], list[tuple[str, int]]], None]
@@ -246,22 +249,34 @@ class MetadataStore:
 
     def ensure_offsets_topic(self, partitions: int, replication_factor: int) -> bool:
         """Create ``__consumer_offsets`` unless it exists (Kafka creates it on the first
-        FindCoordinator); True when it exists afterwards, False while no broker is live.
+        FindCoordinator); True when it exists afterwards, False while no broker is live."""
+        return self.ensure_internal_topic(OFFSETS_TOPIC, partitions, replication_factor,
+                                          {"cleanup.policy": "compact"})
+
+    def ensure_internal_topic(self, name: str, partitions: int, replication_factor: int,
+                              configs: dict[str, Any]) -> bool:
+        """Create the internal topic ``name`` unless it exists (``__consumer_offsets`` and
+        ``__transaction_state`` are created on the first FindCoordinator for them); True when it
+        exists afterwards, False while no broker is live.
 
         Difference from Kafka on purpose: the replication factor is capped at the number of live
         brokers (Kafka answers COORDINATOR_NOT_AVAILABLE until enough brokers are up), so a
-        one-broker cluster works with the default ``offsets.topic.replication.factor=3``.
+        one-broker cluster works with the default replication factor 3; a ``min.insync.replicas``
+        in ``configs`` is capped at that replication factor too.
         """
-        if OFFSETS_TOPIC in self.topics:
+        if name in self.topics:
             return True
         with self._controller_lock:
-            if OFFSETS_TOPIC in self.topics:
+            if name in self.topics:
                 return True
             live = len(self.live_broker_ids())
             if live == 0:
                 return False
-            self.create_topic(OFFSETS_TOPIC, partitions, min(replication_factor, live),
-                              configs={"cleanup.policy": "compact"}, internal=True)
+            rf = min(replication_factor, live)
+            configs = dict(configs)
+            if "min.insync.replicas" in configs:
+                configs["min.insync.replicas"] = min(int(configs["min.insync.replicas"]), rf)
+            self.create_topic(name, partitions, rf, configs=configs, internal=True)
             return True
 
     def delete_topic(self, name: str) -> bool:

@@ -15,6 +15,8 @@ from types import MappingProxyType
 from typing import Mapping
 
 from kafka_emu.broker.apis import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     admin,
     alter_configs,
     api_versions,
@@ -23,6 +25,7 @@ from kafka_emu.broker.apis import (
     describe_log_dirs,
     describe_producers,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     group,
@@ -39,7 +42,8 @@ from kafka_emu.broker.config import KAFKA_4X
 
 _MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api_versions, admin,
             init_producer_id, create_partitions, alter_configs, delete_records, offset_for_leader_epoch,
-            elect_leaders, describe_log_dirs, describe_producers, partition_reassignments, write_txn_markers)
+            elect_leaders, describe_log_dirs, describe_producers, partition_reassignments, write_txn_markers,
+            add_partitions_to_txn, add_offsets_to_txn, end_txn)
 
 
 def _collect() -> Mapping[int, ApiSpec]:

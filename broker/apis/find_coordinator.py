@@ -1,13 +1,15 @@
-"""FindCoordinator: which broker coordinates a group.
+"""FindCoordinator: which broker coordinates a group (key type 0) or a transactional id (key type 1).
 
 The coordinator of group G is the leader of ``__consumer_offsets`` partition
 ``Utils.abs(G.hashCode()) % offsets.topic.num.partitions`` (the group coordinator's
-``partition_for``). The topic is created on first use, as Kafka does. v0-v3 carry one key;
-v4+ batch several (``coordinator_keys``) and answer one entry per key.
-
-Transaction coordinators (key type 1) are not emulated: COORDINATOR_NOT_AVAILABLE (see
-``init_producer_id``). A partition without a live leader answers COORDINATOR_NOT_AVAILABLE so
-clients retry, as Kafka does during an election.
+``partition_for``); that of transactional id T the leader of ``__transaction_state`` partition
+``Utils.abs(T.hashCode()) % transaction.state.log.num.partitions``. Each topic is created on
+first use, as Kafka does (``__transaction_state`` with Kafka's forced configs: compacted,
+uncompressed, ``min.insync.replicas`` = ``transaction.state.log.min.isr``, ``segment.bytes`` =
+``transaction.state.log.segment.bytes``). v0-v3 carry one key; v4+ batch several
+(``coordinator_keys``) and answer one entry per key. Other key types (share groups) get
+INVALID_REQUEST. A partition without a live leader answers COORDINATOR_NOT_AVAILABLE so clients
+retry, as Kafka does during an election.
 """
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from kafka_emu.broker.metadata import OFFSETS_TOPIC
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.coordinator import records
 from kafka_emu.coordinator.errors import Errors
+from kafka_emu.coordinator.transaction import TRANSACTION_STATE_TOPIC
+from kafka_emu.coordinator.transaction.transaction_log import partition_for as txn_partition_for
 
 if TYPE_CHECKING:
     from kafka_emu.broker.kafka_apis import KafkaApis
@@ -26,6 +30,7 @@ if TYPE_CHECKING:
 
 API_KEY = 10
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 
 
 def partition_for(apis: KafkaApis, group_id: str) -> int:
@@ -37,19 +42,37 @@ def partition_for(apis: KafkaApis, group_id: str) -> int:
 
 def lookup(apis: KafkaApis, key_type: int, key: str) -> tuple[int, int, str, int, str | None]:
     """(error, node_id, host, port, message) for one coordinator key."""
-    if key_type != GROUP_KEY_TYPE:
-        return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1, "transactions are not emulated"
-    if not key:
-        return Errors.INVALID_REQUEST, -1, "", -1, "empty group id"
     md = apis.metadata
-    if not md.ensure_offsets_topic(apis.config["offsets.topic.num.partitions"],
-                                   apis.config["offsets.topic.replication.factor"]):
-        return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1, None
-    st = md.partition_state(OFFSETS_TOPIC, partition_for(apis, key))
+    cfg = apis.config
+    if key_type == GROUP_KEY_TYPE:
+        if not key:
+            return Errors.INVALID_REQUEST, -1, "", -1, "empty group id"
+        if not md.ensure_offsets_topic(cfg["offsets.topic.num.partitions"],
+                                       cfg["offsets.topic.replication.factor"]):
+            return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1, None
+        return _leader(apis, OFFSETS_TOPIC, partition_for(apis, key))
+    if key_type == TRANSACTION_KEY_TYPE:
+        if not key:
+            return Errors.INVALID_REQUEST, -1, "", -1, "empty transactional id"
+        if apis.transaction_coordinator is None:
+            return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1, None
+        num_partitions = cfg["transaction.state.log.num.partitions"]
+        if not md.ensure_internal_topic(TRANSACTION_STATE_TOPIC, num_partitions,
+                                        cfg["transaction.state.log.replication.factor"],
+                                        {"cleanup.policy": "compact", "compression.type": "uncompressed",
+                                         "min.insync.replicas": cfg["transaction.state.log.min.isr"],
+                                         "segment.bytes": cfg["transaction.state.log.segment.bytes"]}):
+            return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1, None
+        return _leader(apis, TRANSACTION_STATE_TOPIC, txn_partition_for(key, num_partitions))
+    return Errors.INVALID_REQUEST, -1, "", -1, f"Invalid coordinator type {key_type}"
+
+
+def _leader(apis: KafkaApis, topic: str, partition: int) -> tuple[int, int, str, int, str | None]:
+    md = apis.metadata
+    st = md.partition_state(topic, partition)
     if st is None or st.leader < 0 or not md.is_live(st.leader):
         return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1, None
-    info = md.broker(st.leader)
-    host, port = broker_endpoint(info)
+    host, port = broker_endpoint(md.broker(st.leader))
     return Errors.NONE, st.leader, host, port, None
 
 

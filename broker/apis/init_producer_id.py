@@ -1,23 +1,25 @@
-"""InitProducerId: producer ids for idempotent producers.
+"""InitProducerId: producer ids for idempotent and transactional producers.
 
-Ids are unique across the in-process cluster (``MetadataStore.next_producer_id``, the
-emulator's controller; Kafka hands out blocks of ids from the controller the same way).
-KIP-360: a request carrying the producer's current id and epoch (v3+) bumps the epoch of the
-same id, which resets sequence numbers on every partition (the log accepts sequence 0 at a
-newer epoch); at epoch 32767 a fresh id is issued.
+Without a transactional id: a fresh id, unique across the in-process cluster
+(``MetadataStore.next_producer_id``, the emulator's controller; Kafka hands out blocks of ids
+from the controller the same way). KIP-360: a request carrying the producer's current id and
+epoch (v3+) bumps the epoch of the same id, which resets sequence numbers on every partition (the
+log accepts sequence 0 at a newer epoch); at epoch 32767 a fresh id is issued.
 
-Differences on purpose: transactions are not emulated. A request with a ``transactional_id``
-gets COORDINATOR_NOT_AVAILABLE, what Kafka answers while no transaction coordinator is
-available; transactional clients surface it after their own timeout.
+With a transactional id: the transaction coordinator's ``handle_init_producer_id`` (epoch bump,
+fencing of the previous producer, abort of its ongoing transaction first). Kafka's request
+checks: producer id and epoch both -1 (no expectation) or both set, else INVALID_REQUEST; v < 4
+answers PRODUCER_FENCED as INVALID_PRODUCER_EPOCH.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
+from kafka_emu.broker.apis._common import ZERO_THROTTLE, duration_ms, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, response_schema
 from kafka_emu.coordinator.errors import Errors
+from kafka_emu.coordinator.transaction import InitProducerIdResult
 
 if TYPE_CHECKING:
     from kafka_emu.broker.kafka_apis import KafkaApis
@@ -29,20 +31,37 @@ MAX_EPOCH = 32767
 
 def handle_init_producer_id(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    cls = response_schema(API_KEY, request.api_version)
-    if getattr(body, "transactional_id", None):
-        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE,
-                                     error_code=Errors.COORDINATOR_NOT_AVAILABLE,
-                                     producer_id=-1, producer_epoch=-1))
-        return
+    version = request.api_version
+    cls = response_schema(API_KEY, version)
+
+    def answer(error: int, producer_id: int = -1, producer_epoch: int = -1) -> None:
+        if error == Errors.PRODUCER_FENCED and version < 4:
+            error = Errors.INVALID_PRODUCER_EPOCH
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=error,
+                                     producer_id=producer_id, producer_epoch=producer_epoch))
+
     pid = int(getattr(body, "producer_id", -1))
     epoch = int(getattr(body, "producer_epoch", -1))
+    transactional_id = body.transactional_id
+    if transactional_id is not None:
+        coordinator = apis.transaction_coordinator
+        if coordinator is None:
+            answer(Errors.COORDINATOR_NOT_AVAILABLE)
+            return
+        if (pid == -1) != (epoch == -1):
+            answer(Errors.INVALID_REQUEST)
+            return
+
+        def on_result(result: InitProducerIdResult) -> None:
+            answer(result.error, result.producer_id, result.producer_epoch)
+
+        coordinator.handle_init_producer_id(transactional_id, duration_ms(body.transaction_timeout),
+                                            (pid, epoch) if pid != -1 else None, on_result)
+        return
     if pid >= 0 and epoch >= 0 and epoch < MAX_EPOCH:
-        new_pid, new_epoch = pid, epoch + 1
+        answer(Errors.NONE, pid, epoch + 1)
     else:
-        new_pid, new_epoch = apis.metadata.next_producer_id(), 0
-    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=Errors.NONE,
-                                 producer_id=new_pid, producer_epoch=new_epoch))
+        answer(Errors.NONE, apis.metadata.next_producer_id(), 0)
 
 
 APIS = (ApiSpec(API_KEY, "InitProducerId", 0, 5, handle_init_producer_id),)   # v6 is KIP-939 two-phase commit

@@ -136,8 +136,10 @@ def test_find_coordinator_single_and_batched(kafka_cluster: Any, client: Any) ->
     assert [c.key for c in batched.coordinators] == ["g1", "g2", "g3"]
     assert all(c.error_code == ErrorCode.none for c in batched.coordinators)
     assert batched.coordinators[0].node_id == single.node_id
-    txn = client.send(req_cls(10, 4)(key_type=1, coordinator_keys=("tx",)))
-    assert txn.coordinators[0].error_code == ErrorCode.coordinator_not_available
+    txn = client.send(req_cls(10, 4)(key_type=1, coordinator_keys=("tx", "")))
+    assert txn.coordinators[0].error_code == ErrorCode.none and txn.coordinators[0].node_id in {0, 1, 2}
+    assert txn.coordinators[1].error_code == ErrorCode.invalid_request
+    assert kafka_cluster.metadata.topic("__transaction_state") is not None
 
 
 def test_init_producer_id_unique_and_epoch_bump(client: Any) -> None:

@@ -1,0 +1,50 @@
+"""AddOffsetsToTxn (key 25): a transactional producer adds a group's offsets to its transaction.
+
+Kafka's ``handleAddOffsetsToTxnRequest``: the partition added is ``__consumer_offsets-<partition
+of the group>``, so the transaction's COMMIT/ABORT marker also lands there and completes the
+offsets the producer commits with TxnOffsetCommit. v0-v1 answer PRODUCER_FENCED as
+INVALID_PRODUCER_EPOCH. v4 is served as v3 (it only adds TRANSACTION_ABORTABLE, which the
+coordinator answers to nobody here).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
+from kafka_emu.broker.apis.add_partitions_to_txn import fenced_error_for
+from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.apis.find_coordinator import partition_for
+from kafka_emu.broker.metadata import OFFSETS_TOPIC
+from kafka_emu.broker.protocol.adapter import build, response_schema
+from kafka_emu.coordinator.errors import Errors
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.kafka_apis import KafkaApis
+    from kafka_emu.broker.request_channel import Request
+
+API_KEY = 25
+
+
+def handle_add_offsets_to_txn(apis: KafkaApis, request: Request) -> None:
+    body = request.body
+    version = request.api_version
+    cls = response_schema(API_KEY, version)
+
+    def answer(error: int) -> None:
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE,
+                                     error_code=fenced_error_for(version, 2, error)))
+
+    coordinator = apis.transaction_coordinator
+    if coordinator is None:
+        answer(Errors.COORDINATOR_NOT_AVAILABLE)
+        return
+    if not apis.metadata.ensure_offsets_topic(apis.config["offsets.topic.num.partitions"],
+                                              apis.config["offsets.topic.replication.factor"]):
+        answer(Errors.COORDINATOR_NOT_AVAILABLE)
+        return
+    tp = (OFFSETS_TOPIC, partition_for(apis, body.group_id))
+    coordinator.handle_add_partitions_to_transaction(body.transactional_id, int(body.producer_id),
+                                                     int(body.producer_epoch), {tp}, answer)
+
+
+APIS = (ApiSpec(API_KEY, "AddOffsetsToTxn", 0, 4, handle_add_offsets_to_txn),)

@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from kafka_emu.coordinator import GroupCoordinator, errors
 from kafka_emu.coordinator.errors import Errors
+from kafka_emu.coordinator.log import LogBatch
 from kafka_emu.coordinator.records import consumer_subscription, partition_for
 from kafka_emu.coordinator.results import JoinGroupResult, JoinGroupResultMember, SyncGroupResult
 from kafka_emu.metrics.progress import progress, progress_enabled
@@ -48,7 +49,8 @@ class InstantLog:
         self.records: dict[int, list[tuple[int, bytes, bytes | None]]] = {}
 
     def append_records(self, partition: int, records: list[tuple[bytes, bytes | None]], timeout_ms: int,
-                       lock: Any, callback: Callable[[int], None]) -> None:
+                       lock: Any, callback: Callable[[int], None], producer_id: int = -1,
+                       producer_epoch: int = -1, transactional_id: str | None = None) -> None:
         with self._lock:
             log = self.records.setdefault(partition, [])
             for k, v in records:
@@ -58,6 +60,10 @@ class InstantLog:
     def read_records(self, partition: int):
         with self._lock:
             return list(self.records.get(partition, []))
+
+    def read_batches(self, partition: int) -> list[LogBatch]:
+        """One plain batch per record (the benchmark writes no transactional offsets)."""
+        return [LogBatch(-1, False, False, None, (r,)) for r in self.read_records(partition)]
 
 
 # ---------------------------------------------------------------------------- naive comparator

@@ -23,7 +23,7 @@ Deliberate differences from Kafka:
   JoinGroup re-sent while parked still replaces the parked callback, as in Kafka);
 * ``try_complete_heartbeat``/``try_complete_join``-style checks run with the group lock already
   held by the purgatory (it is the operation lock), so the heartbeat check does not re-enter it;
-* no transactional offset commits (no transaction coordinator) and no KIP-848 groups;
+* no KIP-848 groups;
 * load replays the whole partition from ``CoordinatorLog.read_records`` in one go;
 * tombstones go through the acks=-1 ``CoordinatorLog`` (Kafka appends them with acks=0).
 
@@ -43,6 +43,10 @@ Handler summary (all arguments positional-or-keyword; error fields are Kafka cod
   ``callback(LeaveGroupResult)``;
 * ``handle_commit_offsets(group_id, member_id, group_instance_id, generation_id,
   {(topic, partition): OffsetAndMetadata}, callback)`` → ``callback({(topic, partition): error})``;
+* ``handle_txn_commit_offsets(group_id, transactional_id, producer_id, producer_epoch, member_id,
+  group_instance_id, generation_id, {(topic, partition): OffsetAndMetadata}, callback)`` →
+  ``callback({(topic, partition): error})``; the offsets count once the transaction's COMMIT
+  marker lands (``schedule_handle_txn_completion``);
 * ``handle_fetch_offsets(group_id, require_stable, partitions | None)`` →
   ``(error, {(topic, partition): OffsetFetchPartitionData})``;
 * ``handle_describe_groups(group_ids)`` → ``[(group_id, error, GroupSummary)]``
@@ -254,11 +258,13 @@ class GroupCoordinator:
                                        is_commit: bool) -> None:
         """A COMMIT or ABORT marker of ``producer_id`` landed on these ``__consumer_offsets``
         partitions: materialise (commit) or drop (abort) the producer's pending transactional
-        offsets of the groups in them (Kafka's ``scheduleHandleTxnCompletion``). Called by the
-        broker's WriteTxnMarkers path after the markers are appended.
-
-        Until TxnOffsetCommit is served no group holds pending transactional offsets, so there is
-        nothing to do yet; the transaction coordinator work fills this in."""
+        offsets of the groups in them (Kafka's ``scheduleHandleTxnCompletion``), on the group
+        manager's scheduler as in Kafka (inline with an inline scheduler). Called by the broker's
+        WriteTxnMarkers path after the markers are appended."""
+        partitions = set(offsets_partitions)
+        self.group_manager.scheduler.schedule(
+            f"handle-txn-completion-{producer_id}",
+            lambda: self.group_manager.handle_txn_completion(producer_id, partitions, is_commit))
 
     # ================================================================== metrics hooks
     def _on_transition(self, group: GroupMetadata, previous: GroupState, new: GroupState, reason: str) -> None:
@@ -939,8 +945,34 @@ class GroupCoordinator:
             else:
                 raise IllegalStateError(f"Logic error: unexpected group state {state}")
 
+    def handle_txn_commit_offsets(self, group_id: str, transactional_id: str, producer_id: int,
+                                  producer_epoch: int, member_id: str, group_instance_id: str | None,
+                                  generation_id: int, offset_metadata: dict[TopicPartition, OffsetAndMetadata],
+                                  callback: Callable[[dict[TopicPartition, int]], None]) -> None:
+        """TxnOffsetCommit (``handleTxnCommitOffsets``): the offsets are written as the
+        producer's transactional batch and stay pending until its COMMIT marker lands
+        (``schedule_handle_txn_completion``); an ABORT marker drops them. A group not known yet is
+        created (Kafka does the same for a transactional commit)."""
+        error = self._validate_group_status(group_id, "txn_offset_commit")
+        if error is not None:
+            callback({tp: error for tp in offset_metadata})
+            return
+        group = self.group_manager.get_group(group_id)
+        if group is None:
+            group = self.group_manager.add_group(self.group_manager.new_group(group_id))
+        with group.lock:
+            respond = self._responder(group, callback)
+            error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id,
+                                                 is_transactional=True)
+            if error is not None:
+                respond({tp: error for tp in offset_metadata})
+                return
+            self.group_manager.store_offsets(group, member_id, offset_metadata, callback,
+                                             producer_id=producer_id, producer_epoch=producer_epoch,
+                                             transactional_id=transactional_id)
+
     def _validate_offset_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
-                                group_instance_id: str | None) -> int | None:
+                                group_instance_id: str | None, is_transactional: bool = False) -> int | None:
         if group.is_(Dead):
             return Errors.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and group.is_(Empty):
@@ -952,8 +984,10 @@ class GroupCoordinator:
             if generation_id != group.generation_id:
                 return Errors.ILLEGAL_GENERATION
             return None
-        if not group.is_(Empty):
-            return Errors.UNKNOWN_MEMBER_ID  # only members commit to a non-empty group
+        if not is_transactional and not group.is_(Empty):
+            # only members commit to a non-empty group; not for transactional commits, whose
+            # older versions carry no member id and generation
+            return Errors.UNKNOWN_MEMBER_ID
         return None
 
     # ================================================================== OffsetFetch

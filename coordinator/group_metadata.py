@@ -112,6 +112,14 @@ class GroupMetadata:
         self.new_member_added = False
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         self.pending_offset_commits: dict[tuple[str, int], OffsetAndMetadata] = {}
+        # producer id -> {tp: (append position or None until appended, offset)}: TxnOffsetCommit
+        # offsets waiting for their transaction's COMMIT marker
+        self.pending_transactional_offset_commits: dict[int, dict[tuple[str, int], tuple[int | None, OffsetAndMetadata]]] = {}
+        # where the record of each committed offset is in the log (Kafka's appendedBatchOffset):
+        # log offsets for what was loaded, then a per-group counter in append order (appends of
+        # one group happen under its lock, so the counter orders them as the log does)
+        self.offset_positions: dict[tuple[str, int], int] = {}
+        self._next_position = 0
         self.received_consumer_offset_commits = False
         self.subscribed_topics: set[str] | None = None
         self.on_transition = on_transition
@@ -399,16 +407,37 @@ class GroupMetadata:
         return GroupOverview(self.group_id, self.protocol_type or "", self.state.value)
 
     # ------------------------------------------------------------------ offsets
-    def initialize_offsets(self, offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
+    def initialize_offsets(self, offsets: dict[tuple[str, int], OffsetAndMetadata],
+                           positions: dict[tuple[str, int], int] | None = None,
+                           pending_txn_offsets: dict[int, dict[tuple[str, int], tuple[int, OffsetAndMetadata]]] | None = None,
+                           next_position: int = 0) -> None:
+        """Offsets replayed from the log: committed ones (with their log offsets) and those of
+        transactions still open at the end of the log."""
         self.offsets.update(offsets)
+        self.offset_positions.update(positions or {})
+        for producer_id, pending in (pending_txn_offsets or {}).items():
+            self.pending_transactional_offset_commits.setdefault(producer_id, {}).update(pending)
+        self._next_position = max(self._next_position, next_position)
+
+    def next_append_position(self) -> int:
+        """The position of the record the caller appends now (group lock held)."""
+        self._next_position += 1
+        return self._next_position
 
     def prepare_offset_commit(self, offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
         self.received_consumer_offset_commits = True
         self.pending_offset_commits.update(offsets)
 
-    def on_offset_commit_append(self, tp: tuple[str, int], offset: OffsetAndMetadata) -> None:
-        if tp in self.pending_offset_commits:
+    def _is_newer(self, tp: tuple[str, int], position: int | None) -> bool:
+        current = self.offset_positions.get(tp)
+        return position is None or current is None or current < position
+
+    def on_offset_commit_append(self, tp: tuple[str, int], offset: OffsetAndMetadata,
+                                position: int | None = None) -> None:
+        if tp in self.pending_offset_commits and self._is_newer(tp, position):
             self.offsets[tp] = offset
+            if position is not None:
+                self.offset_positions[tp] = position
         if self.pending_offset_commits.get(tp) == offset:
             del self.pending_offset_commits[tp]
 
@@ -416,14 +445,55 @@ class GroupMetadata:
         if self.pending_offset_commits.get(tp) == offset:
             del self.pending_offset_commits[tp]
 
+    # Kafka's prepareTxnOffsetCommit / onTxnOffsetCommitAppend / failPendingTxnOffsetCommit /
+    # completePendingTxnOffsetCommit
+    def prepare_txn_offset_commit(self, producer_id: int, offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
+        pending = self.pending_transactional_offset_commits.setdefault(producer_id, {})
+        for tp, om in offsets.items():
+            pending[tp] = (None, om)
+
+    def on_txn_offset_commit_append(self, producer_id: int, tp: tuple[str, int], position: int,
+                                    offset: OffsetAndMetadata) -> None:
+        pending = self.pending_transactional_offset_commits.get(producer_id)
+        if pending is not None and tp in pending and pending[tp][1] == offset:
+            pending[tp] = (position, offset)
+
+    def fail_pending_txn_offset_commit(self, producer_id: int, tp: tuple[str, int]) -> None:
+        pending = self.pending_transactional_offset_commits.get(producer_id)
+        if pending is not None:
+            pending.pop(tp, None)
+            if not pending:
+                del self.pending_transactional_offset_commits[producer_id]
+
+    def complete_pending_txn_offset_commit(self, producer_id: int, is_commit: bool) -> None:
+        """The transaction's marker is in the log: on COMMIT its offsets become the committed
+        ones unless a record written later already is; on ABORT they are dropped."""
+        pending = self.pending_transactional_offset_commits.pop(producer_id, None)
+        if not is_commit or pending is None:
+            return
+        for tp, (position, om) in pending.items():
+            if position is None:
+                raise IllegalStateError(
+                    f"Trying to complete a transactional offset commit for producerId {producer_id} and "
+                    f"groupId {self.group_id} even though the offset commit record itself hasn't been "
+                    f"appended to the log.")
+            if self._is_newer(tp, position):
+                self.offsets[tp] = om
+                self.offset_positions[tp] = position
+
+    def has_pending_offset_commits_from_producer(self, producer_id: int) -> bool:
+        return producer_id in self.pending_transactional_offset_commits
+
     def has_pending_offset_commits_for_partition(self, tp: tuple[str, int]) -> bool:
-        return tp in self.pending_offset_commits
+        return tp in self.pending_offset_commits or any(
+            tp in pending for pending in self.pending_transactional_offset_commits.values())
 
     def has_pending_offset_commits(self) -> bool:
-        return bool(self.pending_offset_commits)
+        return bool(self.pending_offset_commits) or bool(self.pending_transactional_offset_commits)
 
     def has_offsets(self) -> bool:
-        return bool(self.offsets) or bool(self.pending_offset_commits)
+        return (bool(self.offsets) or bool(self.pending_offset_commits)
+                or bool(self.pending_transactional_offset_commits))
 
     def offset(self, tp: tuple[str, int]) -> OffsetAndMetadata | None:
         return self.offsets.get(tp)
@@ -438,6 +508,9 @@ class GroupMetadata:
         removed = {}
         for tp in tps:
             self.pending_offset_commits.pop(tp, None)
+            for pending in self.pending_transactional_offset_commits.values():
+                pending.pop(tp, None)
+            self.offset_positions.pop(tp, None)
             v = self.offsets.pop(tp, None)
             if v is not None:
                 removed[tp] = v
@@ -468,6 +541,7 @@ class GroupMetadata:
             found = {}
         for tp in found:
             del self.offsets[tp]
+            self.offset_positions.pop(tp, None)
         return found
 
     def __repr__(self) -> str:

@@ -18,6 +18,7 @@ tests pass an inline scheduler.
 """
 from __future__ import annotations
 
+import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable
@@ -28,7 +29,7 @@ from kafka_emu.coordinator import errors
 from kafka_emu.coordinator.config import GroupCoordinatorConfig
 from kafka_emu.coordinator.errors import Errors
 from kafka_emu.coordinator.group_metadata import Dead, Empty, GroupMetadata, Stable
-from kafka_emu.coordinator.log import CoordinatorLog
+from kafka_emu.coordinator.log import NO_PRODUCER_ID, CoordinatorLog
 from kafka_emu.coordinator.member_metadata import MemberMetadata
 from kafka_emu.coordinator.records import (
     GroupMetadataKey, GroupValue, MemberValue, OffsetKey, group_metadata_key, group_metadata_value,
@@ -219,9 +220,13 @@ class GroupMetadataManager:
 
     def store_offsets(self, group: GroupMetadata, consumer_id: str,
                       offset_metadata: dict[TopicPartition, OffsetAndMetadata],
-                      callback: Callable[[dict[TopicPartition, int]], None]) -> None:
+                      callback: Callable[[dict[TopicPartition, int]], None],
+                      producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1,
+                      transactional_id: str | None = None) -> None:
         """Append offset commits (caller holds the group lock); ``callback`` gets per-partition
-        errors once the append completed, after the group lock is released."""
+        errors once the append completed, after the group lock is released. With a producer id
+        (TxnOffsetCommit) the batch is transactional and the offsets stay pending until the
+        transaction's COMMIT marker (``handle_txn_completion``)."""
         filtered = {tp: om for tp, om in offset_metadata.items() if self._valid_metadata(om)}
         if not filtered:
             result = {tp: Errors.OFFSET_METADATA_TOO_LARGE for tp in offset_metadata}
@@ -234,19 +239,26 @@ class GroupMetadataManager:
         records = [(offset_commit_key(group.group_id, tp[0], tp[1]),
                     offset_commit_value(om.offset, om.leader_epoch, om.metadata or "", om.commit_timestamp))
                    for tp, om in filtered.items()]
+        transactional = producer_id != NO_PRODUCER_ID
 
-        def put_cache_callback(error: int) -> None:
+        def put_cache_callback(error: int, position: int) -> None:
             with group.lock:
                 if error == Errors.NONE:
                     if not group.is_(Dead):
                         for tp, om in filtered.items():
-                            group.on_offset_commit_append(tp, om)
+                            if transactional:
+                                group.on_txn_offset_commit_append(producer_id, tp, position, om)
+                            else:
+                                group.on_offset_commit_append(tp, om, position)
                     self.offset_commits_appended += len(records)
                     response_error = Errors.NONE
                 else:
                     if not group.is_(Dead):
                         for tp, om in filtered.items():
-                            group.fail_pending_offset_write(tp, om)
+                            if transactional:
+                                group.fail_pending_txn_offset_commit(producer_id, tp)
+                            else:
+                                group.fail_pending_offset_write(tp, om)
                     _log.debug("offset_commit_failed", group_id=group.group_id,
                                error=errors.name(error))
                     response_error = errors.map_store_offsets_error(error)
@@ -255,9 +267,26 @@ class GroupMetadataManager:
                 group.lock.defer(lambda: callback(status))
 
         with group.lock:
-            group.prepare_offset_commit(filtered)
+            if transactional:
+                group.prepare_txn_offset_commit(producer_id, filtered)
+            else:
+                group.prepare_offset_commit(filtered)
+            position = group.next_append_position()
             self.log.append_records(self.partition_for(group.group_id), records,
-                                    self.config.offsets_commit_timeout_ms, group.lock, put_cache_callback)
+                                    self.config.offsets_commit_timeout_ms, group.lock,
+                                    lambda error: put_cache_callback(error, position),
+                                    producer_id=producer_id, producer_epoch=producer_epoch,
+                                    transactional_id=transactional_id)
+
+    def handle_txn_completion(self, producer_id: int, offsets_partitions: set[int], is_commit: bool) -> None:
+        """Materialise (commit) or drop (abort) ``producer_id``'s pending transactional offsets of
+        the groups in these partitions (Kafka's ``handleTxnCompletion``)."""
+        for group in self.current_groups():
+            if self.partition_for(group.group_id) not in offsets_partitions:
+                continue
+            with group.lock:
+                if not group.is_(Dead) and group.has_pending_offset_commits_from_producer(producer_id):
+                    group.complete_pending_txn_offset_commit(producer_id, is_commit)
 
     def get_offsets(self, group_id: str, require_stable: bool,
                     partitions: Iterable[TopicPartition] | None) -> dict[TopicPartition, OffsetFetchPartitionData]:
@@ -336,45 +365,62 @@ class GroupMetadataManager:
             _log.info("load_finished", partition=partition, epoch=epoch, ms=self.last_load_time_ms)
 
     def _do_load(self, partition: int, on_group_loaded: Callable[[GroupMetadata], None]) -> None:
-        offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        offsets: dict[str, dict[TopicPartition, tuple[int, OffsetAndMetadata]]] = {}
+        # producer id -> group -> tp -> (log offset, offset) of transactions not ended yet
+        pending: dict[int, dict[str, dict[TopicPartition, tuple[int, OffsetAndMetadata]]]] = {}
         group_values: dict[str, GroupValue] = {}
         removed: set[str] = set()
-        for _offset, key, value in self.log.read_records(partition):
+        end_offset = 0
+        for batch in self.log.read_batches(partition):
             if self._shutting_down:
                 return
-            try:
-                k = read_key(key)
-            except ValueError:
-                _log.warning("unknown_key_skipped", partition=partition)
+            if batch.is_control:
+                ended = pending.pop(batch.producer_id, {})
+                if batch.commit:
+                    for gid, tps in ended.items():
+                        group_offsets = offsets.setdefault(gid, {})
+                        for tp, (position, om) in tps.items():
+                            current = group_offsets.get(tp)
+                            if current is None or current[0] < position:
+                                group_offsets[tp] = (position, om)
                 continue
-            if isinstance(k, OffsetKey):
-                tp = (k.topic, k.partition)
-                if value is None:
-                    offsets.get(k.group, {}).pop(tp, None)
-                else:
-                    v = read_offset_value(value)
-                    offsets.setdefault(k.group, {})[tp] = OffsetAndMetadata(
-                        v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
-            elif isinstance(k, GroupMetadataKey):
-                if value is None:
-                    group_values.pop(k.group, None)
-                    removed.add(k.group)
-                else:
-                    group_values[k.group] = read_group_value(value)
-                    removed.discard(k.group)
+            for offset, key, value in batch.records:
+                end_offset = offset + 1
+                try:
+                    k = read_key(key)
+                except (ValueError, struct.error, UnicodeDecodeError):
+                    _log.warning("unknown_key_skipped", partition=partition)
+                    continue
+                if isinstance(k, OffsetKey):
+                    tp = (k.topic, k.partition)
+                    target = (pending.setdefault(batch.producer_id, {}).setdefault(k.group, {})
+                              if batch.transactional else offsets.setdefault(k.group, {}))
+                    if value is None:
+                        target.pop(tp, None)
+                    else:
+                        v = read_offset_value(value)
+                        target[tp] = (offset, OffsetAndMetadata(
+                            v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp))
+                elif isinstance(k, GroupMetadataKey):
+                    if value is None:
+                        group_values.pop(k.group, None)
+                        removed.add(k.group)
+                    else:
+                        group_values[k.group] = read_group_value(value)
+                        removed.discard(k.group)
         loaded = 0
-        for gid, gv in group_values.items():
-            group = self._group_from_value(gid, gv)
-            group.initialize_offsets(offsets.pop(gid, {}))
-            current = self.add_group(group)
-            if current is group:
-                loaded += 1
-                on_group_loaded(group)
-        for gid, offs in offsets.items():
-            if not offs:
+        gids = list(group_values) + [g for g in offsets if g not in group_values] + [
+            g for per_producer in pending.values() for g in per_producer
+            if g not in group_values and g not in offsets]
+        for gid in dict.fromkeys(gids):
+            gv = group_values.get(gid)
+            offs = offsets.get(gid, {})
+            open_txns = {pid: per_group[gid] for pid, per_group in pending.items() if per_group.get(gid)}
+            if gv is None and not offs and not open_txns:
                 continue
-            group = self.new_group(gid)
-            group.initialize_offsets(offs)
+            group = self._group_from_value(gid, gv) if gv is not None else self.new_group(gid)
+            group.initialize_offsets({tp: om for tp, (_, om) in offs.items()},
+                                     {tp: pos for tp, (pos, _) in offs.items()}, open_txns, end_offset)
             current = self.add_group(group)
             if current is group:
                 loaded += 1

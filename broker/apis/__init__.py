@@ -35,6 +35,7 @@ from kafka_emu.broker.apis import (
     offset_for_leader_epoch,
     partition_reassignments,
     produce,
+    txn_offset_commit,
     write_txn_markers,
 )
 from kafka_emu.broker.apis.api_spec import ApiSpec
@@ -43,7 +44,7 @@ from kafka_emu.broker.config import KAFKA_4X
 _MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api_versions, admin,
             init_producer_id, create_partitions, alter_configs, delete_records, offset_for_leader_epoch,
             elect_leaders, describe_log_dirs, describe_producers, partition_reassignments, write_txn_markers,
-            add_partitions_to_txn, add_offsets_to_txn, end_txn)
+            add_partitions_to_txn, add_offsets_to_txn, end_txn, txn_offset_commit)
 
 
 def _collect() -> Mapping[int, ApiSpec]:

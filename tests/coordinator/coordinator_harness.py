@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from kafka_emu.coordinator import GroupCoordinator
 from kafka_emu.coordinator.errors import Errors
+from kafka_emu.coordinator.log import NO_PRODUCER_ID, LogBatch
 from kafka_emu.coordinator.records import consumer_subscription, partition_for
 from kafka_emu.coordinator.results import JoinGroupResult, LeaveGroupResult, OffsetAndMetadata, SyncGroupResult
 from kafka_emu.timer import MockTime, MockTimer
@@ -40,26 +41,45 @@ FOLLOWER_INSTANCE = "follower"
 class InMemoryCoordinatorLog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.partitions: dict[int, list[tuple[int, bytes, bytes | None]]] = defaultdict(list)
+        self.batches: dict[int, list[LogBatch]] = defaultdict(list)
+        self._end_offsets: dict[int, int] = defaultdict(int)
         self.error = Errors.NONE
         self.hold = False
         self.pending: list[Callable[[int], None]] = []
         self.appends = 0
 
     def append_records(self, partition: int, records: list[tuple[bytes, bytes | None]],
-                       timeout_ms: int, lock: Any, callback: Callable[[int], None]) -> None:
+                       timeout_ms: int, lock: Any, callback: Callable[[int], None],
+                       producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1,
+                       transactional_id: str | None = None) -> None:
         self.appends += 1
         if self.error != Errors.NONE:
             callback(self.error)
             return
         with self._lock:
-            log = self.partitions[partition]
-            for key, value in records:
-                log.append((len(log), key, value))
+            self.append_batch(partition, records, producer_id)
             if self.hold:
                 self.pending.append(callback)
                 return
         callback(Errors.NONE)
+
+    def append_batch(self, partition: int, records: list[tuple[bytes, bytes | None]],
+                     producer_id: int = NO_PRODUCER_ID) -> None:
+        base = self._end_offsets[partition]
+        self._end_offsets[partition] += len(records)
+        self.batches[partition].append(LogBatch(producer_id, producer_id != NO_PRODUCER_ID, False, None, tuple(
+            (base + i, k, v) for i, (k, v) in enumerate(records))))
+
+    def append_marker(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A COMMIT/ABORT control batch, as the partition leader writes it for WriteTxnMarkers."""
+        with self._lock:
+            self._end_offsets[partition] += 1
+            self.batches[partition].append(LogBatch(producer_id, True, True, commit, ()))
+
+    @property
+    def partitions(self) -> dict[int, list[tuple[int, bytes, bytes | None]]]:
+        """Data records per partition (a copy; tests append with ``append_batch``)."""
+        return {p: list(self.read_records(p)) for p in list(self.batches)}
 
     def complete_pending(self, error: int = Errors.NONE) -> None:
         with self._lock:
@@ -67,9 +87,12 @@ class InMemoryCoordinatorLog:
         for cb in pending:
             cb(error)
 
-    def read_records(self, partition: int):
+    def read_batches(self, partition: int) -> list[LogBatch]:
         with self._lock:
-            return list(self.partitions[partition])
+            return list(self.batches[partition])
+
+    def read_records(self, partition: int) -> list[tuple[int, bytes, bytes | None]]:
+        return [r for b in self.read_batches(partition) if not b.is_control for r in b.records]
 
 
 class Box:

@@ -35,8 +35,10 @@ class ThreadedLog(InMemoryCoordinatorLog):
         self._thread = threading.Thread(target=self._run, name="fake-replication", daemon=True)
         self._thread.start()
 
-    def append_records(self, partition, records, timeout_ms, lock, callback) -> None:
-        super().append_records(partition, records, timeout_ms, lock, lambda err: self._acks.put((callback, err)))
+    def append_records(self, partition, records, timeout_ms, lock, callback, producer_id=-1, producer_epoch=-1,
+                       transactional_id=None) -> None:
+        super().append_records(partition, records, timeout_ms, lock, lambda err: self._acks.put((callback, err)),
+                               producer_id, producer_epoch)
 
     def _run(self) -> None:
         while True:

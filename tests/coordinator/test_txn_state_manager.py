@@ -28,8 +28,7 @@ def write(t: TxnHarness, state: S, producer_id: int = 10, epoch: int = 1, partit
     """Append a record of ``TXN_ID`` to its partition directly (as a previous coordinator did)."""
     transit = TxnTransitMetadata(producer_id, -1, -1, epoch, -1, TXN_TIMEOUT, state, frozenset(partitions),
                                  -1 if state is S.EMPTY else t.time.milliseconds(), t.time.milliseconds())
-    log = t.log.partitions[t.txn_partition]
-    log.append((len(log), key_bytes(TXN_ID), value_bytes(transit)))
+    t.log.append_batch(t.txn_partition, [(key_bytes(TXN_ID), value_bytes(transit))])
 
 
 def reload(t: TxnHarness, epoch: int = 1) -> None:
@@ -68,7 +67,7 @@ def test_load_and_remove_transactions_for_partition(t):
     md = t.metadata()
     assert (md.state, md.producer_id, md.producer_epoch, md.last_producer_epoch) == (S.COMPLETE_ABORT, 10, 1, -1)
     assert t.manager.get_transaction_state(TXN_ID)[1].coordinator_epoch == 5
-    t.log.partitions[t.txn_partition].append((99, key_bytes(TXN_ID), None))
+    t.log.append_batch(t.txn_partition, [(key_bytes(TXN_ID), None)])
     reload(t, 6)
     assert t.metadata() is None
     t.coordinator.on_resigned(t.txn_partition)
@@ -77,7 +76,7 @@ def test_load_and_remove_transactions_for_partition(t):
 
 def test_ignore_unknown_record_type(t):
     """testIgnoreUnknownRecordType: a key of an unknown version is skipped."""
-    t.log.partitions[t.txn_partition].append((0, b"\x7f\x7f\x00\x01a", b"junk"))
+    t.log.append_batch(t.txn_partition, [(b"\x7f\x7f\x00\x01a", b"junk")])
     write(t, S.EMPTY)
     reload(t)
     assert t.metadata().producer_id == 10

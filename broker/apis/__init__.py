@@ -31,6 +31,7 @@ from kafka_emu.broker.apis import (
     group,
     init_producer_id,
     list_offsets,
+    list_transactions,
     metadata,
     offset_for_leader_epoch,
     partition_reassignments,
@@ -44,7 +45,7 @@ from kafka_emu.broker.config import KAFKA_4X
 _MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api_versions, admin,
             init_producer_id, create_partitions, alter_configs, delete_records, offset_for_leader_epoch,
             elect_leaders, describe_log_dirs, describe_producers, partition_reassignments, write_txn_markers,
-            add_partitions_to_txn, add_offsets_to_txn, end_txn, txn_offset_commit)
+            add_partitions_to_txn, add_offsets_to_txn, end_txn, txn_offset_commit, list_transactions)
 
 
 def _collect() -> Mapping[int, ApiSpec]:

@@ -114,6 +114,7 @@ class BrokerMetrics:
         self._collect_request_path(out, snapshot)
         self._collect_replica_manager(out, snapshot)
         self._collect_coordinator(out, snapshot, high_watermarks)
+        self._collect_transaction_coordinator(out, snapshot)
 
     def _collect_purgatories(self, out: Samples, snapshot: BrokerSnapshotView) -> None:
         b = self._label
@@ -179,6 +180,18 @@ class BrokerMetrics:
             out.add(names.CLEANER_UNCLEANABLE_PARTITIONS, cleaner.uncleanable_partitions_count, b)
             out.add(names.CLEANER_RECOPY_PERCENT, cleaner.cleaner_recopy_percent, b)
             out.add(names.CLEANER_MAX_CLEAN_TIME, cleaner.max_clean_time_secs, b)
+
+    def _collect_transaction_coordinator(self, out: Samples, snapshot: BrokerSnapshotView) -> None:
+        tc = snapshot.transaction_coordinator
+        if tc is None:
+            return
+        b = self._label
+        out.add(names.TXN_PARTITION_LOAD_TIME, (tc.partition_loads, tc.partition_load_time_ms_total), b)
+        out.add(names.TXN_PARTITION_LOAD_TIME_MAX, tc.partition_load_time_ms_max, b)
+        out.add(names.TXN_MARKER_QUEUE_SIZE, tc.marker_queue_size, b)
+        out.add(names.TXN_PENDING_COMPLETION, tc.transactions_pending_completion, b)
+        for state, count in tc.transactions_by_state.items():
+            out.add(names.TXN_BY_STATE, count, b, state)
 
     def _collect_coordinator(self, out: Samples, snapshot: BrokerSnapshotView,
                              high_watermarks: Mapping[tuple[str, int], int]) -> None:

@@ -310,6 +310,29 @@ HEARTBEAT_EXPIRATIONS = MetricSpec(
     "kafka_emu_coordinator_heartbeat_expirations", "counter", (),
     "Members removed because their session timed out without a heartbeat.", None)
 
+# ---------------------------------------------------------------- transaction coordinator
+TXN_PARTITION_LOAD_TIME = MetricSpec(
+    "kafka_server_transaction_coordinator_metrics_partition_load_time_ms", "summary", (),
+    "Milliseconds to load a __transaction_state partition this broker became leader of; "
+    "_sum/_count give Kafka's partition-load-time-avg over any window.",
+    "kafka.server:type=transaction-coordinator-metrics, partition-load-time-avg", "ms")
+TXN_PARTITION_LOAD_TIME_MAX = MetricSpec(
+    "kafka_server_transaction_coordinator_metrics_partition_load_time_max", "gauge", (),
+    "Longest load of a __transaction_state partition seen by this coordinator, in milliseconds.",
+    "kafka.server:type=transaction-coordinator-metrics, partition-load-time-max", "ms")
+TXN_MARKER_QUEUE_SIZE = MetricSpec(
+    "kafka_emu_transaction_marker_queue_size", "gauge", (),
+    "COMMIT/ABORT marker entries waiting to be sent by this coordinator's marker channel "
+    "(per-broker queues and the queue of partitions without a live leader).",
+    "kafka.coordinator.transaction:type=TransactionMarkerChannelManager,name=UnknownDestinationQueueSize (part of)")
+TXN_PENDING_COMPLETION = MetricSpec(
+    "kafka_emu_transaction_pending_completion", "gauge", (),
+    "Transactions whose decision is in __transaction_state and whose markers are not all "
+    "written yet.", None)
+TXN_BY_STATE = MetricSpec(
+    "kafka_emu_transaction_coordinator_transactions", "gauge", ("state",),
+    "Transactional ids loaded on this coordinator, by state (Empty, Ongoing, PrepareCommit, ...).", None)
+
 # ---------------------------------------------------------------- consumer groups (kafka-exporter)
 _GROUP_LABELS = ("consumergroup", "topic", "partition")
 CONSUMER_GROUP_CURRENT_OFFSET = MetricSpec(
@@ -335,7 +358,8 @@ ALL: tuple[MetricSpec, ...] = (
     CLEANER_UNCLEANABLE_PARTITIONS, CLEANER_RECOPY_PERCENT, CLEANER_MAX_CLEAN_TIME,
     NUM_GROUPS, *GROUP_STATE_METRICS.values(), NUM_OFFSETS, GROUP_MEMBERS,
     COMPLETED_REBALANCES, REBALANCES_STARTED, REBALANCE_TIME, REBALANCE_TIME_MAX,
-    HEARTBEAT_EXPIRATIONS, CONSUMER_GROUP_CURRENT_OFFSET, CONSUMER_GROUP_LAG,
+    HEARTBEAT_EXPIRATIONS, TXN_PARTITION_LOAD_TIME, TXN_PARTITION_LOAD_TIME_MAX, TXN_MARKER_QUEUE_SIZE,
+    TXN_PENDING_COMPLETION, TXN_BY_STATE, CONSUMER_GROUP_CURRENT_OFFSET, CONSUMER_GROUP_LAG,
 )
 
 BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in ALL}

@@ -131,7 +131,7 @@ def test_consume_transform_produce_survives_coordinator_restart(kafka_cluster: A
     """TransactionsTest.testSendOffsetsWithGroupMetadata, with the transaction coordinator's
     leader stopped and restarted mid-run: read_committed output holds each input's result exactly
     once and the group's committed offsets match the input's end."""
-    n = 2000
+    n = 10_000
     src, out, group, txn_id = unique("in"), unique("out"), unique("ctp"), unique("tx")
     kafka_cluster.create_topic(src, 2, 3)
     kafka_cluster.create_topic(out, 2, 3)
@@ -148,14 +148,14 @@ def test_consume_transform_produce_survives_coordinator_restart(kafka_cluster: A
     done = 0
     deadline = time.monotonic() + 90
     while done < n // 3 and time.monotonic() < deadline:
-        done += _ctp_round(consumer, txn, out, 100)
+        done += _ctp_round(consumer, txn, out, 500)
     coordinator = kafka_cluster.leader_of(TRANSACTION_STATE_TOPIC, txn_partition_for(txn_id, 5))
     kafka_cluster.stop_broker(coordinator)
     while done < 2 * n // 3 and time.monotonic() < deadline:
-        done += _ctp_round(consumer, txn, out, 100)
+        done += _ctp_round(consumer, txn, out, 500)
     kafka_cluster.start_broker(coordinator)
     while done < n and time.monotonic() < deadline:
-        done += _ctp_round(consumer, txn, out, 100)
+        done += _ctp_round(consumer, txn, out, 500)
     assert done == n
     committed = consumer.committed([TopicPartition(src, 0), TopicPartition(src, 1)], 30)
     assert sorted(tp.offset for tp in committed) == [n // 2, n // 2]
@@ -310,3 +310,28 @@ def test_aiokafka_transactional_producer(kafka_cluster: Any) -> None:
                    what="the transactional offset commit")
     finally:
         c.close()
+
+
+def test_transaction_coordinator_metrics(kafka_cluster: Any) -> None:
+    """The transaction coordinator's series after a committed transaction: a CompleteCommit id on
+    its coordinator, partition loads counted, nothing left in the marker queue."""
+    from kafka_emu.metrics import ClusterMetrics
+
+    topic, txn_id = unique("met"), unique("tx")
+    kafka_cluster.create_topic(topic, 1, 3)
+    p = producer(kafka_cluster, txn_id)
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(topic, value=b"m")
+    p.commit_transaction(30)
+    coordinator = str(kafka_cluster.leader_of(TRANSACTION_STATE_TOPIC, txn_partition_for(txn_id, 5)))
+    with ClusterMetrics(kafka_cluster) as metrics:
+        def sample(name: str, **labels: str) -> float | None:
+            return metrics.sample(name, {"broker_id": coordinator, **labels})
+
+        wait_until(lambda: (sample("kafka_emu_transaction_coordinator_transactions", state="CompleteCommit") or 0) >= 1,
+                   10, what="the CompleteCommit state in the metrics")
+        assert sample("kafka_emu_transaction_marker_queue_size") == 0
+        assert sample("kafka_emu_transaction_pending_completion") == 0
+        assert (sample("kafka_server_transaction_coordinator_metrics_partition_load_time_ms_count") or 0) >= 1
+        assert sample("kafka_server_transaction_coordinator_metrics_partition_load_time_max") is not None

@@ -90,6 +90,8 @@ COMMANDS: dict[str, Command | dict[str, Command]] = {
                         "request rate and client throughput over loopback (needs [load] for confluent-kafka)"),
         "log": Command("kafka_emu.bench.bench_log",
                        "segment log vs the old list log: append/read rates, RSS under retention"),
+        "transactions": Command("kafka_emu.bench.bench_transactions",
+                                "transactions/s and commit latency vs the same records produced idempotently"),
     },
     "stress": {
         "purgatory": Command("kafka_emu.loadgen.stress_purgatory",

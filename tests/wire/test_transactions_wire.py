@@ -2,9 +2,10 @@
 by hand at request level (Produce with a transactional id, WriteTxnMarkers), read by real
 clients with read_committed and read_uncommitted, and Fetch/ListOffsets answers checked raw.
 
-The transaction coordinator is not part of this layer: each broker's
-``ReplicaManager.verify_transaction`` is replaced by a stand-in that accepts every partition
-(what the coordinator answers for partitions added to the transaction), and the markers are
+The transaction coordinator is not used by these tests (``test_transactions.py`` has it with real
+transactional clients): each broker's ``ReplicaManager.verify_transaction`` is replaced by a
+stand-in that accepts every partition (what the coordinator answers for partitions added to the
+transaction), and the markers are
 sent as the coordinator's marker channel would send them. Kafka's TransactionsTest
 (testReadCommittedConsumerShouldNotSeeUndecidedData, testDelayedFetchIncludesAbortedTransaction)
 and KafkaApisTest (testReadCommittedConsumerListOffsetLatest) scenarios, by hand.
@@ -12,6 +13,7 @@ and KafkaApisTest (testReadCommittedConsumerListOffsetLatest) scenarios, by hand
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 from typing import Any, Iterator
 
 import pytest
@@ -24,7 +26,6 @@ from kio.schema.errors import ErrorCode
 from kafka_emu.broker.inprocess_client import fetch_request, produce_request
 from kafka_emu.broker.protocol.adapter import build, item_cls
 from kafka_emu.broker.record_batch import build_batch, iter_records, parse_batches
-from kafka_emu.broker.replica_manager import no_transaction_coordinator
 from kafka_emu.coordinator.errors import Errors
 
 from wire_helpers import RawClient, unique, wait_until
@@ -45,12 +46,14 @@ def verified(kafka_cluster: Any) -> Iterator[list]:
         calls.append((transactional_id, producer_id, producer_epoch, tp))
         return Errors.NONE
 
-    for server in kafka_cluster.servers.values():
+    original = {}
+    for broker_id, server in kafka_cluster.servers.items():
+        original[broker_id] = server.replica_manager.verify_transaction
         server.replica_manager.verify_transaction = accept
     yield calls
-    for server in kafka_cluster.servers.values():
-        if server.replica_manager is not None:
-            server.replica_manager.verify_transaction = no_transaction_coordinator
+    for broker_id, server in kafka_cluster.servers.items():
+        if server.replica_manager is not None and broker_id in original:
+            server.replica_manager.verify_transaction = original[broker_id]
 
 
 def leader_client(cluster: Any, topic: str) -> RawClient:
@@ -105,15 +108,26 @@ def write_transactions(kafka_cluster: Any, topic: str) -> RawClient:
 
 def test_transactional_produce_needs_a_transactional_id_and_a_transaction(kafka_cluster: Any) -> None:
     """KafkaApis.handleProduceRequest: transactional records without a transactional id are
-    TRANSACTIONAL_ID_AUTHORIZATION_FAILED; with one but no transaction coordinator, the
-    partition is in no transaction: INVALID_TXN_STATE. Client-written markers are INVALID_RECORD."""
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED; with one whose coordinator has not added the
+    partition to the producer's transaction: INVALID_TXN_STATE (Produce before v11).
+    Client-written markers are INVALID_RECORD."""
     topic = unique("txn")
     kafka_cluster.create_topic(topic, 1, 3)
     client = leader_client(kafka_cluster, topic)
     try:
         assert produce(client, topic, txn_batch(5, [b"x"]), None).error_code == \
             ErrorCode.transactional_id_authorization_failed
-        assert produce(client, topic, txn_batch(5, [b"x"]), TXN_ID).error_code == ErrorCode.invalid_txn_state
+        find = req_cls(10, 1)(key=TXN_ID, key_type=1)
+        wait_until(lambda: client.send(find).error_code == ErrorCode.none, 10, what="a transaction coordinator")
+        coordinator = RawClient(kafka_cluster.broker(client.send(find).node_id).bootstrap_server)
+        try:
+            init = coordinator.send(req_cls(22, 4)(transactional_id=TXN_ID, transaction_timeout=timedelta(seconds=60),
+                                                   producer_id=-1, producer_epoch=-1))
+        finally:
+            coordinator.close()
+        assert init.error_code == ErrorCode.none
+        assert produce(client, topic, txn_batch(init.producer_id, [b"x"]), TXN_ID).error_code == \
+            ErrorCode.invalid_txn_state
         from kafka_emu.broker.control_record import end_txn_marker_batch
         assert produce(client, topic, end_txn_marker_batch(5, 0, 0, True, 0), TXN_ID).error_code == \
             ErrorCode.invalid_record

@@ -61,8 +61,15 @@ def _run_confluent(params: dict[str, Any], bootstrap: str, pacer: Pacer, payload
     acks = {-1: "all", 0: "0", 1: "1"}[params["acks"]]
     conf = {"bootstrap.servers": bootstrap, "acks": acks, "client.id": sink.task, "message.timeout.ms": 30000,
             **BATCHING["confluent"][params.get("batching", "latency")], **params["config"]}
+    per_transaction = int(params.get("transaction_records", 0))
+    if per_transaction:
+        # one transactional id per task: a restarted task fences its previous incarnation
+        conf["transactional.id"] = sink.task
     producer = Producer(conf)
     topics = params["topics"]
+    in_transaction = 0
+    if per_transaction:
+        producer.init_transactions(30)
 
     def on_delivery(err: Any, msg: Any) -> None:
         lat = msg.latency()
@@ -71,12 +78,28 @@ def _run_confluent(params: dict[str, Any], bootstrap: str, pacer: Pacer, payload
                  error=err.name() if err is not None else "", topic=msg.topic(), partition=msg.partition(),
                  offset=msg.offset() if err is None else None, nbytes=len(value) if value else 0)
 
+    def end_transaction() -> None:
+        """Commit what this transaction holds; a failed commit is recorded as a produce error
+        (its records were delivered but are aborted, so readers will miss them)."""
+        try:
+            producer.commit_transaction(30)
+        except Exception as exc:
+            err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            sink.add("produce", None, error=f"commit:{err.name() if err else type(exc).__name__}", topic=topics[0])
+            if err is None or not err.fatal():
+                producer.abort_transaction(30)
+            else:
+                raise   # a fenced producer can do nothing more; the task ends
+
     i = 0
     while pacer.running():
         for _ in range(pacer.due()):
+            if per_transaction and in_transaction == 0:
+                producer.begin_transaction()
             try:
                 producer.produce(topics[i % len(topics)], payloads.next_value(), payloads.next_key(),
                                  on_delivery=on_delivery)
+                in_transaction += 1
             except BufferError:
                 sink.add("produce", None, error="_QUEUE_FULL", topic=topics[i % len(topics)])
                 producer.poll(0.05)
@@ -86,8 +109,13 @@ def _run_confluent(params: dict[str, Any], bootstrap: str, pacer: Pacer, payload
                          topic=topics[i % len(topics)])
             pacer.sent += 1
             i += 1
+            if per_transaction and in_transaction >= per_transaction:
+                end_transaction()
+                in_transaction = 0
         producer.poll(0)
         pacer.wait_next()
+    if per_transaction and in_transaction:
+        end_transaction()
     remaining = producer.flush(FLUSH_TIMEOUT_S)
     for _ in range(remaining):
         sink.add("produce", None, error="_FLUSH_TIMEOUT")

@@ -68,6 +68,8 @@ class ProducerSpec:
     stop_s: float | None = None  # None: the spec's duration
     batching: str = "latency"   # "throughput": the clients' batching settings (``producer_task.BATCHING``)
     config: dict[str, Any] = field(default_factory=dict)
+    # > 0: a transactional producer committing a transaction every this many records (confluent, acks=all)
+    transaction_records: int = 0
 
 
 @dataclass(frozen=True)
@@ -249,7 +251,7 @@ def _parse_size(c: _Checker, raw: Any, path: str) -> SizeSpec:
 
 def _parse_producer(c: _Checker, raw: Any, path: str, duration: float) -> ProducerSpec:
     d = c.mapping(raw, path, {"name", "topics", "topic", "rate", "instances", "size", "keys", "acks",
-                              "client", "start_s", "stop_s", "batching", "config"})
+                              "client", "start_s", "stop_s", "batching", "config", "transaction_records"})
     keys_raw = d.get("keys", {})
     if isinstance(keys_raw, str):
         keys_raw = {"mode": keys_raw}
@@ -271,7 +273,10 @@ def _parse_producer(c: _Checker, raw: Any, path: str, duration: float) -> Produc
         stop_s=c.number(d, "stop_s", path, None, minimum=0, optional=True),
         batching=c.choice(d, "batching", path, "latency", BATCHING),
         config=c.config(d, path),
+        transaction_records=c.number(d, "transaction_records", path, 0, minimum=0, integer=True),
     )
+    if p.transaction_records and (p.client != "confluent" or p.acks != -1):
+        c.fail(f"{path}.transaction_records", "a transactional producer needs client: confluent and acks: all")
     stop = p.stop_s if p.stop_s is not None else duration
     if stop <= p.start_s:
         c.fail(path, f"stops ({stop:g} s) before it starts ({p.start_s:g} s)")

@@ -23,6 +23,17 @@ def test_example_spec_is_valid(tmp_path):
     assert spec.duration_s == 40
     assert {g.group_id for g in spec.groups} == {"orders-app", "clicks-app"}
     assert spec.producers[1].client == "kafka-python" and spec.producers[1].acks == 1
+    assert spec.producers[2].transaction_records == 20 and spec.producers[2].acks == -1
+
+
+def test_transactional_producer_needs_confluent_and_acks_all():
+    for extra in ({"acks": "1"}, {"client": "kafka-python"}):
+        raw = {**BASE, "producers": [{"name": "p", "topics": ["t"], "rate": 50, "transaction_records": 5, **extra}]}
+        with pytest.raises(SpecError) as info:
+            parse_spec(raw)
+        assert "producers[0].transaction_records: a transactional producer needs" in info.value.message
+    assert parse_spec({**BASE, "producers": [{"name": "p", "topics": ["t"], "rate": 50,
+                                               "transaction_records": 5}]}).producers[0].transaction_records == 5
 
 
 def test_every_problem_is_reported_with_its_path():

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
-from kafka_emu.broker.apis.add_partitions_to_txn import fenced_error_for
+from kafka_emu.broker.apis.add_partitions_to_txn import error_code_answer
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.apis.find_coordinator import partition_for
 from kafka_emu.broker.metadata import OFFSETS_TOPIC
-from kafka_emu.broker.protocol.adapter import build, response_schema
 from kafka_emu.coordinator.errors import Errors
 
 if TYPE_CHECKING:
@@ -27,13 +25,7 @@ API_KEY = 25
 
 def handle_add_offsets_to_txn(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    version = request.api_version
-    cls = response_schema(API_KEY, version)
-
-    def answer(error: int) -> None:
-        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE,
-                                     error_code=fenced_error_for(version, 2, error)))
-
+    answer = error_code_answer(apis, request, API_KEY)
     coordinator = apis.transaction_coordinator
     if coordinator is None:
         answer(Errors.COORDINATOR_NOT_AVAILABLE)

@@ -10,7 +10,7 @@ in-process (``broker.txn_marker_sender.TransactionVerifier``), and no client sen
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
@@ -29,6 +29,17 @@ def fenced_error_for(version: int, min_version_with_fenced: int, error: int) -> 
     if error == Errors.PRODUCER_FENCED and version < min_version_with_fenced:
         return Errors.INVALID_PRODUCER_EPOCH
     return error
+
+
+def error_code_answer(apis: KafkaApis, request: Request, api_key: int) -> Callable[[int], None]:
+    """How AddOffsetsToTxn and EndTxn answer: one error code, PRODUCER_FENCED as
+    INVALID_PRODUCER_EPOCH before v2."""
+    cls = response_schema(api_key, request.api_version)
+
+    def answer(error: int) -> None:
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE,
+                                     error_code=fenced_error_for(request.api_version, 2, error)))
+    return answer
 
 
 def handle_add_partitions_to_txn(apis: KafkaApis, request: Request) -> None:

@@ -22,7 +22,7 @@ of a KRaft 3.9 broker.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, duration_ms, respond, respond_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
@@ -169,47 +169,61 @@ def handle_leave_group(apis: KafkaApis, request: Request) -> None:
 
 # --- OffsetCommit ------------------------------------------------------------------------------
 
+class OffsetCommitParts:
+    """An OffsetCommit or TxnOffsetCommit request's offsets (same topic/partition shape): what
+    goes to the coordinator, what is answered without it (unknown partitions), and the answer."""
+
+    def __init__(self, apis: KafkaApis, request: Request, api_key: int) -> None:
+        self.apis = apis
+        self.request = request
+        self.cls = response_schema(api_key, request.api_version)
+        now_ms = apis.time.milliseconds()
+        md = apis.metadata
+        self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        self.early: dict[tuple[str, int], int] = {}
+        self.order: list[tuple[str, int]] = []
+        for t in request.body.topics:
+            info = md.topic(t.name)
+            for p in t.partitions:
+                tp = (t.name, int(p.partition_index))
+                self.order.append(tp)
+                if info is None or tp[1] not in info.partitions:
+                    self.early[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                epoch = int(getattr(p, "committed_leader_epoch", -1))
+                commit_ms = int(getattr(p, "commit_timestamp", DEFAULT_TIMESTAMP))   # OffsetCommit v1 only
+                self.offsets[tp] = OffsetAndMetadata(offset=int(p.committed_offset),
+                                                     leader_epoch=epoch if epoch >= 0 else None,
+                                                     metadata=p.committed_metadata or "",
+                                                     commit_timestamp=now_ms if commit_ms == DEFAULT_TIMESTAMP
+                                                     else commit_ms)
+
+    def respond(self, result: dict[tuple[str, int], int],
+                translate: Callable[[int], int] = lambda code: code) -> None:
+        """Answer every requested partition: ``result`` (the coordinator's) over the early errors."""
+        topic_cls = item_cls(self.cls, "topics")
+        part_cls = item_cls(topic_cls, "partitions")
+        merged = {**self.early, **result}
+        by_topic: dict[str, list[object]] = {}
+        for tp in self.order:
+            by_topic.setdefault(tp[0], []).append(
+                build(part_cls, partition_index=tp[1], error_code=translate(merged.get(tp, Errors.NONE))))
+        respond(self.apis, self.request, build(self.cls, throttle_time=ZERO_THROTTLE, topics=tuple(
+            build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_topic.items())))
+
+
 def handle_offset_commit(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    cls = response_schema(OFFSET_COMMIT, request.api_version)
-    topic_cls = item_cls(cls, "topics")
-    part_cls = item_cls(topic_cls, "partitions")
     gc = _coordinator(apis, request)
     if gc is None:
         return
-    now_ms = apis.time.milliseconds()
-    md = apis.metadata
-    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-    early: dict[tuple[str, int], int] = {}
-    order: list[tuple[str, int]] = []
-    for t in body.topics:
-        info = md.topic(t.name)
-        for p in t.partitions:
-            tp = (t.name, int(p.partition_index))
-            order.append(tp)
-            if info is None or tp[1] not in info.partitions:
-                early[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            epoch = int(getattr(p, "committed_leader_epoch", -1))
-            commit_ms = int(getattr(p, "commit_timestamp", DEFAULT_TIMESTAMP))   # v1 only
-            offsets[tp] = OffsetAndMetadata(offset=int(p.committed_offset),
-                                            leader_epoch=epoch if epoch >= 0 else None,
-                                            metadata=p.committed_metadata or "",
-                                            commit_timestamp=now_ms if commit_ms == DEFAULT_TIMESTAMP else commit_ms)
-
-    def callback(result: dict[tuple[str, int], int]) -> None:
-        merged = {**early, **result}
-        by_topic: dict[str, list[object]] = {}
-        for tp in order:
-            by_topic.setdefault(tp[0], []).append(
-                build(part_cls, partition_index=tp[1], error_code=merged.get(tp, 0)))
-        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(
-            build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_topic.items())))
+    parts = OffsetCommitParts(apis, request, OFFSET_COMMIT)
+    offsets, callback = parts.offsets, parts.respond
 
     if request.api_version == 0 and offsets:
         # Kafka 3.9 kept v0 commits in ZooKeeper; a KRaft broker refuses them (requireZkOrThrow:
         # UnsupportedVersionException), and the error response names every requested partition
-        callback({tp: Errors.UNSUPPORTED_VERSION for tp in order})
+        callback({tp: Errors.UNSUPPORTED_VERSION for tp in parts.order})
         return
     if not offsets:
         callback({})

@@ -20,13 +20,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.apis.find_coordinator import partition_for
+from kafka_emu.broker.apis.group import OffsetCommitParts
 from kafka_emu.broker.metadata import OFFSETS_TOPIC
-from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.results import OffsetAndMetadata
 
 if TYPE_CHECKING:
     from kafka_emu.broker.kafka_apis import KafkaApis
@@ -51,37 +49,14 @@ def verification_error(code: int, version: int) -> int:
 def handle_txn_offset_commit(apis: KafkaApis, request: Request) -> None:
     body = request.body
     version = request.api_version
-    cls = response_schema(API_KEY, version)
-    topic_cls = item_cls(cls, "topics")
-    part_cls = item_cls(topic_cls, "partitions")
-    now_ms = apis.time.milliseconds()
-    md = apis.metadata
-    order: list[tuple[str, int]] = []
-    early: dict[tuple[str, int], int] = {}
-    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-    for t in body.topics:
-        info = md.topic(t.name)
-        for p in t.partitions:
-            tp = (t.name, int(p.partition_index))
-            order.append(tp)
-            if info is None or tp[1] not in info.partitions:
-                early[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            epoch = int(getattr(p, "committed_leader_epoch", -1))
-            offsets[tp] = OffsetAndMetadata(offset=int(p.committed_offset),
-                                            leader_epoch=epoch if epoch >= 0 else None,
-                                            metadata=p.committed_metadata or "", commit_timestamp=now_ms)
+    parts = OffsetCommitParts(apis, request, API_KEY)
+    offsets = parts.offsets
+
+    def old_client_codes(code: int) -> int:
+        return Errors.COORDINATOR_NOT_AVAILABLE if code == Errors.COORDINATOR_LOAD_IN_PROGRESS and version < 2 else code
 
     def callback(result: dict[tuple[str, int], int]) -> None:
-        merged = {**early, **result}
-        by_topic: dict[str, list[object]] = {}
-        for tp in order:
-            code = merged.get(tp, Errors.NONE)
-            if code == Errors.COORDINATOR_LOAD_IN_PROGRESS and version < 2:
-                code = Errors.COORDINATOR_NOT_AVAILABLE
-            by_topic.setdefault(tp[0], []).append(build(part_cls, partition_index=tp[1], error_code=code))
-        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(
-            build(topic_cls, name=name, partitions=tuple(parts)) for name, parts in by_topic.items())))
+        parts.respond(result, old_client_codes)
 
     gc = apis.group_coordinator
     if gc is None:

@@ -44,7 +44,7 @@ from kafka_emu.coordinator.transaction.transaction_metadata import (
     TransactionState, TxnTransitMetadata, is_epoch_exhausted,
 )
 from kafka_emu.coordinator.transaction.transaction_state_manager import (
-    TransactionalIdAndProducerIdEpoch, TransactionListing, TransactionStateManager, listings_by_state,
+    CoordinatorEpochAndTxnMetadata, TransactionalIdAndProducerIdEpoch, TransactionListing, TransactionStateManager, listings_by_state,
 )
 from kafka_emu.timer.time import Time
 
@@ -234,19 +234,23 @@ class TransactionCoordinator:
             f"Found transactionalId {transactional_id} with state {state.state_name}. This is illegal as "
             f"we should never have transitioned to this state.")
 
+    def _existing_transaction(self, transactional_id: str | None) -> tuple[int, CoordinatorEpochAndTxnMetadata | None]:
+        """The metadata of a transactional id the request expects to exist: INVALID_REQUEST for
+        a null or empty id, the lookup's error, INVALID_PRODUCER_ID_MAPPING for an unknown id."""
+        if not transactional_id:
+            return Errors.INVALID_REQUEST, None
+        error, em = self.txn_manager.get_transaction_state(transactional_id)
+        if error == Errors.NONE and em is None:
+            error = Errors.INVALID_PRODUCER_ID_MAPPING
+        return error, em
+
     # ------------------------------------------------------------------ AddPartitionsToTxn
     def handle_add_partitions_to_transaction(self, transactional_id: str | None, producer_id: int,
                                              producer_epoch: int, partitions: set[TopicPartition],
                                              callback: ErrorCallback) -> None:
-        if not transactional_id:
-            callback(Errors.INVALID_REQUEST)
-            return
-        error, em = self.txn_manager.get_transaction_state(transactional_id)
-        if error != Errors.NONE:
-            callback(error)
-            return
+        error, em = self._existing_transaction(transactional_id)
         if em is None:
-            callback(Errors.INVALID_PRODUCER_ID_MAPPING)
+            callback(error)
             return
         md = em.transaction_metadata
         transit: TxnTransitMetadata | None = None
@@ -276,13 +280,9 @@ class TransactionCoordinator:
         def all_(code: int) -> dict[TopicPartition, int]:
             return {tp: code for tp in partitions}
 
-        if not transactional_id:
-            return all_(Errors.INVALID_REQUEST)
-        error, em = self.txn_manager.get_transaction_state(transactional_id)
-        if error != Errors.NONE:
-            return all_(error)
+        error, em = self._existing_transaction(transactional_id)
         if em is None:
-            return all_(Errors.INVALID_PRODUCER_ID_MAPPING)
+            return all_(error)
         md = em.transaction_metadata
         with md.lock:
             if md.producer_id != producer_id:
@@ -302,15 +302,9 @@ class TransactionCoordinator:
     def _end_transaction(self, transactional_id: str | None, producer_id: int, producer_epoch: int,
                          commit: bool, is_from_client: bool, callback: ErrorCallback) -> None:
         """Kafka's ``endTransactionWithTV1``."""
-        if not transactional_id:
-            callback(Errors.INVALID_REQUEST)
-            return
-        error, em = self.txn_manager.get_transaction_state(transactional_id)
-        if error != Errors.NONE:
-            callback(error)
-            return
+        error, em = self._existing_transaction(transactional_id)
         if em is None:
-            callback(Errors.INVALID_PRODUCER_ID_MAPPING)
+            callback(error)
             return
         md, coordinator_epoch = em.transaction_metadata, em.coordinator_epoch
         is_epoch_fence = False

@@ -119,27 +119,12 @@ def read_value(transactional_id: str, buf: bytes) -> TransactionMetadata:
     state = TransactionState.from_id(_I8.unpack_from(buf, pos + 14)[0])
     pos += 15
     partitions: set[tuple[str, int]] = set()
-    if flexible:
-        n, pos = _read_uvarint(buf, pos)
-        count = n - 1
-    else:
-        count = _I32.unpack_from(buf, pos)[0]
-        pos += 4
+    count, pos = _read_length(buf, pos, flexible, _I32)
     for _ in range(max(count, 0)):
-        if flexible:
-            ln, pos = _read_uvarint(buf, pos)
-            ln -= 1
-        else:
-            ln = _I16.unpack_from(buf, pos)[0]
-            pos += 2
+        ln, pos = _read_length(buf, pos, flexible, _I16)
         topic = buf[pos:pos + ln].decode("utf-8")
         pos += ln
-        if flexible:
-            np_, pos = _read_uvarint(buf, pos)
-            np_ -= 1
-        else:
-            np_ = _I32.unpack_from(buf, pos)[0]
-            pos += 4
+        np_, pos = _read_length(buf, pos, flexible, _I32)
         for _ in range(max(np_, 0)):
             partitions.add((topic, _I32.unpack_from(buf, pos)[0]))
             pos += 4
@@ -165,6 +150,15 @@ def read_value(transactional_id: str, buf: bytes) -> TransactionMetadata:
         raise ValueError(f"transactional id {transactional_id} is Empty but lists partitions")
     return TransactionMetadata(transactional_id, producer_id, prev_pid, next_pid, epoch, NO_PRODUCER_EPOCH,
                                timeout_ms, state, partitions, start, last_update, client_tv)
+
+
+def _read_length(buf: bytes, pos: int, flexible: bool, fixed: struct.Struct) -> tuple[int, int]:
+    """(length, position after it) of a string or array: a compact unsigned varint (length + 1,
+    0 = null) in flexible versions, else ``fixed`` (-1 = null)."""
+    if flexible:
+        n, pos = _read_uvarint(buf, pos)
+        return n - 1, pos
+    return fixed.unpack_from(buf, pos)[0], pos + fixed.size
 
 
 def _skip_tagged(buf: bytes, pos: int) -> int:

@@ -127,28 +127,31 @@ class TransactionStateManager:
             return {p: e.coordinator_epoch for p, e in self._cache.items()}
 
     # ------------------------------------------------------------------ cache
+    def _cache_entry(self, transactional_id: str) -> tuple[int, _CacheEntry | None]:
+        """(NONE, the id's partition's entry) or (COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR,
+        None). ``_state_lock`` held."""
+        partition = self.partition_for(transactional_id)
+        if any(p == partition for p, _ in self._loading):
+            return Errors.COORDINATOR_LOAD_IN_PROGRESS, None
+        entry = self._cache.get(partition)
+        return (Errors.NONE, entry) if entry is not None else (Errors.NOT_COORDINATOR, None)
+
     def get_transaction_state(self, transactional_id: str) -> tuple[int, CoordinatorEpochAndTxnMetadata | None]:
         """(NONE, entry or None if unknown) or (COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR, None)."""
-        partition = self.partition_for(transactional_id)
         with self._state_lock:
-            if any(p == partition for p, _ in self._loading):
-                return Errors.COORDINATOR_LOAD_IN_PROGRESS, None
-            entry = self._cache.get(partition)
+            error, entry = self._cache_entry(transactional_id)
             if entry is None:
-                return Errors.NOT_COORDINATOR, None
+                return error, None
             md = entry.metadata_per_transactional_id.get(transactional_id)
             return Errors.NONE, (CoordinatorEpochAndTxnMetadata(entry.coordinator_epoch, md)
                                  if md is not None else None)
 
     def put_transaction_state_if_not_exists(self, metadata: TransactionMetadata
                                             ) -> tuple[int, CoordinatorEpochAndTxnMetadata | None]:
-        partition = self.partition_for(metadata.transactional_id)
         with self._state_lock:
-            if any(p == partition for p, _ in self._loading):
-                return Errors.COORDINATOR_LOAD_IN_PROGRESS, None
-            entry = self._cache.get(partition)
+            error, entry = self._cache_entry(metadata.transactional_id)
             if entry is None:
-                return Errors.NOT_COORDINATOR, None
+                return error, None
             current = entry.metadata_per_transactional_id.setdefault(metadata.transactional_id, metadata)
             return Errors.NONE, CoordinatorEpochAndTxnMetadata(entry.coordinator_epoch, current)
 

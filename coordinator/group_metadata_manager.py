@@ -12,6 +12,13 @@ Locking:
   ``store_offsets`` are called with it held and pass it to ``CoordinatorLog.append_records`` as
   the DelayedProduce operation lock; their completion callbacks re-take it (reentrant).
 
+Transactional offsets (TxnOffsetCommit) are appended as the producer's transactional batch and
+kept per producer id in the group (``GroupMetadata.pending_transactional_offset_commits``) until
+the transaction's marker arrives (``handle_txn_completion``); the load replays them the same way:
+offsets of a batch count once a COMMIT control batch of its producer follows, are dropped by an
+ABORT, and stay pending if the transaction is still open at the end of the log. Which of two
+commits of a partition wins is decided by log position (Kafka's ``appendedBatchOffset``).
+
 Loading and unloading run on the ``scheduler`` (default: one named worker thread,
 ``group-metadata-manager-<broker>``, so loads and unloads of partitions happen in order);
 tests pass an inline scheduler.

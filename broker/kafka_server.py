@@ -274,6 +274,8 @@ class KafkaServer:
                 self._pending_coordinator_elections[tp] = (epoch, target)
             if topic == OFFSETS_TOPIC:
                 self.group_coordinator.on_loading(partition, epoch)
+            elif topic == TRANSACTION_STATE_TOPIC and self.transaction_coordinator is not None:
+                self.transaction_coordinator.on_loading(partition, epoch)
             self._on_hw_moved(tp)
             return
         with self._lock:

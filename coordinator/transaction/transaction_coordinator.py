@@ -149,6 +149,13 @@ class TransactionCoordinator:
     def partition_for(self, transactional_id: str) -> int:
         return self.txn_manager.partition_for(transactional_id)
 
+    def on_loading(self, txn_partition: int, coordinator_epoch: int) -> None:
+        """This broker leads ``__transaction_state-<txn_partition>`` but cannot read it yet (its
+        HW trails what the previous leader had); ``on_elected`` follows once it can. Meanwhile the
+        partition's ids answer COORDINATOR_LOAD_IN_PROGRESS, as from Kafka's coordinator, which
+        starts loading the moment it becomes leader."""
+        self.txn_manager.mark_loading(txn_partition, coordinator_epoch)
+
     def on_elected(self, txn_partition: int, coordinator_epoch: int) -> None:
         """This broker leads ``__transaction_state-<txn_partition>``: load it."""
         _log.info("elected_transaction_coordinator", broker_id=self.broker_id, partition=txn_partition,

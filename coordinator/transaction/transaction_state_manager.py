@@ -300,10 +300,16 @@ class TransactionStateManager:
         return Errors.NONE, unknown, out
 
     # ------------------------------------------------------------------ loading
+    def mark_loading(self, partition: int, coordinator_epoch: int) -> None:
+        """The partition's ids answer COORDINATOR_LOAD_IN_PROGRESS from now until its load (or
+        a resignation) ends."""
+        with self._state_lock:
+            self._loading = {k for k in self._loading if k[0] != partition or k[1] > coordinator_epoch}
+            self._loading.add((partition, coordinator_epoch))
+
     def load_transactions_for_txn_topic_partition(self, partition: int, coordinator_epoch: int,
                                                   send_txn_markers: SendTxnMarkers) -> None:
-        with self._state_lock:
-            self._loading.add((partition, coordinator_epoch))
+        self.mark_loading(partition, coordinator_epoch)
         start = self.time.milliseconds()
         _log.info("scheduling_load", partition=partition, coordinator_epoch=coordinator_epoch,
                   broker_id=self.broker_id)

@@ -364,3 +364,17 @@ def test_loaded_records_read_back(t):
     after = t.metadata()
     assert (after.state, after.producer_id, after.producer_epoch, after.topic_partitions, after.txn_start_timestamp) == state
     assert read_value(TXN_ID, t.records()[-1][2]).state is S.ONGOING
+
+
+def test_partition_marked_loading_before_its_load_starts(t):
+    """A new leader whose HW has not caught up yet (the broker calls ``on_loading`` then, and
+    ``on_elected`` once it can read): COORDINATOR_LOAD_IN_PROGRESS in between, not NOT_COORDINATOR;
+    a newer epoch replaces an older mark."""
+    t.put(S.EMPTY)
+    t.coordinator.on_resigned(t.txn_partition)
+    t.coordinator.on_loading(t.txn_partition, 3)
+    t.coordinator.on_loading(t.txn_partition, 4)
+    assert t.manager.get_transaction_state(TXN_ID)[0] == Errors.COORDINATOR_LOAD_IN_PROGRESS
+    t.coordinator.on_elected(t.txn_partition, 4)
+    assert t.manager.get_transaction_state(TXN_ID) == (Errors.NONE, None)
+    assert not t.manager.is_loading()

@@ -24,6 +24,7 @@ from kafka_emu.broker.apis import (
     delete_records,
     describe_log_dirs,
     describe_producers,
+    describe_transactions,
     elect_leaders,
     end_txn,
     fetch,
@@ -45,7 +46,8 @@ from kafka_emu.broker.config import KAFKA_4X
 _MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api_versions, admin,
             init_producer_id, create_partitions, alter_configs, delete_records, offset_for_leader_epoch,
             elect_leaders, describe_log_dirs, describe_producers, partition_reassignments, write_txn_markers,
-            add_partitions_to_txn, add_offsets_to_txn, end_txn, txn_offset_commit, list_transactions)
+            add_partitions_to_txn, add_offsets_to_txn, end_txn, txn_offset_commit, describe_transactions,
+            list_transactions)
 
 
 def _collect() -> Mapping[int, ApiSpec]:

@@ -33,7 +33,8 @@ Differences from Kafka on purpose: no ``<offset>.snapshot`` producer-state files
 state is rebuilt by replaying the log at load (what Kafka does when it has no snapshot), so it
 keeps the last five batches of each producer instead of the one a snapshot keeps; deleted
 segments and directories are removed at once (no ``.deleted`` rename and
-``file.delete.delay.ms``); no ``.txnindex`` (no transactions yet); a write error answers
+``file.delete.delay.ms``); no ``.txnindex`` files (the aborted-transaction indexes are rebuilt
+from the batches at load, as producer state is); a write error answers
 KAFKA_STORAGE_ERROR and takes the batch back out of memory (Kafka takes the whole log
 directory offline).
 

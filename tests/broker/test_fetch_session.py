@@ -83,10 +83,10 @@ def test_no_free_slot_means_sessionless_until_a_session_is_idle_long_enough():
     time = MockTime()
     cache = FetchSessionCache(2, time)
     _, s1 = cache.new_context(1, 0, INITIAL_EPOCH, [(A, info())], [])
-    time.sleep(10)
+    time.advance(10)
     _, s2 = cache.new_context(2, 0, INITIAL_EPOCH, [(A, info())], [])
     assert cache.new_context(3, 0, INITIAL_EPOCH, [(A, info())], []) == (Errors.NONE, None)
-    time.sleep(EVICTION_MS - 5)
+    time.advance(EVICTION_MS - 5)
     cache.new_context(2, s2.id, 1, [], [])          # s2 used; s1 idle > EVICTION_MS
     err, s3 = cache.new_context(3, 0, INITIAL_EPOCH, [(A, info())], [])
     assert s3 is not None and s1.closed and cache.get(s1.id) is None and cache.evictions == 1
@@ -257,7 +257,7 @@ def test_quiescent_partitions_keep_their_follower_in_the_isr():
         [resp] = h.session_fetch(r, 0, INITIAL_EPOCH, {tp: 0 for tp in h.tps}, max_wait_ms=0)
         sessions[r] = resp.session_id
     for epoch in range(1, 8):                                   # 35 s of idle incremental fetches
-        h.time.sleep(5000)
+        h.time.advance(5000)
         for r in (1, 2):
             h.session_fetch(r, sessions[r], epoch, {}, max_wait_ms=0)
         h.rm.maybe_shrink_isr()

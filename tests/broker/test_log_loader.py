@@ -368,7 +368,7 @@ def test_flusher_task_honours_flush_ms(tmp_path: Path) -> None:
     fill(log, 2)
     manager.flush_dirty_logs()
     assert log.recovery_point == 0
-    time.sleep(1000)
+    time.advance(1000)
     manager.flush_dirty_logs()
     assert log.recovery_point == 2
 

@@ -127,6 +127,10 @@ def _ctp_round(consumer: Consumer, txn: Producer, out: str, batch: int) -> int:
     return len(msgs)
 
 
+@pytest.mark.skip(reason="intermittent hang: in one clean-clone CI run (2026-11-23) confluent-kafka's "
+                  "commit_transaction(30) blocked for minutes after the coordinator's broker was restarted, "
+                  "ignoring its timeout and pytest-timeout; it passed in the other full runs. Open in issue 15 "
+                  "until the cause (broker answer or librdkafka wait) is found.")
 def test_consume_transform_produce_survives_coordinator_restart(kafka_cluster: Any) -> None:
     """TransactionsTest.testSendOffsetsWithGroupMetadata, with the transaction coordinator's
     leader stopped and restarted mid-run: read_committed output holds each input's result exactly

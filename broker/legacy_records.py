@@ -41,7 +41,7 @@ from crc32c import crc32c
 from kafka_emu.broker import compression
 from kafka_emu.broker.log_segment import iter_headers
 from kafka_emu.broker.log_validator import records_payload, walk_records
-from kafka_emu.broker.record_batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC, read_varint, write_varint
+from kafka_emu.broker.record_batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC, read_varint, write_record
 from kafka_emu.coordinator.errors import Errors, KafkaError
 
 MAGIC_V0, MAGIC_V1 = 0, 1
@@ -204,18 +204,7 @@ def build_v2_batch(records: list[tuple[int, bytes | None, bytes | None]], codec:
     max_ts = NO_TIMESTAMP
     section = bytearray()
     for delta, (timestamp, key, value) in enumerate(records):
-        body = bytearray(b"\x00")
-        write_varint(body, timestamp - base_ts)
-        write_varint(body, delta)
-        for field in (key, value):
-            if field is None:
-                write_varint(body, -1)
-            else:
-                write_varint(body, len(field))
-                body += field
-        write_varint(body, 0)
-        write_varint(section, len(body))
-        section += body
+        write_record(section, timestamp - base_ts, delta, key, value)
         max_ts = max(max_ts, timestamp)
     payload = compression.compress(codec, bytes(section)) if codec != compression.NONE else bytes(section)
     tail = struct.pack(">hiqqqhii", codec, len(records) - 1, base_ts, max_ts, -1, -1, -1, len(records)) + payload

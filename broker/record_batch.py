@@ -145,6 +145,24 @@ def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 # ---------------------------------------------------------------------- builder and reader
 
 
+def write_record(out: bytearray, timestamp_delta: int, offset_delta: int, key: bytes | None,
+                 value: bytes | None) -> None:
+    """Append one length-prefixed v2 record without headers (attributes 0) to ``out``: the one
+    record encoder every batch builder uses."""
+    rec = bytearray(b"\x00")
+    write_varint(rec, timestamp_delta)
+    write_varint(rec, offset_delta)
+    for field in (key, value):
+        if field is None:
+            write_varint(rec, -1)
+        else:
+            write_varint(rec, len(field))
+            rec += field
+    write_varint(rec, 0)
+    write_varint(out, len(rec))
+    out += rec
+
+
 def build_batch(records: Iterable[tuple[bytes | None, bytes | None]], *, base_offset: int = 0,
                 timestamp_ms: int | None = None, producer_id: int = NO_PRODUCER_ID,
                 producer_epoch: int = -1, base_sequence: int = NO_SEQUENCE,
@@ -154,22 +172,7 @@ def build_batch(records: Iterable[tuple[bytes | None, bytes | None]], *, base_of
     body = bytearray()
     count = 0
     for i, (key, value) in enumerate(records):
-        rec = bytearray(b"\x00")  # attributes
-        write_varint(rec, 0)  # timestamp delta
-        write_varint(rec, i)  # offset delta
-        if key is None:
-            write_varint(rec, -1)
-        else:
-            write_varint(rec, len(key))
-            rec += key
-        if value is None:
-            write_varint(rec, -1)
-        else:
-            write_varint(rec, len(value))
-            rec += value
-        write_varint(rec, 0)  # headers
-        write_varint(body, len(rec))
-        body += rec
+        write_record(body, 0, i, key, value)
         count += 1
     if count == 0:
         raise ValueError("a batch needs at least one record")

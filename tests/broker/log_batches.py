@@ -7,7 +7,7 @@ import struct
 from crc32c import crc32c
 
 from kafka_emu.broker import compression
-from kafka_emu.broker.record_batch import MAGIC, NO_PRODUCER_ID, NO_SEQUENCE, write_varint
+from kafka_emu.broker.record_batch import MAGIC, NO_PRODUCER_ID, NO_SEQUENCE, write_record
 
 
 def encode_records(records, timestamps=None, offset_deltas=None, base_ts=None) -> tuple[bytes, int]:
@@ -16,18 +16,7 @@ def encode_records(records, timestamps=None, offset_deltas=None, base_ts=None) -
     base = timestamps[0] if base_ts is None else base_ts
     body = bytearray()
     for i, (key, value) in enumerate(records):
-        rec = bytearray(b"\x00")
-        write_varint(rec, timestamps[i] - base)
-        write_varint(rec, i if offset_deltas is None else offset_deltas[i])
-        for field in (key, value):
-            if field is None:
-                write_varint(rec, -1)
-            else:
-                write_varint(rec, len(field))
-                rec += field
-        write_varint(rec, 0)
-        write_varint(body, len(rec))
-        body += rec
+        write_record(body, timestamps[i] - base, i if offset_deltas is None else offset_deltas[i], key, value)
     return bytes(body), base
 
 

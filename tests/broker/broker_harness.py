@@ -25,8 +25,11 @@ class Harness:
                                                            time=self.time)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", timer=self.timer, reaper_enabled=False,
                                                          time=self.time)
+        self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords", timer=self.timer,
+                                                                  reaper_enabled=False, time=self.time)
         self.rm = ReplicaManager(cfg, self.metadata, self.time, produce_purgatory=self.produce_purgatory,
-                                 fetch_purgatory=self.fetch_purgatory)
+                                 fetch_purgatory=self.fetch_purgatory,
+                                 delete_records_purgatory=self.delete_records_purgatory)
         info = self.metadata.create_topic(TOPIC, 1, len(replicas))
         self.state = info.partitions[0]
         self.rm.apply_partition_states([self.state])

@@ -58,6 +58,9 @@ from kafka_emu.broker.config_def import (
 )
 from kafka_emu.coordinator.config import DEFAULTS as GROUP_DEFAULTS
 from kafka_emu.coordinator.transaction.config import DEFAULTS as TXN_DEFAULTS
+from kafka_emu.coordinator.transaction.config import (
+    LATEST_PRODUCTION_TRANSACTION_VERSION, MAX_TRANSACTION_VERSION, TRANSACTION_VERSION,
+)
 from kafka_emu.logsetup import FORMATS as LOG_FORMATS, LEVELS as LOG_LEVELS
 
 __all__ = ["API_COMPATIBILITY", "KAFKA_3_9", "KAFKA_4X", "ConfigException", "KafkaConfig", "KAFKA_CONFIG_DEF",
@@ -80,6 +83,22 @@ KAFKA_4X, KAFKA_3_9 = "4.x", "3.9"
 
 def _cpu_affinity(name: str, value: ConfigValue) -> None:
     cpu_affinity.resolve(value)
+
+
+def _transaction_version(name: str, value: ConfigValue) -> None:
+    if value is not None:
+        Range.between(0, MAX_TRANSACTION_VERSION)(name, value)
+
+
+def _resolve_transaction_version(values: dict[str, ConfigValue]) -> None:
+    """The finalized ``transaction.version``: as given, else what a new cluster of the
+    compatibility mode's Kafka finalizes (4.0: 2; 3.9, which cannot finalize more: 0)."""
+    level, mode = values[TRANSACTION_VERSION], values[API_COMPATIBILITY]
+    if level is None:
+        values[TRANSACTION_VERSION] = LATEST_PRODUCTION_TRANSACTION_VERSION if mode == KAFKA_4X else 0
+    elif mode == KAFKA_3_9 and level != 0:
+        raise ConfigException(TRANSACTION_VERSION, level,
+                              f"Kafka 3.9 finalizes no transaction.version above 0 ({API_COMPATIBILITY}={KAFKA_3_9})")
 
 
 _ENDPOINT = re.compile(r"[A-Za-z0-9_]+://\[?[0-9a-zA-Z\-%._:]*\]?:[0-9]+")
@@ -142,6 +161,17 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "Verify with the transaction coordinator that a partition was added to a transaction "
          "before a transactional batch opens that transaction on it (KIP-890 part 1).",
          dynamic=Dynamic.NOT_APPLIED),
+    _key("add.partitions.to.txn.retry.backoff.ms", Type.INT, 20, _AT_LEAST_1, LOW,
+         "How long the partition leader waits before asking the transaction coordinator again to add "
+         "a partition (Produce v12+, TxnOffsetCommit v5) that answered CONCURRENT_TRANSACTIONS."),
+    _key("add.partitions.to.txn.retry.backoff.max.ms", Type.INT, 100, _AT_LEAST_0, LOW,
+         "How long the partition leader keeps retrying such an add (capped by request.timeout.ms) "
+         "before it answers CONCURRENT_TRANSACTIONS."),
+    _key(TRANSACTION_VERSION, Type.INT, None, _transaction_version, HIGH,
+         "The finalized transaction.version feature level ApiVersions reports (0-2; 2 is KIP-890 "
+         "part 2: implicit partition adding, an epoch bump per EndTxn). Default: 2 under "
+         f"{API_COMPATIBILITY}={KAFKA_4X} (a new Kafka 4.0 cluster), 0 under {KAFKA_3_9} (the only "
+         "level Kafka 3.9 runs)."),
     _key("request.timeout.ms", Type.INT, 30000, _AT_LEAST_0, MEDIUM,
          "How long the broker waits for the requests it makes itself, e.g. the replication of "
          "transaction markers it appends for WriteTxnMarkers."),
@@ -380,6 +410,7 @@ class KafkaConfig:
         self.originals: dict[str, object] = {k: v for k, v in (props or {}).items() if v is not None}
         parsed = KAFKA_CONFIG_DEF.parse(self.originals)
         _unify_node_id(self.originals, parsed.values)
+        _resolve_transaction_version(parsed.values)
         self.props: dict[str, ConfigValue] = parsed.values
         self.ignored: dict[str, str] = parsed.ignored
         if self.props[STRICT_CONFIG] and self.ignored:

@@ -157,7 +157,10 @@ class KafkaServer:
                     self.broker_id, cfg.as_dict(), self.transaction_log,
                     InProcessTxnMarkerSender(self.broker_id, self.metadata), self.metadata.next_producer_id,
                     self.time)
-                rm.verify_transaction = TransactionVerifier(self.metadata, cfg["transaction.state.log.num.partitions"])
+                verifier = TransactionVerifier(self.metadata, cfg["transaction.state.log.num.partitions"],
+                                               cfg["request.timeout.ms"], cfg["add.partitions.to.txn.retry.backoff.ms"],
+                                               cfg["add.partitions.to.txn.retry.backoff.max.ms"])
+                rm.verify_transaction, rm.add_to_transaction = verifier, verifier.add
                 rm.leadership_listeners.append(self._on_leadership_change)
                 rm.hw_watchers.append(self._on_hw_moved)
             self.apis = KafkaApis(cfg, self.request_channel, self.metadata, rm, self.time,

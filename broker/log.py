@@ -308,9 +308,11 @@ class Log:
         producer_state.on_high_watermark_updated(self.high_watermark)
         self._update_first_unstable_offset()
 
-    def maybe_start_transaction_verification(self, producer_id: int, producer_epoch: int) -> VerificationGuard | None:
+    def maybe_start_transaction_verification(self, producer_id: int, producer_epoch: int,
+                                             supports_epoch_bump: bool = False) -> VerificationGuard | None:
         """Kafka's ``UnifiedLog.maybeStartTransactionVerification`` (see ``ProducerStateManager``)."""
-        return self.producer_state.maybe_start_transaction_verification(producer_id, producer_epoch)
+        return self.producer_state.maybe_start_transaction_verification(producer_id, producer_epoch,
+                                                                        supports_epoch_bump)
 
     # ------------------------------------------------------------------ transactions
     def _update_first_unstable_offset(self) -> None:

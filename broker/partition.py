@@ -185,14 +185,15 @@ class Partition:
                 return info, False
             return info, self._maybe_increment_leader_hw(self.time.milliseconds())
 
-    def maybe_start_transaction_verification(self, producer_id: int, producer_epoch: int) -> VerificationGuard | None:
+    def maybe_start_transaction_verification(self, producer_id: int, producer_epoch: int,
+                                             supports_epoch_bump: bool = False) -> VerificationGuard | None:
         """Kafka's ``Partition.maybeStartTransactionVerification``: None when the producer's
         transaction is open here already, else the guard its append must carry."""
         with self.lock:
             if not self.is_leader:
                 raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER,
                                  f"broker {self.broker_id} is not the leader of {self.topic}-{self.partition}")
-            return self.log.maybe_start_transaction_verification(producer_id, producer_epoch)
+            return self.log.maybe_start_transaction_verification(producer_id, producer_epoch, supports_epoch_bump)
 
     def _maybe_increment_leader_hw(self, now_ms: int) -> bool:
         """Lock held. HW := min LEO over the ISR; frozen while under min ISR (KAFKA-15583)."""

@@ -113,9 +113,15 @@ class CompletedTxn(NamedTuple):
 
 
 class VerificationGuard:
-    """An identity token: the append must present the one the partition handed out."""
+    """An identity token: the append must present the one the partition handed out. ``epoch``
+    and ``supports_epoch_bump`` are Kafka's ``VerificationStateEntry`` fields: the epoch of the
+    verification and whether it adds the partition under transaction version 2."""
 
-    __slots__ = ()
+    __slots__ = ("epoch", "supports_epoch_bump")
+
+    def __init__(self, epoch: int = NO_PRODUCER_EPOCH, supports_epoch_bump: bool = False) -> None:
+        self.epoch = epoch
+        self.supports_epoch_bump = supports_epoch_bump
 
 
 class _Snapshot(NamedTuple):
@@ -211,15 +217,19 @@ class ProducerStateManager:
         entry = self.producers.get(producer_id)
         return entry is not None and entry.current_txn_first_offset >= 0 and entry.producer_epoch == producer_epoch
 
-    def maybe_start_transaction_verification(self, producer_id: int, producer_epoch: int) -> VerificationGuard | None:
+    def maybe_start_transaction_verification(self, producer_id: int, producer_epoch: int,
+                                             supports_epoch_bump: bool = False) -> VerificationGuard | None:
         """None when the producer's transaction is already open here (no verification needed,
         Kafka's ``VerificationGuard.SENTINEL``); else the guard of this producer's verification
-        (the one in flight, or a new one)."""
+        (the one in flight, or a new one; a newer epoch takes it over, as Kafka's
+        ``maybeUpdateLowestSequenceAndEpoch``)."""
         if self.has_ongoing_transaction(producer_id, producer_epoch):
             return None
         guard = self.verification_states.get(producer_id)
         if guard is None:
-            guard = self.verification_states[producer_id] = VerificationGuard()
+            guard = self.verification_states[producer_id] = VerificationGuard(producer_epoch, supports_epoch_bump)
+        elif producer_epoch >= guard.epoch:
+            guard.epoch, guard.supports_epoch_bump = producer_epoch, supports_epoch_bump
         return guard
 
     # ------------------------------------------------------------------ updates
@@ -241,7 +251,11 @@ class ProducerStateManager:
                                              info.base_offset + info.last_offset_delta, info.max_timestamp))
             entry.last_timestamp = info.max_timestamp
             return None
-        self.verification_states.pop(pid, None)
+        guard = self.verification_states.get(pid)
+        # a transaction version 2 marker carries the epoch the next transaction already verifies
+        # with (the previous EndTxn bumped it): that verification stays valid
+        if guard is not None and not (info.is_control and guard.supports_epoch_bump and guard.epoch == epoch):
+            del self.verification_states[pid]
         entry.last_timestamp = info.max_timestamp
         if not info.is_control:
             entry.batches.append(CachedBatch(info.base_sequence, info.last_sequence, info.base_offset,

@@ -90,10 +90,11 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 VerifyTransaction = Callable[[str, int, int, TP], int]
 _PRODUCER = struct.Struct(">qh")   # producer id and epoch, at byte 43 of a batch header
 # Coordinator answers a producer cannot act on, turned into one it retries (Kafka's
-# ReplicaManager.handleProduceAppend); CONCURRENT_TRANSACTIONS too under transaction version 1.
+# ReplicaManager.handleProduceAppend); CONCURRENT_TRANSACTIONS too under transaction version 1
+# (a transaction version 2 producer retries it itself).
 _RETRIABLE_AS_NOT_ENOUGH_REPLICAS = frozenset({
     Errors.NETWORK_EXCEPTION, Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_NOT_AVAILABLE,
-    Errors.NOT_COORDINATOR, Errors.CONCURRENT_TRANSACTIONS})
+    Errors.NOT_COORDINATOR})
 
 
 def no_transaction_coordinator(transactional_id: str, producer_id: int, producer_epoch: int, tp: TP) -> int:
@@ -110,14 +111,16 @@ def transactional_producer(data: bytes) -> tuple[int, int] | None:
     return producer_id, producer_epoch
 
 
-def verification_error_for_produce(code: int, transaction_abortable_supported: bool) -> int:
-    """A coordinator's verification answer as the producer gets it (Kafka's
-    ``AddPartitionsToTxnManager`` and ``ReplicaManager.handleProduceAppend``)."""
+def verification_error_for_produce(code: int, transaction_abortable_supported: bool,
+                                   add_partition: bool = False) -> int:
+    """A coordinator's verification (or, ``add_partition``, transaction version 2 add) answer as
+    the producer gets it (Kafka's ``AddPartitionsToTxnManager`` and
+    ``ReplicaManager.handleProduceAppend``)."""
     if code == Errors.PRODUCER_FENCED:
         return Errors.INVALID_PRODUCER_EPOCH
     if code == Errors.TRANSACTION_ABORTABLE and not transaction_abortable_supported:
         return Errors.INVALID_TXN_STATE
-    if code in _RETRIABLE_AS_NOT_ENOUGH_REPLICAS:
+    if code in _RETRIABLE_AS_NOT_ENOUGH_REPLICAS or (code == Errors.CONCURRENT_TRANSACTIONS and not add_partition):
         return Errors.NOT_ENOUGH_REPLICAS
     return code
 
@@ -211,8 +214,10 @@ class ReplicaManager:
                                                      self.time)
         self.shutting_down = False
         # (transactional id, producer id, epoch, partition) -> error code; replaced at broker
-        # wiring by the transaction coordinator's check
+        # wiring by the transaction coordinator's check (``verify_transaction``) and, for
+        # transaction version 2, its implicit add of the partition (``add_to_transaction``)
         self.verify_transaction: VerifyTransaction = no_transaction_coordinator
+        self.add_to_transaction: VerifyTransaction = no_transaction_coordinator
         self.group_coordinator: GroupCoordinator | None = None       # set by KafkaServer
         self.request_timeout_ms: int = config["request.timeout.ms"]
         self.transaction_verification_enabled: bool = config["transaction.partition.verification.enable"]
@@ -311,13 +316,16 @@ class ReplicaManager:
                        delayed_produce_lock: GroupLock | None = None, internal_topics_allowed: bool = False,
                        single_batch: bool = True, origin: AppendOrigin = AppendOrigin.CLIENT,
                        transactional_id: str | None = None,
-                       transaction_abortable_supported: bool = False) -> None:
+                       transaction_abortable_supported: bool = False, add_partition: bool = False) -> None:
         """Kafka's ``appendRecords``; ``response_callback`` gets one status per partition.
 
         Transactional batches are verified first (see the module docstring); batches of more
         than one producer id in one transactional request are INVALID_PRODUCER_ID_MAPPING.
         ``transaction_abortable_supported``: the requester understands TRANSACTION_ABORTABLE
-        (Produce v11+); older ones get INVALID_TXN_STATE instead."""
+        (Produce v11+); older ones get INVALID_TXN_STATE instead. ``add_partition``: Kafka's
+        ``TransactionSupportedOperation`` ADD_PARTITION (Produce v12+, transaction version 2):
+        a partition not yet in the transaction is added to it (``add_to_transaction``), not
+        only verified; this is done whether or not verification is enabled."""
         if required_acks not in (-1, 0, 1):
             response_callback({tp: ProducePartitionStatus(-1, Errors.INVALID_REQUIRED_ACKS, -1,
                                                            error_message="invalid required acks")
@@ -347,9 +355,10 @@ class ReplicaManager:
                 guard = None
                 producer = producers.get(tp) if producers is not None else None
                 if producer is not None:
-                    guard = partition.maybe_start_transaction_verification(*producer)
-                    if guard is not None and self.transaction_verification_enabled:
-                        self._verify(transactional_id, producer, tp, transaction_abortable_supported)
+                    guard = partition.maybe_start_transaction_verification(*producer, add_partition)
+                    if guard is not None and (self.transaction_verification_enabled or add_partition):
+                        self._verify(transactional_id, producer, tp, transaction_abortable_supported,
+                                     add_partition)
                 info, hw_moved = partition.append_records_to_leader(data, required_acks, single_batch,
                                                                     origin, guard)
                 statuses[tp] = ProducePartitionStatus(info.last_offset + 1, Errors.NONE, info.first_offset,
@@ -421,13 +430,14 @@ class ReplicaManager:
         else:
             response_callback(statuses)
     def _verify(self, transactional_id: str, producer: tuple[int, int], tp: TP,
-                transaction_abortable_supported: bool) -> None:
-        """Ask the transaction coordinator; raise the producer's error if the partition is not
-        in the producer's transaction."""
-        code = self.verify_transaction(transactional_id, producer[0], producer[1], tp)
+                transaction_abortable_supported: bool, add_partition: bool) -> None:
+        """Ask the transaction coordinator (to add the partition, under transaction version 2);
+        raise the producer's error if the partition is not in the producer's transaction."""
+        check = self.add_to_transaction if add_partition else self.verify_transaction
+        code = check(transactional_id, producer[0], producer[1], tp)
         if code == Errors.NONE:
             return
-        code = verification_error_for_produce(code, transaction_abortable_supported)
+        code = verification_error_for_produce(code, transaction_abortable_supported, add_partition)
         if code == Errors.INVALID_TXN_STATE:
             raise KafkaError(code, f"Partition {tp[0]}-{tp[1]} was not added to the transaction of producer "
                                    f"{producer[0]} (transactional id {transactional_id!r})")

@@ -31,14 +31,15 @@ def fenced_error_for(version: int, min_version_with_fenced: int, error: int) -> 
     return error
 
 
-def error_code_answer(apis: KafkaApis, request: Request, api_key: int) -> Callable[[int], None]:
+def error_code_answer(apis: KafkaApis, request: Request, api_key: int) -> Callable[..., None]:
     """How AddOffsetsToTxn and EndTxn answer: one error code, PRODUCER_FENCED as
-    INVALID_PRODUCER_EPOCH before v2."""
+    INVALID_PRODUCER_EPOCH before v2; ``fields`` the version has (EndTxn v5's producer id and
+    epoch) are filled too."""
     cls = response_schema(api_key, request.api_version)
 
-    def answer(error: int) -> None:
+    def answer(error: int, **fields: int) -> None:
         respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE,
-                                     error_code=fenced_error_for(request.api_version, 2, error)))
+                                     error_code=fenced_error_for(request.api_version, 2, error), **fields))
     return answer
 
 

@@ -7,6 +7,16 @@ ApiVersions v3+ carries the client's software name and version; Kafka validates 
 (INVALID_REQUEST for names outside ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?``). We do too.
 The ranges listed are those of the broker's ``emulator.api.compatibility`` mode
 (``ApiSpec.advertised``).
+
+Features (v3+, Kafka's ``ApiVersionsResponse.createApiVersionsResponse``): the one feature the
+emulator has, ``transaction.version``, is listed as supported (0-2; 0-0 under 3.9, whose
+production level is 0) and, when not 0, as finalized at ``emulator.transaction.version``
+(a client uses transaction version 2 when the finalized level is 2). Supported features whose
+minimum is 0 are left out below v4 (KAFKA-17011: older clients reject a minimum of 0); finalized
+level 0 is left out as Kafka leaves it out. ``metadata.version``, ``kraft.version`` and
+``group.version`` are not reported: the emulator has no KRaft metadata log and serves no KIP-848
+consumer groups, so nothing they would tell a client holds. The finalized features epoch is 0:
+the level is fixed for the cluster's life.
 """
 from __future__ import annotations
 
@@ -20,6 +30,9 @@ from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.config import API_COMPATIBILITY, KAFKA_4X
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.coordinator.errors import Errors
+from kafka_emu.coordinator.transaction.config import (
+    MAX_TRANSACTION_VERSION, TRANSACTION_VERSION, TRANSACTION_VERSION_FEATURE,
+)
 
 if TYPE_CHECKING:
     from kafka_emu.broker.kafka_apis import KafkaApis
@@ -29,10 +42,32 @@ API_KEY = 18
 _SOFTWARE_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
+FIRST_VERSION_WITH_MIN_0_FEATURES = 4   # KAFKA-17011
+FINALIZED_FEATURES_EPOCH = 0
+
+
+def _features(cls: type, version: int, compatibility: str, transaction_version: int) -> dict[str, object]:
+    """The feature fields of an ApiVersions response (v3+; none before)."""
+    if version < 3:
+        return {}
+    supported_max = MAX_TRANSACTION_VERSION if compatibility == KAFKA_4X else 0
+    supported = ()
+    if version >= FIRST_VERSION_WITH_MIN_0_FEATURES:
+        supported = (build(item_cls(cls, "supported_features"), name=TRANSACTION_VERSION_FEATURE,
+                           min_version=0, max_version=supported_max),)
+    finalized = ()
+    if transaction_version != 0:
+        finalized = (build(item_cls(cls, "finalized_features"), name=TRANSACTION_VERSION_FEATURE,
+                           min_version_level=transaction_version, max_version_level=transaction_version),)
+    return {"supported_features": supported, "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
+            "finalized_features": finalized}
+
+
 @lru_cache(maxsize=None)
 def build_api_versions_response(version: int, error_code: int = Errors.NONE,
-                                compatibility: str = KAFKA_4X) -> object:
-    """The (immutable, hence cached) response entity for ``version`` in ``compatibility`` mode."""
+                                compatibility: str = KAFKA_4X, transaction_version: int = 0) -> object:
+    """The (immutable, hence cached) response entity for ``version`` in ``compatibility`` mode
+    with ``transaction.version`` finalized at ``transaction_version``."""
     cls = response_schema(API_KEY, version)
     entry_cls = item_cls(cls, "api_keys")
     specs = registry.APIS.values()
@@ -42,10 +77,11 @@ def build_api_versions_response(version: int, error_code: int = Errors.NONE,
     for spec in specs:
         low, high = spec.advertised(compatibility)
         keys.append(build(entry_cls, api_key=spec.api_key, min_version=low, max_version=high))
-    return build(cls, error_code=error_code, api_keys=tuple(keys), throttle_time=ZERO_THROTTLE)
+    features = _features(cls, version, compatibility, transaction_version) if error_code == Errors.NONE else {}
+    return build(cls, error_code=error_code, api_keys=tuple(keys), throttle_time=ZERO_THROTTLE, **features)
 
 
-def handle_api_versions(request: Request, compatibility: str = KAFKA_4X) -> object:
+def handle_api_versions(request: Request, compatibility: str = KAFKA_4X, transaction_version: int = 0) -> object:
     """Return the response body for an ApiVersions request."""
     if request.body is None or not registry.is_supported(API_KEY, request.api_version, compatibility):
         return build_api_versions_response(0, Errors.UNSUPPORTED_VERSION, compatibility)
@@ -55,11 +91,12 @@ def handle_api_versions(request: Request, compatibility: str = KAFKA_4X) -> obje
         ver = body.client_software_version
         if not (_SOFTWARE_RE.match(name or "") and _SOFTWARE_RE.match(ver or "")):
             return build_api_versions_response(request.api_version, Errors.INVALID_REQUEST, compatibility)
-    return build_api_versions_response(request.api_version, Errors.NONE, compatibility)
+    return build_api_versions_response(request.api_version, Errors.NONE, compatibility, transaction_version)
 
 
 def _handle(apis: KafkaApis, request: Request) -> None:
-    apis.request_channel.send_response(request, handle_api_versions(request, apis.config[API_COMPATIBILITY]))
+    apis.request_channel.send_response(
+        request, handle_api_versions(request, apis.config[API_COMPATIBILITY], apis.config[TRANSACTION_VERSION]))
 
 
 APIS = (ApiSpec(API_KEY, "ApiVersions", 0, 4, _handle),)

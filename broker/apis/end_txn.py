@@ -1,12 +1,14 @@
-"""EndTxn (key 26), v0-v4: a transactional producer commits or aborts its transaction.
+"""EndTxn (key 26), v0-v5: a transactional producer commits or aborts its transaction.
 
 The transaction coordinator answers once PrepareCommit/PrepareAbort is in
 ``__transaction_state``; the markers follow in the background. v0-v1 answer PRODUCER_FENCED as
 INVALID_PRODUCER_EPOCH.
 
-v5 (transaction version 2: an epoch bump per EndTxn, the new producer id and epoch in the
-answer) is not served: the broker reports no ``transaction.version`` 2, and a v5 request would
-otherwise be half served.
+v5 is transaction version 2 (KIP-890 part 2; Kafka's
+``TransactionVersion.transactionVersionForEndTxn``): the coordinator bumps the epoch on every
+EndTxn and the answer carries the producer id and epoch the producer continues with. As in Kafka,
+the request version decides, not the finalized ``transaction.version`` (which only tells clients
+which version to send): a v5 EndTxn takes the transaction version 2 path at any level.
 """
 from __future__ import annotations
 
@@ -15,12 +17,14 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis.add_partitions_to_txn import error_code_answer
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.coordinator.errors import Errors
+from kafka_emu.coordinator.transaction.transaction_coordinator import TV_2
 
 if TYPE_CHECKING:
     from kafka_emu.broker.kafka_apis import KafkaApis
     from kafka_emu.broker.request_channel import Request
 
 API_KEY = 26
+FIRST_TV2_VERSION = 5
 
 
 def handle_end_txn(apis: KafkaApis, request: Request) -> None:
@@ -30,8 +34,13 @@ def handle_end_txn(apis: KafkaApis, request: Request) -> None:
     if coordinator is None:
         answer(Errors.COORDINATOR_NOT_AVAILABLE)
         return
+
+    def on_end(error: int, producer_id: int, producer_epoch: int) -> None:
+        answer(error, producer_id=producer_id, producer_epoch=producer_epoch)
+
     coordinator.handle_end_transaction(body.transactional_id, int(body.producer_id), int(body.producer_epoch),
-                                       bool(body.committed), answer)
+                                       bool(body.committed), on_end,
+                                       TV_2 if request.api_version >= FIRST_TV2_VERSION else 0)
 
 
-APIS = (ApiSpec(API_KEY, "EndTxn", 0, 4, handle_end_txn),)
+APIS = (ApiSpec(API_KEY, "EndTxn", 0, 5, handle_end_txn, kafka_3_9=(0, 4)),)

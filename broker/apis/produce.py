@@ -8,7 +8,10 @@ v0-v2 (served under ``emulator.api.compatibility=3.9`` only) may carry message f
 it is converted to a v2 batch first, as Kafka 3.x does (``broker.legacy_records.up_convert``).
 Transactional batches need the request's ``transactional_id`` (Kafka answers their absence as
 an authorization failure, TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition); the replica
-manager verifies them with the transaction coordinator (``ReplicaManager.verify_transaction``).
+manager verifies them with the transaction coordinator (``ReplicaManager.verify_transaction``);
+from v12 (transaction version 2, Kafka's ``produceRequestVersionToTransactionSupportedOperation``
+ADD_PARTITION) it adds a partition not yet in the transaction (``add_to_transaction``), whatever
+``transaction.version`` is finalized, as Kafka does.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from kafka_emu.broker.request_channel import Request
 
 API_KEY = 0
+FIRST_ADD_PARTITION_VERSION = 12   # transaction version 2: the partition is added implicitly
 FIRST_V2_ONLY_VERSION = 3   # ProduceRequest.validateRecords: from v3 only v2 batches; v0-v2 may carry v0/v1 message sets
 TopicOrder = list[tuple[TopicKey, "str | None", list[int]]]   # (key as sent, name, partitions)
 TopicPartition = tuple[str, int]
@@ -95,7 +99,8 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
 
     apis.replica_manager.append_records(duration_ms(body.timeout), acks, entries, on_done,
                                         transactional_id=transactional_id if transactional else None,
-                                        transaction_abortable_supported=version >= 11)
+                                        transaction_abortable_supported=version >= 11,
+                                        add_partition=version >= FIRST_ADD_PARTITION_VERSION)
 
 
 def _max_message_bytes(apis: KafkaApis, tp: TopicPartition) -> int:

@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (key 28), v0-v4: a transactional producer commits a group's offsets inside its
+"""TxnOffsetCommit (key 28), v0-v5: a transactional producer commits a group's offsets inside its
 transaction (``send_offsets_to_transaction``).
 
 Kafka's ``handleTxnOffsetCommitRequest``: unknown topics or partitions get
@@ -14,7 +14,10 @@ COORDINATOR_NOT_AVAILABLE.
 
 The answer is checked up front (so the error is the one of the request's version), then again by
 the partition leader as the batch is appended under its verification guard, as Kafka does.
-v5 (transaction version 2: implicit adding of the partition) is not served.
+v5 (transaction version 2, Kafka's ``txnOffsetCommitRequestVersionToTransactionSupportedOperation``
+ADD_PARTITION) adds the group's ``__consumer_offsets`` partition to the transaction instead
+(``ReplicaManager.add_to_transaction``; the producer sends no AddOffsetsToTxn), whatever
+``transaction.version`` is finalized, as Kafka does.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from kafka_emu.broker.request_channel import Request
 
 API_KEY = 28
+FIRST_ADD_PARTITION_VERSION = 5   # transaction version 2: no AddOffsetsToTxn, the partition is added here
 _RETRIABLE_VERIFICATION = frozenset({Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_NOT_AVAILABLE,
                                      Errors.NOT_COORDINATOR, Errors.CONCURRENT_TRANSACTIONS})
 
@@ -66,8 +70,9 @@ def handle_txn_offset_commit(apis: KafkaApis, request: Request) -> None:
         callback({})
         return
     producer_id, producer_epoch = int(body.producer_id), int(body.producer_epoch)
-    code = apis.replica_manager.verify_transaction(
-        body.transactional_id, producer_id, producer_epoch, (OFFSETS_TOPIC, partition_for(apis, body.group_id)))
+    rm = apis.replica_manager
+    check = rm.add_to_transaction if version >= FIRST_ADD_PARTITION_VERSION else rm.verify_transaction
+    code = check(body.transactional_id, producer_id, producer_epoch, (OFFSETS_TOPIC, partition_for(apis, body.group_id)))
     if code != Errors.NONE:
         error = verification_error(code, version)
         callback({tp: error for tp in offsets})
@@ -77,4 +82,4 @@ def handle_txn_offset_commit(apis: KafkaApis, request: Request) -> None:
                                  int(getattr(body, "generation_id", -1)), offsets, callback)
 
 
-APIS = (ApiSpec(API_KEY, "TxnOffsetCommit", 0, 4, handle_txn_offset_commit),)
+APIS = (ApiSpec(API_KEY, "TxnOffsetCommit", 0, 5, handle_txn_offset_commit, kafka_3_9=(0, 4)),)

@@ -11,6 +11,13 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
+# The finalized ``transaction.version`` feature level (Kafka's ``TransactionVersion``): 0 and 1
+# are transaction version 1 for clients (1 writes flexible log values), 2 is KIP-890 part 2.
+TRANSACTION_VERSION = "emulator.transaction.version"
+TRANSACTION_VERSION_FEATURE = "transaction.version"
+MAX_TRANSACTION_VERSION = 2
+# TransactionVersion.LATEST_PRODUCTION of Kafka 4.0: what a newly formatted 4.0 cluster finalizes
+LATEST_PRODUCTION_TRANSACTION_VERSION = 2
 
 DEFAULTS: dict[str, Any] = {
     "transaction.max.timeout.ms": 900_000,
@@ -34,12 +41,13 @@ class TransactionConfig:
     transaction_log_replication_factor: int
     transaction_log_min_isr: int
     transaction_log_segment_bytes: int
+    transaction_version_level: int = LATEST_PRODUCTION_TRANSACTION_VERSION
 
     @staticmethod
     def from_mapping(config: Mapping[str, Any] | None) -> "TransactionConfig":
         c = dict(DEFAULTS)
         for k, v in (config or {}).items():
-            if k in DEFAULTS:
+            if k in DEFAULTS or k == TRANSACTION_VERSION:
                 c[k] = v
         return TransactionConfig(
             transaction_max_timeout_ms=int(c["transaction.max.timeout.ms"]),
@@ -52,4 +60,6 @@ class TransactionConfig:
             transaction_log_replication_factor=int(c["transaction.state.log.replication.factor"]),
             transaction_log_min_isr=int(c["transaction.state.log.min.isr"]),
             transaction_log_segment_bytes=int(c["transaction.state.log.segment.bytes"]),
+            transaction_version_level=int(c.get(TRANSACTION_VERSION) if c.get(TRANSACTION_VERSION) is not None
+                                          else LATEST_PRODUCTION_TRANSACTION_VERSION),
         )

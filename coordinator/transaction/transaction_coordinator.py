@@ -15,9 +15,15 @@ Timers: ``startup(scheduler)`` registers Kafka's two periodic tasks on the broke
 ``transactionalId-expiration`` every ``transaction.remove.expired.transaction.cleanup.interval.ms``);
 on a MockTime they run when the test advances the clock.
 
+Transaction version 2 (KIP-890 part 2) is chosen per request, as Kafka does: EndTxn v5 and the
+implicit adds of Produce v12 / TxnOffsetCommit v5 take the TV2 path whatever level is finalized
+(the level only steers clients, through ApiVersions); the coordinator's own aborts (fencing by
+InitProducerId, timeouts) follow the finalized level (``TransactionConfig.transaction_version_level``,
+Kafka's ``txnManager.transactionVersionLevel()``). Under level 2 the fence itself leaves the epoch
+and the TV2 abort bumps it, one bump as under TV1 (Kafka 4.0 bumped twice, overflowing an epoch of
+32766; later Kafka bumps once, which is what is done here).
+
 Deliberate differences from Kafka:
-* transaction version 1 only (the broker reports ``transaction.version`` 1): no implicit
-  partition adding, no epoch bump per EndTxn, so the TV2 branches of EndTxn are not here;
 * no authorisation (the emulator has no ACLs);
 * callbacks run after the metadata lock is released (``GroupLock.defer``).
 
@@ -40,8 +46,8 @@ from kafka_emu.coordinator.transaction.transaction_marker_channel_manager import
     TransactionMarkerChannelManager, TxnMarkerSender,
 )
 from kafka_emu.coordinator.transaction.transaction_metadata import (
-    NO_PRODUCER_EPOCH, NO_PRODUCER_ID, IllegalTransactionStateError, TransactionMetadata,
-    TransactionState, TxnTransitMetadata, is_epoch_exhausted,
+    NO_PRODUCER_EPOCH, NO_PRODUCER_ID, SHORT_MAX, IllegalTransactionStateError, TransactionMetadata,
+    TransactionState, TxnTransitMetadata, is_epoch_exhausted, supports_epoch_bump,
 )
 from kafka_emu.coordinator.transaction.transaction_state_manager import (
     CoordinatorEpochAndTxnMetadata, TransactionalIdAndProducerIdEpoch, TransactionListing, TransactionStateManager, listings_by_state,
@@ -53,6 +59,8 @@ _log = structlog.get_logger("coordinator.transaction_coordinator")
 S = TransactionState
 TopicPartition = tuple[str, int]
 ErrorCallback = Callable[[int], None]
+EndTxnCallback = Callable[[int, int, int], None]   # error, producer id, producer epoch
+TV_2 = 2   # the client transaction version of EndTxn v5, Produce v12 and TxnOffsetCommit v5
 
 
 class PeriodicScheduler(Protocol):
@@ -198,11 +206,12 @@ class TransactionCoordinator:
             callback(_init_error(error))
             return
         if transit.txn_state is S.PREPARE_EPOCH_FENCE:
-            def after_abort(abort_error: int) -> None:
+            def after_abort(abort_error: int, _producer_id: int, _producer_epoch: int) -> None:
                 callback(_init_error(abort_error if abort_error != Errors.NONE else Errors.CONCURRENT_TRANSACTIONS))
 
+            # not from a client: the abort follows the cluster's finalized transaction version
             self._end_transaction(transactional_id, transit.producer_id, transit.producer_epoch, False,
-                                  False, after_abort)
+                                  False, self.config.transaction_version_level, after_abort)
             return
 
         def on_append(append_error: int) -> None:
@@ -236,7 +245,7 @@ class TransactionCoordinator:
             return md.prepare_increment_producer_epoch(timeout_ms, None if expected is None else expected[1], now)
         if state is S.ONGOING:
             # fence the current producer and abort; the client retries after CONCURRENT_TRANSACTIONS
-            return Errors.NONE, md.prepare_fence_producer_epoch()
+            return Errors.NONE, md.prepare_fence_producer_epoch(self._fence_bumps_epoch())
         raise IllegalTransactionStateError(
             f"Found transactionalId {transactional_id} with state {state.state_name}. This is illegal as "
             f"we should never have transitioned to this state.")
@@ -254,7 +263,10 @@ class TransactionCoordinator:
     # ------------------------------------------------------------------ AddPartitionsToTxn
     def handle_add_partitions_to_transaction(self, transactional_id: str | None, producer_id: int,
                                              producer_epoch: int, partitions: set[TopicPartition],
-                                             callback: ErrorCallback) -> None:
+                                             callback: ErrorCallback, client_transaction_version: int = 0) -> None:
+        """AddPartitionsToTxn (``client_transaction_version`` 0), or the implicit add of
+        transaction version 2 (2: Produce v12 / TxnOffsetCommit v5 through the partition leader,
+        Kafka's AddPartitionsToTxn v4+ with ``VerifyOnly=false``)."""
         error, em = self._existing_transaction(transactional_id)
         if em is None:
             callback(error)
@@ -273,7 +285,7 @@ class TransactionCoordinator:
             elif md.state is S.ONGOING and partitions <= md.topic_partitions:
                 error = Errors.NONE   # nothing new: no write
             else:
-                transit = md.prepare_add_partitions(partitions, self.time.milliseconds())
+                transit = md.prepare_add_partitions(partitions, self.time.milliseconds(), client_transaction_version)
         if error != Errors.NONE or transit is None:
             callback(error)
             return
@@ -303,53 +315,36 @@ class TransactionCoordinator:
 
     # ------------------------------------------------------------------ EndTxn
     def handle_end_transaction(self, transactional_id: str | None, producer_id: int, producer_epoch: int,
-                               commit: bool, callback: ErrorCallback) -> None:
-        self._end_transaction(transactional_id, producer_id, producer_epoch, commit, True, callback)
+                               commit: bool, callback: EndTxnCallback, client_transaction_version: int = 0) -> None:
+        """EndTxn; ``callback(error, producer_id, producer_epoch)`` gets the producer id and epoch
+        the client continues with (transaction version 2: bumped; -1, -1 with an error).
+        ``client_transaction_version``: 2 for EndTxn v5, else 0 (Kafka's
+        ``TransactionVersion.transactionVersionForEndTxn``), whatever level is finalized."""
+        self._end_transaction(transactional_id, producer_id, producer_epoch, commit, True,
+                              client_transaction_version, callback)
 
     def _end_transaction(self, transactional_id: str | None, producer_id: int, producer_epoch: int,
-                         commit: bool, is_from_client: bool, callback: ErrorCallback) -> None:
-        """Kafka's ``endTransactionWithTV1``."""
+                         commit: bool, is_from_client: bool, client_transaction_version: int,
+                         callback: EndTxnCallback) -> None:
+        """Kafka's ``endTransactionWithTV1`` and, for transaction version 2, ``endTransaction``:
+        decide under the lock, append PrepareCommit/PrepareAbort, answer, send the markers."""
         error, em = self._existing_transaction(transactional_id)
         if em is None:
-            callback(error)
+            callback(error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
             return
         md, coordinator_epoch = em.transaction_metadata, em.coordinator_epoch
-        is_epoch_fence = False
-        transit: TxnTransitMetadata | None = None
         with md.lock:
-            state = md.state
-            if md.producer_id != producer_id:
-                error = Errors.INVALID_PRODUCER_ID_MAPPING
-            # clients never bump the epoch: strict equality; the coordinator's own abort carries a fenced epoch
-            elif (is_from_client and producer_epoch != md.producer_epoch) or producer_epoch < md.producer_epoch:
-                error = Errors.PRODUCER_FENCED
-            elif md.pending_transition_in_progress and md.pending_state is not S.PREPARE_EPOCH_FENCE:
-                error = Errors.CONCURRENT_TRANSACTIONS
-            elif state is S.ONGOING:
-                next_state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
-                if next_state is S.PREPARE_ABORT and md.pending_state is S.PREPARE_EPOCH_FENCE:
-                    # make way for PrepareAbort and adopt the fenced epoch in what we append
-                    is_epoch_fence = True
-                    md.pending_state = None
-                    md.producer_epoch = producer_epoch
-                    md.last_producer_epoch = NO_PRODUCER_EPOCH
-                transit = md.prepare_abort_or_commit(next_state, self.time.milliseconds())
-            elif state is S.COMPLETE_COMMIT:
-                error = Errors.NONE if commit else self._invalid_state(transactional_id, state, commit)
-            elif state is S.COMPLETE_ABORT:
-                error = Errors.NONE if not commit else self._invalid_state(transactional_id, state, commit)
-            elif state is S.PREPARE_COMMIT:
-                error = Errors.CONCURRENT_TRANSACTIONS if commit else self._invalid_state(transactional_id, state, commit)
-            elif state is S.PREPARE_ABORT:
-                error = Errors.CONCURRENT_TRANSACTIONS if not commit else self._invalid_state(transactional_id, state, commit)
-            elif state is S.EMPTY:
-                error = self._invalid_state(transactional_id, state, commit)
+            is_epoch_fence = md.pending_state is S.PREPARE_EPOCH_FENCE
+            current = (md.producer_id, md.producer_epoch)
+            if supports_epoch_bump(client_transaction_version):
+                error, transit = self._prepare_end_transaction_tv2(md, producer_id, producer_epoch, commit,
+                                                                   is_from_client)
             else:
-                raise IllegalTransactionStateError(
-                    f"Found transactionalId {transactional_id} with state {state.state_name}. This is "
-                    f"illegal as we should never have transitioned to this state.")
+                error, transit = self._prepare_end_transaction_tv1(md, producer_id, producer_epoch, commit,
+                                                                   is_from_client)
         if transit is None:
-            callback(error)
+            # a retry of a completed EndTxn answers the current producer id and epoch
+            callback(error, *(current if error == Errors.NONE else (NO_PRODUCER_ID, NO_PRODUCER_EPOCH)))
             return
 
         def send_txn_markers(append_error: int) -> None:
@@ -357,20 +352,20 @@ class TransactionCoordinator:
                 _log.info("end_txn_append_failed", transactional_id=transactional_id,
                           error=errors.name(append_error))
                 if is_epoch_fence:
-                    err, current = self.txn_manager.get_transaction_state(transactional_id)
-                    if current is not None and current.coordinator_epoch == coordinator_epoch:
+                    err, current_em = self.txn_manager.get_transaction_state(transactional_id)
+                    if current_em is not None and current_em.coordinator_epoch == coordinator_epoch:
                         # the next fence must not bump the (already bumped) epoch again
-                        current.transaction_metadata.has_failed_epoch_fence = True
-                callback(append_error)
+                        current_em.transaction_metadata.has_failed_epoch_fence = True
+                callback(append_error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
                 return
-            err, current = self.txn_manager.get_transaction_state(transactional_id)
-            if err != Errors.NONE or current is None or current.coordinator_epoch != coordinator_epoch:
-                callback(err if err != Errors.NONE else Errors.NOT_COORDINATOR)
+            err, current_em = self.txn_manager.get_transaction_state(transactional_id)
+            if err != Errors.NONE or current_em is None or current_em.coordinator_epoch != coordinator_epoch:
+                callback(err if err != Errors.NONE else Errors.NOT_COORDINATOR, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
                 return
-            cur = current.transaction_metadata
+            cur = current_em.transaction_metadata
             complete: TxnTransitMetadata | None = None
             with cur.lock:
-                if cur.producer_id != producer_id:
+                if cur.producer_id != transit.producer_id:
                     pre_send_error = Errors.INVALID_PRODUCER_ID_MAPPING
                 elif cur.producer_epoch != transit.producer_epoch:
                     pre_send_error = Errors.PRODUCER_FENCED
@@ -382,13 +377,100 @@ class TransactionCoordinator:
                 else:
                     pre_send_error = self._invalid_state(transactional_id, cur.state, commit)
             if complete is None:
-                callback(pre_send_error)
+                callback(pre_send_error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
                 return
-            # the decision is in the log: answer now, write the markers in the background
-            callback(Errors.NONE)
+            # the decision is in the log: answer now (with the producer id and epoch the transaction
+            # completes with), write the markers in the background
+            callback(Errors.NONE, complete.producer_id, complete.producer_epoch)
             self.marker_channel.add_txn_markers_to_send(coordinator_epoch, commit, cur, complete)
 
         self.txn_manager.append_transaction_to_log(transactional_id, coordinator_epoch, transit, send_txn_markers)
+
+    def _prepare_end_transaction_tv1(self, md: TransactionMetadata, producer_id: int, producer_epoch: int,
+                                     commit: bool, is_from_client: bool) -> tuple[int, TxnTransitMetadata | None]:
+        """Kafka's ``endTransactionWithTV1`` checks; the caller holds ``md.lock``."""
+        state = md.state
+        if md.producer_id != producer_id:
+            return Errors.INVALID_PRODUCER_ID_MAPPING, None
+        # clients never bump the epoch: strict equality; the coordinator's own abort carries a fenced epoch
+        if (is_from_client and producer_epoch != md.producer_epoch) or producer_epoch < md.producer_epoch:
+            return Errors.PRODUCER_FENCED, None
+        if md.pending_transition_in_progress and md.pending_state is not S.PREPARE_EPOCH_FENCE:
+            return Errors.CONCURRENT_TRANSACTIONS, None
+        if state is S.ONGOING:
+            next_state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+            if next_state is S.PREPARE_ABORT and md.pending_state is S.PREPARE_EPOCH_FENCE:
+                self._adopt_fenced_epoch(md, producer_epoch)
+            return Errors.NONE, md.prepare_abort_or_commit(next_state, 0, NO_PRODUCER_ID, self.time.milliseconds())
+        return self._end_state_answer(md, commit, is_retry=True), None
+
+    def _prepare_end_transaction_tv2(self, md: TransactionMetadata, producer_id: int, producer_epoch: int,
+                                     commit: bool, is_from_client: bool) -> tuple[int, TxnTransitMetadata | None]:
+        """Kafka's (transaction version 2) ``endTransaction`` checks; the caller holds ``md.lock``.
+
+        Every EndTxn bumps the epoch, so the epoch alone tells a retry (the epoch before the
+        bump, ``retry_on_epoch_bump``; or the last epoch of the previous producer id after an
+        overflow, ``retry_on_overflow``) from the next EndTxn (the current epoch). A fence
+        (InitProducerId or timeout during Ongoing) adopts the fence's epoch, then bumps it; a bump
+        to the last epoch allocates the producer id the transaction completes with."""
+        is_epoch_fence = md.pending_state is S.PREPARE_EPOCH_FENCE
+        retry_on_overflow = (not is_epoch_fence and md.previous_producer_id == producer_id
+                             and producer_epoch == SHORT_MAX - 1 and md.producer_epoch == 0)
+        retry_on_epoch_bump = not is_epoch_fence and md.producer_epoch == producer_epoch + 1
+        state = md.state
+        if is_epoch_fence:
+            valid_epoch = (not is_from_client or producer_epoch == md.producer_epoch) and producer_epoch >= md.producer_epoch
+        elif state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            valid_epoch = retry_on_epoch_bump
+        elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+            valid_epoch = retry_on_epoch_bump or retry_on_overflow or producer_epoch == md.producer_epoch
+        else:
+            valid_epoch = producer_epoch == md.producer_epoch
+        if md.producer_id != producer_id and not retry_on_overflow:
+            return Errors.INVALID_PRODUCER_ID_MAPPING, None
+        if not valid_epoch:
+            return Errors.PRODUCER_FENCED, None
+        if md.pending_transition_in_progress and not is_epoch_fence:
+            return Errors.CONCURRENT_TRANSACTIONS, None
+        is_retry = retry_on_epoch_bump or retry_on_overflow
+        if state is S.ONGOING:
+            next_state, no_partition_added = (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT), False
+        elif not commit and (state is S.EMPTY or (state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and not is_retry)):
+            next_state, no_partition_added = S.PREPARE_ABORT, True   # an abort with no partition added
+        else:
+            return self._end_state_answer(md, commit, is_retry), None
+        # the epoch this bump reaches is the last one: the transaction completes on a new producer id
+        next_producer_id = self.generate_producer_id() if md.is_producer_epoch_exhausted else NO_PRODUCER_ID
+        if next_state is S.PREPARE_ABORT and is_epoch_fence:
+            self._adopt_fenced_epoch(md, producer_epoch)
+        return Errors.NONE, md.prepare_abort_or_commit(next_state, TV_2, next_producer_id, self.time.milliseconds(),
+                                                       no_partition_added)
+
+    def _fence_bumps_epoch(self) -> bool:
+        """Whether PrepareEpochFence bumps the epoch: not when the coordinator's abort that
+        follows takes the transaction version 2 path, which bumps it."""
+        return not supports_epoch_bump(self.config.transaction_version_level)
+
+    @staticmethod
+    def _adopt_fenced_epoch(md: TransactionMetadata, fenced_epoch: int) -> None:
+        """Make way for PrepareAbort after PrepareEpochFence: the abort carries the fenced epoch."""
+        md.pending_state = None
+        md.producer_epoch = fenced_epoch
+        md.last_producer_epoch = NO_PRODUCER_EPOCH
+
+    def _end_state_answer(self, md: TransactionMetadata, commit: bool, is_retry: bool) -> int:
+        """The answer (no write) to an EndTxn outside Ongoing: a retry of the completed result is
+        NONE, of the result being completed CONCURRENT_TRANSACTIONS, anything else INVALID_TXN_STATE."""
+        state = md.state
+        if state is (S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT):
+            return Errors.NONE if is_retry else self._invalid_state(md.transactional_id, state, commit)
+        if state is (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT):
+            return Errors.CONCURRENT_TRANSACTIONS
+        if state in (S.DEAD, S.PREPARE_EPOCH_FENCE):
+            raise IllegalTransactionStateError(
+                f"Found transactionalId {md.transactional_id} with state {state.state_name}. This is "
+                f"illegal as we should never have transitioned to this state.")
+        return self._invalid_state(md.transactional_id, state, commit)
 
     @staticmethod
     def _invalid_state(transactional_id: str, state: TransactionState, commit: bool) -> int:
@@ -409,15 +491,15 @@ class TransactionCoordinator:
             with md.lock:
                 if md.producer_id != t.producer_id or md.pending_transition_in_progress:
                     continue
-                transit = md.prepare_fence_producer_epoch()
+                transit = md.prepare_fence_producer_epoch(self._fence_bumps_epoch())
             started += 1
             self._end_transaction(t.transactional_id, transit.producer_id, transit.producer_epoch, False, False,
-                                  self._on_timeout_abort_complete(t))
+                                  self.config.transaction_version_level, self._on_timeout_abort_complete(t))
         return started
 
     @staticmethod
-    def _on_timeout_abort_complete(t: TransactionalIdAndProducerIdEpoch) -> ErrorCallback:
-        def done(error: int) -> None:
+    def _on_timeout_abort_complete(t: TransactionalIdAndProducerIdEpoch) -> EndTxnCallback:
+        def done(error: int, _producer_id: int, _producer_epoch: int) -> None:
             if error == Errors.NONE:
                 _log.info("timed_out_transaction_aborted", transactional_id=t.transactional_id,
                           producer_id=t.producer_id, producer_epoch=t.producer_epoch)

@@ -9,9 +9,13 @@ checks the per-state invariants and applies it. A failed append clears ``pending
 ``PrepareEpochFence`` and ``Dead`` are never completed: a fence is at once followed by an abort
 (which adopts the fenced epoch) and Dead ids are dropped from the cache instead.
 
-Transaction version: the emulator serves transaction version 1 only (explicit
-AddPartitionsToTxn, the epoch bumped by InitProducerId, never by EndTxn), so every transition
-here is Kafka's TV_0/TV_1 path; ``client_transaction_version`` is kept and persisted as read.
+Transaction version (KIP-890 part 2): ``client_transaction_version`` is the version of the
+client's last AddPartitionsToTxn/EndTxn (2 for a TV2 client: EndTxn v5, or a partition added by
+Produce v12 / TxnOffsetCommit v5), persisted with every record. With transaction version 2
+(``supports_epoch_bump``) PrepareCommit/PrepareAbort bump the epoch (``last_producer_epoch``
+keeps the one before, so a retry is recognised), an abort may start from Empty/Complete* (no
+partition was added), and an epoch exhausted by the bump rotates the producer id:
+PrepareX records ``next_producer_id`` and the Complete* transition moves to it at epoch 0.
 
 Locking: ``lock`` (a reentrant ``GroupLock``, also the DelayedProduce operation lock of the
 metadata's appends) guards every field; callers hold it around ``prepare_*`` and
@@ -81,7 +85,7 @@ _VALID_PREVIOUS: dict[TransactionState, frozenset[TransactionState]] = {
     S.EMPTY: frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.ONGOING: frozenset({S.ONGOING, S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}),
     S.PREPARE_COMMIT: frozenset({S.ONGOING}),
-    # Empty/Complete* -> PrepareAbort exist for TV2 empty aborts only (never prepared here)
+    # Empty/Complete* -> PrepareAbort: transaction version 2 aborts with no partition added
     S.PREPARE_ABORT: frozenset({S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY, S.COMPLETE_COMMIT,
                                 S.COMPLETE_ABORT}),
     S.COMPLETE_COMMIT: frozenset({S.PREPARE_COMMIT}),
@@ -89,6 +93,11 @@ _VALID_PREVIOUS: dict[TransactionState, frozenset[TransactionState]] = {
     S.DEAD: frozenset({S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT}),
     S.PREPARE_EPOCH_FENCE: frozenset({S.ONGOING}),
 }
+
+
+def supports_epoch_bump(transaction_version: int) -> bool:
+    """Kafka's ``TransactionVersion.supportsEpochBump``: transaction version 2 and later."""
+    return transaction_version >= 2
 
 
 def is_epoch_exhausted(epoch: int) -> bool:
@@ -172,13 +181,16 @@ class TransactionMetadata:
                                   self.state, frozenset(self.topic_partitions), self.txn_start_timestamp,
                                   self.txn_last_update_timestamp, self.client_transaction_version)
 
-    def prepare_fence_producer_epoch(self) -> TxnTransitMetadata:
+    def prepare_fence_producer_epoch(self, bump: bool = True) -> TxnTransitMetadata:
         """PrepareEpochFence with the epoch bumped, unless an earlier fence write failed (then the
-        in-memory epoch is already the fenced one)."""
+        in-memory epoch is already the fenced one). ``bump=False`` under transaction version 2,
+        whose abort bumps the epoch itself: one bump in all, as Kafka does since its fix of the
+        double bump that overflowed an epoch of 32766 (TransactionCoordinatorTest
+        shouldHandleTimeoutAtEpochOverflowBoundaryCorrectly)."""
         if self.producer_epoch == SHORT_MAX:
             raise IllegalTransactionStateError(
                 "Cannot fence producer with epoch equal to Short.MaxValue since this would overflow")
-        bumped = self.producer_epoch if self.has_failed_epoch_fence else self.producer_epoch + 1
+        bumped = self.producer_epoch if self.has_failed_epoch_fence or not bump else self.producer_epoch + 1
         return self._prepare_transition_to(S.PREPARE_EPOCH_FENCE, self.producer_id, bumped, NO_PRODUCER_EPOCH,
                                            self.txn_timeout_ms, frozenset(self.topic_partitions),
                                            self.txn_start_timestamp, self.txn_last_update_timestamp)
@@ -213,28 +225,47 @@ class TransactionMetadata:
                                            new_txn_timeout_ms, frozenset(), -1, update_timestamp,
                                            prev_producer_id=self.producer_id)
 
-    def prepare_add_partitions(self, added: set[TopicPartition], update_timestamp: int) -> TxnTransitMetadata:
+    def prepare_add_partitions(self, added: set[TopicPartition], update_timestamp: int,
+                               client_transaction_version: int = 0) -> TxnTransitMetadata:
         start = (update_timestamp if self.state in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT)
                  else self.txn_start_timestamp)
         return self._prepare_transition_to(S.ONGOING, self.producer_id, self.producer_epoch,
                                            self.last_producer_epoch, self.txn_timeout_ms,
-                                           frozenset(self.topic_partitions | added), start, update_timestamp)
+                                           frozenset(self.topic_partitions | added), start, update_timestamp,
+                                           client_transaction_version=client_transaction_version)
 
-    def prepare_abort_or_commit(self, new_state: TransactionState, update_timestamp: int) -> TxnTransitMetadata:
-        if self.state is not S.ONGOING:   # Empty/Complete* -> PrepareAbort is a TV2 empty abort
+    def prepare_abort_or_commit(self, new_state: TransactionState, client_transaction_version: int,
+                                next_producer_id: int, update_timestamp: int,
+                                no_partition_added: bool = False) -> TxnTransitMetadata:
+        """PrepareCommit/PrepareAbort. Transaction version 2 bumps the epoch (the caller made sure
+        it does not overflow: ``next_producer_id`` is set when the bumped epoch is the last one);
+        an abort with no partition added starts its transaction now."""
+        if self.state is not S.ONGOING and not (no_partition_added and new_state is S.PREPARE_ABORT
+                                                and supports_epoch_bump(client_transaction_version)):
             raise IllegalTransactionStateError(
-                f"Preparing {new_state.state_name} from {self.state.state_name} needs transaction version 2, "
-                f"which the emulator does not serve")
-        return self._prepare_transition_to(new_state, self.producer_id, self.producer_epoch,
-                                           self.last_producer_epoch, self.txn_timeout_ms,
-                                           frozenset(self.topic_partitions), self.txn_start_timestamp,
-                                           update_timestamp)
+                f"Preparing {new_state.state_name} from {self.state.state_name} is only a transaction "
+                f"version 2 abort with no partition added")
+        epoch, last_epoch = self.producer_epoch, self.last_producer_epoch
+        if supports_epoch_bump(client_transaction_version):
+            epoch, last_epoch = self.producer_epoch + 1, self.producer_epoch
+        start = update_timestamp if no_partition_added else self.txn_start_timestamp
+        return self._prepare_transition_to(new_state, self.producer_id, epoch, last_epoch, self.txn_timeout_ms,
+                                           frozenset(self.topic_partitions), start, update_timestamp,
+                                           next_producer_id=next_producer_id,
+                                           client_transaction_version=client_transaction_version)
 
     def prepare_complete(self, update_timestamp: int) -> TxnTransitMetadata:
+        """CompleteCommit/CompleteAbort. After a transaction version 2 epoch overflow the producer
+        id becomes ``next_producer_id`` at epoch 0, ``last_producer_epoch`` staying the last epoch
+        the client saw (Kafka's ``prepareComplete``)."""
         new_state = S.COMPLETE_COMMIT if self.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
-        return self._prepare_transition_to(new_state, self.producer_id, self.producer_epoch,
-                                           self.last_producer_epoch, self.txn_timeout_ms, frozenset(),
-                                           self.txn_start_timestamp, update_timestamp)
+        producer_id, epoch, prev_producer_id = self.producer_id, self.producer_epoch, None
+        if supports_epoch_bump(self.client_transaction_version) and self.next_producer_id != NO_PRODUCER_ID:
+            producer_id, epoch, prev_producer_id = self.next_producer_id, 0, self.producer_id
+        return self._prepare_transition_to(new_state, producer_id, epoch, self.last_producer_epoch,
+                                           self.txn_timeout_ms, frozenset(), self.txn_start_timestamp,
+                                           update_timestamp, prev_producer_id=prev_producer_id,
+                                           next_producer_id=NO_PRODUCER_ID)
 
     def prepare_dead(self) -> TxnTransitMetadata:
         return self._prepare_transition_to(S.DEAD, self.producer_id, self.producer_epoch,
@@ -243,7 +274,9 @@ class TransactionMetadata:
 
     def _prepare_transition_to(self, state: TransactionState, producer_id: int, epoch: int, last_epoch: int,
                                timeout_ms: int, partitions: frozenset[TopicPartition], start_ts: int,
-                               update_ts: int, prev_producer_id: int | None = None) -> TxnTransitMetadata:
+                               update_ts: int, prev_producer_id: int | None = None,
+                               next_producer_id: int | None = None,
+                               client_transaction_version: int | None = None) -> TxnTransitMetadata:
         if self.pending_state is not None:
             raise IllegalTransactionStateError(
                 f"Preparing transaction state transition to {state.state_name} while it already has a "
@@ -260,8 +293,9 @@ class TransactionMetadata:
                 f"{self.state.state_name}")
         transit = TxnTransitMetadata(
             producer_id, self.previous_producer_id if prev_producer_id is None else prev_producer_id,
-            self.next_producer_id, epoch, last_epoch, timeout_ms, state, partitions, start_ts, update_ts,
-            self.client_transaction_version)
+            self.next_producer_id if next_producer_id is None else next_producer_id, epoch, last_epoch,
+            timeout_ms, state, partitions, start_ts, update_ts,
+            self.client_transaction_version if client_transaction_version is None else client_transaction_version)
         self.pending_state = state
         return transit
 
@@ -287,10 +321,14 @@ class TransactionMetadata:
             self.txn_start_timestamp = transit.txn_start_timestamp
             self.add_partitions(transit.topic_partitions)
         elif to_state in (S.PREPARE_ABORT, S.PREPARE_COMMIT):   # EndTxn
+            # a TV2 abort from Empty/Complete* (no partition added) starts its transaction now
+            empty_abort = (to_state is S.PREPARE_ABORT and supports_epoch_bump(transit.client_transaction_version)
+                           and self.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT))
             if (not self._valid_producer_epoch(transit) or self.topic_partitions != transit.topic_partitions
                     or self.txn_timeout_ms != transit.txn_timeout_ms
-                    or self.txn_start_timestamp != transit.txn_start_timestamp):
+                    or (self.txn_start_timestamp != transit.txn_start_timestamp and not empty_abort)):
                 self._transition_failure(transit)
+            self.txn_start_timestamp = transit.txn_start_timestamp
         elif to_state in (S.COMPLETE_ABORT, S.COMPLETE_COMMIT):   # markers written
             if (not self._valid_producer_epoch(transit) or self.txn_timeout_ms != transit.txn_timeout_ms
                     or transit.txn_start_timestamp == -1):
@@ -312,6 +350,15 @@ class TransactionMetadata:
         self.state = to_state
 
     def _valid_producer_epoch(self, transit: TxnTransitMetadata) -> bool:
+        """Kafka's ``validProducerEpoch``: with transaction version 2 PrepareX carries the bumped
+        epoch (its last epoch is the current one) and a Complete* at epoch 0 follows an overflow
+        (its previous producer id is the current one)."""
+        if supports_epoch_bump(transit.client_transaction_version):
+            if transit.txn_state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT) and transit.producer_epoch == 0:
+                return (transit.last_producer_epoch == self.last_producer_epoch
+                        and transit.prev_producer_id == self.producer_id)
+            if transit.txn_state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                return transit.last_producer_epoch == self.producer_epoch and transit.producer_id == self.producer_id
         return transit.producer_epoch == self.producer_epoch and transit.producer_id == self.producer_id
 
     def _valid_producer_epoch_bump(self, transit: TxnTransitMetadata) -> bool:

@@ -8,6 +8,7 @@ import pytest
 from txn_harness import TP1, TP2, TXN_ID, TXN_TIMEOUT, TxnHarness
 
 from kafka_emu.coordinator.errors import Errors
+from kafka_emu.coordinator.transaction.config import TRANSACTION_VERSION
 from kafka_emu.coordinator.transaction.transaction_log import read_value
 from kafka_emu.coordinator.transaction.transaction_metadata import SHORT_MAX, TransactionState
 
@@ -17,6 +18,15 @@ S = TransactionState
 @pytest.fixture
 def t() -> Iterator[TxnHarness]:
     h = TxnHarness()
+    yield h
+    h.shutdown()
+
+
+@pytest.fixture
+def t1() -> Iterator[TxnHarness]:
+    """A coordinator of a cluster with ``transaction.version`` 1 finalized: its own aborts
+    (fencing, timeouts) take the TV1 path, whose fence bumps the epoch."""
+    h = TxnHarness(**{TRANSACTION_VERSION: 1})
     yield h
     h.shutdown()
 
@@ -140,29 +150,29 @@ def test_fail_to_abort_transaction_on_init_pid_when_producer_epoch_is_smaller(t)
     assert box_errors == [Errors.CONCURRENT_TRANSACTIONS]
 
 
-def test_not_repeatedly_bump_epoch_due_to_init_pid_during_ongoing_txn_if_append_fails(t):
+def test_not_repeatedly_bump_epoch_due_to_init_pid_during_ongoing_txn_if_append_fails(t1):
     """shouldNotRepeatedlyBumpEpochDueToInitPidDuringOngoingTxnIfAppendToLogFails"""
-    t.put(S.ONGOING, producer_id=10, epoch=1, partitions={TP1})
-    t.log.error = Errors.NOT_ENOUGH_REPLICAS
-    assert t.init_pid().error == Errors.COORDINATOR_NOT_AVAILABLE
-    md = t.metadata()
+    t1.put(S.ONGOING, producer_id=10, epoch=1, partitions={TP1})
+    t1.log.error = Errors.NOT_ENOUGH_REPLICAS
+    assert t1.init_pid().error == Errors.COORDINATOR_NOT_AVAILABLE
+    md = t1.metadata()
     assert md.producer_epoch == 2 and md.has_failed_epoch_fence and md.pending_state is None
-    assert t.init_pid().error == Errors.COORDINATOR_NOT_AVAILABLE
-    assert t.metadata().producer_epoch == 2   # not bumped a second time
-    t.log.error = Errors.NONE
-    assert t.init_pid().error == Errors.CONCURRENT_TRANSACTIONS
-    assert t.metadata().producer_epoch == 2 and t.metadata().state is S.PREPARE_ABORT
+    assert t1.init_pid().error == Errors.COORDINATOR_NOT_AVAILABLE
+    assert t1.metadata().producer_epoch == 2   # not bumped a second time
+    t1.log.error = Errors.NONE
+    assert t1.init_pid().error == Errors.CONCURRENT_TRANSACTIONS
+    assert t1.metadata().producer_epoch == 2 and t1.metadata().state is S.PREPARE_ABORT
 
 
-def test_use_last_epoch_to_fence_when_epochs_are_exhausted(t):
+def test_use_last_epoch_to_fence_when_epochs_are_exhausted(t1):
     """shouldUseLastEpochToFenceWhenEpochsAreExhausted: the fence takes the last epoch, the retry
     rotates the producer id."""
-    t.put(S.ONGOING, producer_id=10, epoch=SHORT_MAX - 1, partitions={TP1})
-    assert t.init_pid().error == Errors.CONCURRENT_TRANSACTIONS
-    assert t.metadata().producer_epoch == SHORT_MAX
-    t.channel.send_pending()
-    t.sender.respond_all()
-    r = t.init_pid()
+    t1.put(S.ONGOING, producer_id=10, epoch=SHORT_MAX - 1, partitions={TP1})
+    assert t1.init_pid().error == Errors.CONCURRENT_TRANSACTIONS
+    assert t1.metadata().producer_epoch == SHORT_MAX
+    t1.channel.send_pending()
+    t1.sender.respond_all()
+    r = t1.init_pid()
     assert (r.producer_id, r.producer_epoch, r.error) == (1000, 0, Errors.NONE)
 
 
@@ -389,18 +399,18 @@ def test_not_abort_expired_transactions_that_have_a_pending_state_transition(t):
     assert t.coordinator.abort_timed_out_transactions() == 0
 
 
-def test_not_bump_epoch_when_aborting_expired_transaction_if_append_fails(t):
+def test_not_bump_epoch_when_aborting_expired_transaction_if_append_fails(t1):
     """shouldNotBumpEpochWhenAbortingExpiredTransactionIfAppendToLogFails"""
-    t.put(S.ONGOING, producer_id=10, epoch=1, partitions={TP1}, start=t.time.milliseconds())
-    t.time.sleep(TXN_TIMEOUT + 1)
-    t.log.error = Errors.NOT_ENOUGH_REPLICAS
-    t.coordinator.abort_timed_out_transactions()
-    md = t.metadata()
+    t1.put(S.ONGOING, producer_id=10, epoch=1, partitions={TP1}, start=t1.time.milliseconds())
+    t1.time.sleep(TXN_TIMEOUT + 1)
+    t1.log.error = Errors.NOT_ENOUGH_REPLICAS
+    t1.coordinator.abort_timed_out_transactions()
+    md = t1.metadata()
     assert md.state is S.ONGOING and md.pending_state is None and md.has_failed_epoch_fence
     fenced_epoch = md.producer_epoch
-    t.log.error = Errors.NONE
-    t.coordinator.abort_timed_out_transactions()
-    assert t.metadata().producer_epoch == fenced_epoch and t.metadata().state is S.PREPARE_ABORT
+    t1.log.error = Errors.NONE
+    t1.coordinator.abort_timed_out_transactions()
+    assert t1.metadata().producer_epoch == fenced_epoch and t1.metadata().state is S.PREPARE_ABORT
 
 
 def test_not_accept_smaller_epoch_during_transaction_expiration(t):

@@ -65,7 +65,7 @@ def test_tolerate_time_shift_during_add_partitions_and_end():
     m = md(epoch=1, start=TIME)
     m.complete_transition_to(m.prepare_add_partitions({("topic1", 0)}, TIME - 1))
     assert m.txn_start_timestamp == TIME - 1 and m.state is S.ONGOING
-    m.complete_transition_to(m.prepare_abort_or_commit(S.PREPARE_COMMIT, TIME - 2))
+    m.complete_transition_to(m.prepare_abort_or_commit(S.PREPARE_COMMIT, 0, -1, TIME - 2))
     assert m.state is S.PREPARE_COMMIT and m.txn_last_update_timestamp == TIME - 2
     m.complete_transition_to(m.prepare_complete(TIME - 3))
     assert m.state is S.COMPLETE_COMMIT and m.topic_partitions == set() and m.txn_start_timestamp == TIME - 1
@@ -74,7 +74,7 @@ def test_tolerate_time_shift_during_add_partitions_and_end():
 def test_tolerate_time_shift_during_prepare_abort_and_complete_abort():
     """TransactionMetadataTest.testTolerateTimeShiftDuringPrepareAbort / DuringCompleteAbort"""
     m = md(S.ONGOING, epoch=1, partitions={("t", 0)}, start=TIME)
-    m.complete_transition_to(m.prepare_abort_or_commit(S.PREPARE_ABORT, TIME - 1))
+    m.complete_transition_to(m.prepare_abort_or_commit(S.PREPARE_ABORT, 0, -1, TIME - 1))
     m.complete_transition_to(m.prepare_complete(TIME - 2))
     assert m.state is S.COMPLETE_ABORT and m.txn_last_update_timestamp == TIME - 2
 
@@ -252,9 +252,9 @@ def test_state_machine_only_makes_valid_transitions(ops):
             if op == "add":
                 t = m.prepare_add_partitions({("t", len(m.topic_partitions))}, TIME)
             elif op == "commit":
-                t = m.prepare_abort_or_commit(S.PREPARE_COMMIT, TIME)
+                t = m.prepare_abort_or_commit(S.PREPARE_COMMIT, 0, -1, TIME)
             elif op == "abort":
-                t = m.prepare_abort_or_commit(S.PREPARE_ABORT, TIME)
+                t = m.prepare_abort_or_commit(S.PREPARE_ABORT, 0, -1, TIME)
             elif op == "complete":
                 if m.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                     continue

@@ -101,8 +101,14 @@ class TxnHarness:
         return box.value
 
     def end_txn(self, producer_id: int, epoch: int, commit: bool, txn_id: str | None = TXN_ID) -> int:
+        return self.end_txn_answer(producer_id, epoch, commit, txn_id)[0]
+
+    def end_txn_answer(self, producer_id: int, epoch: int, commit: bool, txn_id: str | None = TXN_ID,
+                       client_transaction_version: int = 0) -> tuple[int, int, int]:
+        """(error, producer id, producer epoch) of an EndTxn (v5 with ``client_transaction_version`` 2)."""
         box = Box()
-        self.coordinator.handle_end_transaction(txn_id, producer_id, epoch, commit, box)
+        self.coordinator.handle_end_transaction(txn_id, producer_id, epoch, commit,
+                                                lambda *answer: box(answer), client_transaction_version)
         return box.value
 
     def records(self) -> list:

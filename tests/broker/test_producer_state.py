@@ -203,6 +203,32 @@ def test_transactional_batch_needs_the_current_guard():
     assert code_of(psm.check_batch, info, {}, AppendOrigin.CLIENT, None, None) == Errors.INVALID_TXN_STATE
 
 
+def test_tv2_verification_survives_the_marker_of_the_previous_transaction():
+    """Transaction version 2 (KIP-890 part 2): EndTxn bumped the epoch, the previous
+    transaction's marker carries the bumped epoch, and the next transaction's first batch is
+    being added with that same epoch while the marker lands: the marker leaves that verification
+    in place (Kafka keeps a TV2 verification entry of the marker's epoch), so the batch opens the
+    next transaction. A marker of another epoch, or a TV1 verification, still clears it."""
+    psm = ProducerStateManager("t-0")
+    append(psm, PID, 0, 0, 0, transactional=True)
+    guard = psm.maybe_start_transaction_verification(PID, 1, supports_epoch_bump=True)
+    assert guard is not None and (guard.epoch, guard.supports_epoch_bump) == (1, True)
+    append_marker(psm, PID, 1, ControlRecordType.COMMIT, 1)
+    assert psm.verification_states[PID] is guard
+    append(psm, PID, 1, 0, 2, transactional=True, guard=guard)
+    assert psm.has_ongoing_transaction(PID, 1) and PID not in psm.verification_states
+    # epoch 2's TV2 verification is cleared by a marker of epoch 3 (a fence): the batch is refused
+    append_marker(psm, PID, 2, ControlRecordType.COMMIT, 3)
+    stale = psm.maybe_start_transaction_verification(PID, 2, supports_epoch_bump=True)
+    append_marker(psm, PID, 3, ControlRecordType.ABORT, 4)
+    assert code_of(append, psm, PID, 3, 0, 5, transactional=True, guard=stale) == Errors.INVALID_TXN_STATE
+    # a TV1 verification is cleared by a marker of its own epoch
+    tv1 = psm.maybe_start_transaction_verification(PID, 3)
+    append_marker(psm, PID, 3, ControlRecordType.ABORT, 5)
+    assert PID not in psm.verification_states
+    assert code_of(append, psm, PID, 3, 0, 6, transactional=True, guard=tv1) == Errors.INVALID_TXN_STATE
+
+
 # ---------------------------------------------------------------------- through the log
 
 NOW = MockTime().milliseconds()

@@ -274,3 +274,67 @@ def test_state_machine_only_makes_valid_transitions(ops):
         assert before in m.state.valid_previous_states
         if m.state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT, S.EMPTY):
             assert not m.topic_partitions
+
+
+# --------------------------------------------------------------------------- transaction version 2
+def test_epoch_bump_on_end_txn():
+    """TransactionMetadataTest.testEpochBumpOnEndTxn: PrepareCommit of a TV_2 client bumps the
+    epoch (the last epoch is the old one) and records the client's transaction version; the
+    completion keeps both."""
+    m = md(S.ONGOING, epoch=10, start=TIME)
+    m.complete_transition_to(m.prepare_abort_or_commit(S.PREPARE_COMMIT, 2, -1, TIME - 1))
+    assert (m.producer_id, m.producer_epoch, m.last_producer_epoch, m.client_transaction_version) == (PID, 11, 10, 2)
+    m.complete_transition_to(m.prepare_complete(TIME))
+    assert (m.state, m.producer_id, m.producer_epoch, m.client_transaction_version) == (S.COMPLETE_COMMIT, PID, 11, 2)
+
+
+def test_epoch_bump_on_end_txn_overflow():
+    """TransactionMetadataTest.testEpochBumpOnEndTxnOverflow: at the last client epoch the
+    PrepareCommit reaches Short.MaxValue with the next producer id; the completion moves to it
+    at epoch 0, the last epoch staying the one the client saw."""
+    m = md(S.ONGOING, epoch=SHORT_MAX - 1, start=TIME)
+    assert m.is_producer_epoch_exhausted
+    m.complete_transition_to(m.prepare_abort_or_commit(S.PREPARE_COMMIT, 2, 9893, TIME - 1))
+    assert (m.producer_id, m.producer_epoch, m.next_producer_id) == (PID, SHORT_MAX, 9893)
+    m.complete_transition_to(m.prepare_complete(TIME))
+    assert (m.producer_id, m.producer_epoch, m.previous_producer_id, m.next_producer_id, m.last_producer_epoch) == \
+        (9893, 0, PID, -1, SHORT_MAX - 1)
+
+
+@pytest.mark.parametrize("tv", [0, 2])
+@pytest.mark.parametrize("prepared,completed", [(S.PREPARE_COMMIT, S.COMPLETE_COMMIT), (S.PREPARE_ABORT, S.COMPLETE_ABORT)])
+def test_tolerate_time_shift_during_complete(tv, prepared, completed):
+    """TransactionMetadataTest.testTolerateTimeShiftDuringCompleteCommit / ...CompleteAbort
+    (TV_0 and TV_2): the completion keeps producer id and epoch and takes the transition's time."""
+    m = md(prepared, epoch=1, start=1)
+    m.client_transaction_version = tv
+    m.complete_transition_to(m.prepare_complete(TIME - 1))
+    assert (m.state, m.producer_id, m.producer_epoch, m.txn_start_timestamp, m.txn_last_update_timestamp) == \
+        (completed, PID, 1, 1, TIME - 1)
+
+
+@pytest.mark.parametrize("state", [S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT])
+def test_abort_with_no_partition_added_needs_tv2(state):
+    """TransactionMetadata.prepareAbortOrCommit with ``noPartitionAdded``: only a TV_2 abort may
+    start outside Ongoing; it starts its transaction at the update time."""
+    m = md(state, epoch=3)
+    with pytest.raises(IllegalTransactionStateError):
+        m.prepare_abort_or_commit(S.PREPARE_ABORT, 0, -1, TIME, no_partition_added=True)
+    with pytest.raises(IllegalTransactionStateError):
+        m.prepare_abort_or_commit(S.PREPARE_COMMIT, 2, -1, TIME, no_partition_added=True)
+    m.complete_transition_to(m.prepare_abort_or_commit(S.PREPARE_ABORT, 2, -1, TIME + 5, no_partition_added=True))
+    assert (m.state, m.producer_epoch, m.txn_start_timestamp) == (S.PREPARE_ABORT, 4, TIME + 5)
+
+
+def test_fence_without_bump_for_tv2():
+    """TransactionMetadata.prepareFenceProducerEpoch under transaction version 2: the TV2 abort
+    that follows bumps the epoch, so the fence keeps it (one bump in all)."""
+    m = md(S.ONGOING, epoch=7, start=TIME)
+    assert m.prepare_fence_producer_epoch(bump=False).producer_epoch == 7
+
+
+def test_client_transaction_version_round_trip():
+    """TransactionLogTest: the tagged ClientTransactionVersion survives the value format."""
+    transit = TxnTransitMetadata(PID, 4, 5, 3, -1, 1000, S.PREPARE_COMMIT, frozenset({("t", 0)}), TIME, TIME, 2)
+    back = read_value("id", value_bytes(transit))
+    assert (back.client_transaction_version, back.previous_producer_id, back.next_producer_id) == (2, 4, 5)

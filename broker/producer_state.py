@@ -14,7 +14,9 @@ After Kafka's ``ProducerStateManager``, ``ProducerStateEntry``, ``ProducerAppend
   verification in flight (KIP-890 part 1): a transactional batch opening a transaction is
   appended only with the guard the partition handed out when verification started, and any
   transactional append or marker of that producer clears it, so a batch verified before its
-  transaction was aborted cannot open a transaction after the ABORT marker.
+  transaction was aborted cannot open a transaction after the ABORT marker; except that a
+  transaction version 2 verification (an implicit add) survives a marker of its own epoch, the
+  previous transaction's marker carrying the epoch EndTxn bumped.
 * ``snapshots``: offset -> the state at that offset, taken when a segment is created (Kafka
   takes a snapshot file at every roll). Truncation restores the latest snapshot at or below the
   new log end and replays the batches after it, so state survives retention deleting the

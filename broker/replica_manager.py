@@ -31,6 +31,8 @@ in the transaction, and the append carries the guard, so a batch verified before
 transaction ended cannot open a new one after the marker. Coordinator errors reach the producer
 as Kafka's ``ReplicaManager`` translates them (retriable ones as NOT_ENOUGH_REPLICAS). With
 ``transaction.partition.verification.enable=false`` the guard is taken without asking.
+Transaction version 2 (``add_partition``: Produce v12+) asks the coordinator to add the partition
+instead (``add_to_transaction``), and CONCURRENT_TRANSACTIONS reaches the producer as it is.
 ``write_txn_markers`` is the one entry point of WriteTxnMarkers, for the API and the
 coordinator's in-process marker channel alike: one COMMIT/ABORT control batch per partition,
 appended with acks=-1 and origin COORDINATOR; markers that land on ``__consumer_offsets``

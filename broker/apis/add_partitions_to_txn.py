@@ -5,8 +5,9 @@ get UNKNOWN_TOPIC_OR_PARTITION and every other partition OPERATION_NOT_ATTEMPTED
 added); otherwise the transaction coordinator's answer goes to every partition. v0-v1 answer
 PRODUCER_FENCED as INVALID_PRODUCER_EPOCH.
 
-v4+ (batched, ``VerifyOnly``, broker to broker) is not served: the emulator's brokers verify
-in-process (``broker.txn_marker_sender.TransactionVerifier``), and no client sends it.
+v4+ (batched, ``VerifyOnly``, broker to broker) is not served: the emulator's brokers verify,
+and under transaction version 2 add, in-process (``broker.txn_marker_sender.TransactionVerifier``),
+and no client sends it.
 """
 from __future__ import annotations
 

@@ -7,8 +7,9 @@ acks=-1, markers on ``__consumer_offsets`` completing the group coordinator's tr
 offsets. The answer (every partition of every marker, Kafka's
 ``testWriteTxnMarkersShouldAllBeIncludedInTheResponse``) is sent when every append finished.
 
-Version 1 only: Kafka 4.0 removed v0, and v2 carries the transaction version of KIP-890's
-transaction version 2, which this broker does not report.
+Version 1 only, as Kafka 4.0: it removed v0, and v2 (the marker's ``TransactionVersion``,
+KAFKA-19446) came after 4.0. Transaction version 2 markers need no field here: they carry the
+epoch EndTxn bumped, which the producer state accepts as any newer epoch.
 """
 from __future__ import annotations
 

@@ -11,7 +11,8 @@
 * A ``None`` value is a tombstone (an expired transactional id).
 
 The coordinator writes value v1 (Kafka does when the finalized ``transaction.version`` is at
-least 1, which the emulator reports); ``TransactionPartitions`` is null in the Empty state and
+least 1; the emulator writes it at level 0 too, the ``3.9`` mode's level, where Kafka 3.9 writes
+v0 - v1 readers read both); ``TransactionPartitions`` is null in the Empty state and
 the partitions are grouped by topic. ``lastProducerEpoch`` is not persisted (Kafka's format
 has no field for it). Unknown key versions raise ``ValueError``, which the loader skips.
 """

@@ -203,6 +203,27 @@ def test_epoch_overflow_rotates_producer_id(t):
     assert t.add_partitions(1000, 0, {TP1}) == Errors.NONE
 
 
+def test_overflowed_commit_completes_after_coordinator_failover(t):
+    """TransactionStateManager.loadTransactionsForTxnTopicPartition with a TV2 PrepareCommit that
+    overflowed: ``NextProducerId`` and ``ClientTransactionVersion`` come back from the log, the
+    markers are sent again with the old id and epoch 32767, and the transaction completes on the
+    new producer id."""
+    t.put(S.ONGOING, producer_id=PID, epoch=SHORT_MAX - 1, partitions={TP1})
+    assert end_v2(t, SHORT_MAX - 1, True) == (Errors.NONE, 1000, 0)
+    t.coordinator.on_resigned(t.txn_partition)
+    t.sender.calls.clear()
+    t.coordinator.on_elected(t.txn_partition, 1)
+    md = t.metadata()
+    assert (md.state, md.next_producer_id, md.client_transaction_version) == (S.PREPARE_COMMIT, 1000, TV2)
+    t.channel.send_pending()
+    [(_, [entry], _)] = t.sender.calls
+    assert (entry.producer_id, entry.producer_epoch, entry.coordinator_epoch) == (PID, SHORT_MAX, 1)
+    t.sender.respond_all()
+    md = t.metadata()
+    assert (md.state, md.producer_id, md.producer_epoch, md.previous_producer_id) == (S.COMPLETE_COMMIT, 1000, 0, PID)
+    assert end_v2(t, SHORT_MAX - 1, True, producer_id=PID) == (Errors.NONE, 1000, 0)
+
+
 def test_implicit_add_records_client_transaction_version(t):
     """MINOR: Add clientTransactionVersion to AddPartitionsToTxn requests and persist the value
     across transitions (apache/kafka#18086): the leader's add for Produce v12 is TV_2."""

@@ -190,6 +190,39 @@ def test_consume_transform_produce_survives_coordinator_restart(kafka_cluster: A
     assert len(results) == n and sorted(results) == [b"r-%06d" % i for i in range(n)]
 
 
+def test_stopped_group_coordinator_leaves_metadata_until_restarted(kafka_cluster: Any) -> None:
+    """What librdkafka's hang (``group_coordinated_elsewhere``) starts from, answered as a KRaft
+    cluster answers once a broker's controlled shutdown fenced it: the stopped broker leaves the
+    Metadata broker list, FindCoordinator names a live broker for a group it coordinated, and
+    the restarted broker is listed again at its old port."""
+    from confluent_kafka.admin import AdminClient
+    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+
+    victim = 1
+    partitions = int(kafka_cluster.base_config["offsets.topic.num.partitions"])
+    group = next(g for g in (unique("fc") for _ in range(1000))
+                 if kafka_cluster.leader_of(OFFSETS_TOPIC, group_partition_for(g, partitions)) == victim)
+    admin = AdminClient({"bootstrap.servers": kafka_cluster.bootstrap_servers})
+
+    def brokers() -> dict[int, int]:
+        return {b.id: b.port for b in admin.list_topics(timeout=10).brokers.values()}
+
+    before = brokers()
+    assert sorted(before) == [0, 1, 2]
+    kafka_cluster.stop_broker(victim)
+    try:
+        assert sorted(brokers()) == [0, 2]
+        client = RawClient(kafka_cluster.bootstrap_servers.split(",")[0])
+        try:
+            (found,) = client.send(FindCoordinatorRequest(key_type=0, coordinator_keys=(group,))).coordinators
+        finally:
+            client.close()
+        assert found.error_code == Errors.NONE and found.node_id in (0, 2)
+    finally:
+        kafka_cluster.start_broker(victim)
+    wait_until(lambda: brokers() == before, 10, what="the restarted broker back in the metadata")
+
+
 @pytest.mark.kafka_cluster(brokers=3, time="offset", config={
     "default.replication.factor": 3, "transaction.state.log.num.partitions": 5,
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})

@@ -259,6 +259,12 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "min.insync.replicas of the transaction topic."),
     _txn("transaction.state.log.segment.bytes", Type.INT, Range.at_least(1 * MIB), HIGH,
          "segment.bytes of the transaction topic."),
+    # TransactionLogConfig: producer-id expiration (KIP-854), read by LogManager.remove_expired_producers
+    _key("producer.id.expiration.ms", Type.INT, 86400000, _AT_LEAST_1, LOW,
+         "The time in ms that a topic partition leader will wait before expiring producer IDs (producers "
+         "with an ongoing transaction never expire).", dynamic=Dynamic.APPLIED),
+    ConfigKey("producer.id.expiration.check.interval.ms", Type.INT, 600000, _AT_LEAST_1, LOW,
+              "The interval at which to remove producer IDs that have expired.", internal=True),
     # ServerLogConfigs: broker defaults of topic configs (see log_config.TOPIC_CONFIG_SYNONYMS)
     _log_key("log.segment.bytes", Type.INT, 1024 * MIB, Range.at_least(1 * MIB), "The maximum size of a single log file.", implemented=True),
     _log_key("log.roll.ms", Type.LONG, None, None, "The maximum time before a new log segment is rolled out (in milliseconds).", implemented=True),
@@ -355,7 +361,7 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "metrics.recording.level", "metrics.sample.window.ms", "num.recovery.threads.per.data.dir",
     "num.replica.alter.log.dirs.threads", "offsets.load.buffer.size", "offsets.topic.compression.codec",
     "offsets.topic.segment.bytes", "password.encoder.secret", "port", "principal.builder.class", "process.roles",
-    "producer.id.expiration.check.interval.ms", "producer.id.expiration.ms", "queued.max.request.bytes",
+    "queued.max.request.bytes",
     "quota.window.num", "quota.window.size.seconds",
     "replica.selector.class", "replica.socket.receive.buffer.bytes", "replica.socket.timeout.ms",
     "replication.quota.window.num", "replication.quota.window.size.seconds",

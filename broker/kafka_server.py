@@ -177,6 +177,8 @@ class KafkaServer:
                                     cfg["log.retention.check.interval.ms"], cfg["log.initial.task.delay.ms"])
             self.scheduler.schedule("emulator-log-memory-budget", rm.log_manager.enforce_memory_budget,
                                     MEMORY_CHECK_INTERVAL_MS)
+            self.scheduler.schedule("PeriodicProducerExpirationCheck", rm.log_manager.remove_expired_producers,
+                                    cfg["producer.id.expiration.check.interval.ms"])
             rm.log_manager.schedule_tasks(self.scheduler)
             if self.transaction_coordinator is not None:
                 # transaction-abort and transactionalId-expiration run on this scheduler

@@ -282,6 +282,8 @@ class Log:
         start = producer_state.truncate_and_reload(self.log_end_offset)
         if start is None:
             start = self.segments[0].base_offset
+        else:   # Kafka's loadFromSnapshot skips the producers expired meanwhile
+            producer_state.remove_expired_producers(self.time.milliseconds(), self.config.producer_id_expiration_ms)
         for i in range(self._segment_index(start), len(self.segments)):
             seg = self.segments[i]
             if seg.is_empty() or seg.next_offset <= start:
@@ -490,6 +492,12 @@ class Log:
         self.producer_state.on_log_start_offset_incremented(new)
         self._update_first_unstable_offset()
         return True
+
+    def remove_expired_producers(self, now_ms: int) -> list[int]:
+        """Kafka's ``UnifiedLog.removeExpiredProducers`` (the ``PeriodicProducerExpirationCheck``
+        task): forget the producers idle for ``producer.id.expiration.ms`` with no transaction
+        open here; returns their ids. Caller holds ``lock``."""
+        return self.producer_state.remove_expired_producers(now_ms, self.config.producer_id_expiration_ms)
 
     # ------------------------------------------------------------------ retention
     def delete_old_segments(self, now_ms: int | None = None) -> int:

@@ -185,15 +185,20 @@ class LogConfig:
     ``LogConfig.for_topic(overrides, broker)`` resolves each config the log acts on the way
     ``topic_value`` does (override, broker synonym, default); raw strings in ``overrides`` (the
     offsets topic is created with ``cleanup.policy=compact``) are parsed by the table. Immutable.
+
+    One broker config rides along, ``producer.id.expiration.ms`` (Kafka keeps it in the
+    ``ProducerStateManagerConfig`` all of a broker's logs share): every log reads it, and a
+    dynamic change reaches every log the way a broker-level topic default does.
     """
 
     __slots__ = ("segment_bytes", "segment_ms", "segment_jitter_ms", "segment_index_bytes",
                  "retention_bytes", "retention_ms", "max_message_bytes", "index_interval_bytes",
                  "cleanup_policy", "compression_type", "compression_levels", "message_timestamp_type",
                  "delete_retention_ms", "min_compaction_lag_ms", "max_compaction_lag_ms",
-                 "min_cleanable_dirty_ratio", "min_insync_replicas", "flush_messages", "flush_ms")
+                 "min_cleanable_dirty_ratio", "min_insync_replicas", "flush_messages", "flush_ms",
+                 "producer_id_expiration_ms")
 
-    def __init__(self, values: Mapping[str, ConfigValue]) -> None:
+    def __init__(self, values: Mapping[str, ConfigValue], producer_id_expiration_ms: int) -> None:
         self.segment_bytes = int(values["segment.bytes"])  # type: ignore[arg-type]
         self.segment_ms = int(values["segment.ms"])  # type: ignore[arg-type]
         self.segment_jitter_ms = int(values["segment.jitter.ms"])  # type: ignore[arg-type]
@@ -215,6 +220,7 @@ class LogConfig:
         self.min_insync_replicas = int(values["min.insync.replicas"])  # type: ignore[arg-type]
         self.flush_messages = int(values["flush.messages"])  # type: ignore[arg-type]
         self.flush_ms = int(values["flush.ms"])  # type: ignore[arg-type]
+        self.producer_id_expiration_ms = producer_id_expiration_ms
 
     @classmethod
     def for_topic(cls, overrides: Mapping[str, object] | None = None,
@@ -222,7 +228,8 @@ class LogConfig:
         typed = LOG_CONFIG_DEF.parse(overrides or {}).values if overrides else {}
         given = {k: typed[k] for k in (overrides or {}) if k in typed}
         broker = broker if broker is not None else KafkaConfig()
-        return cls({name: topic_value(name, given, broker) for name in LOG_CONFIG_DEF.keys})
+        return cls({name: topic_value(name, given, broker) for name in LOG_CONFIG_DEF.keys},
+                   int(broker["producer.id.expiration.ms"]))  # type: ignore[arg-type]
 
     @property
     def compact(self) -> bool:

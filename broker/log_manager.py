@@ -5,7 +5,9 @@ After Kafka's ``LogManager``: ``get_or_create_log`` makes a partition's ``Log`` 
 ``log.retention.check.interval.ms`` after ``log.initial.task.delay.ms``), which runs
 ``Log.delete_old_segments`` on every log, leader or follower (a ``compact``-only log only loses
 segments below its log start offset there; compaction is the cleaner's); ``delete_log`` drops
-a deleted partition's log.
+a deleted partition's log; ``remove_expired_producers`` is the ``PeriodicProducerExpirationCheck``
+task (every ``producer.id.expiration.check.interval.ms``, KIP-854), one per broker where Kafka
+schedules one per log.
 
 The emulator keeps logs in memory, so it adds one setting of its own,
 ``emulator.log.memory.max.bytes`` (default: a quarter of physical memory): when all logs
@@ -354,6 +356,20 @@ class LogManager:
         if deleted and not budget:
             release_free_memory()
         return deleted + budget
+
+    def remove_expired_producers(self) -> int:
+        """The ``PeriodicProducerExpirationCheck`` task (every
+        ``producer.id.expiration.check.interval.ms``): Kafka schedules one per log, the emulator
+        one per broker over every log, leader or follower. Returns the producers forgotten."""
+        now = self.time.milliseconds()
+        removed = 0
+        for log in self.all_logs():
+            with log.lock:
+                expired = log.remove_expired_producers(now)
+            if expired:
+                _log.debug("producer_ids_expired", topic=log.topic, partition=log.partition, producer_ids=expired)
+                removed += len(expired)
+        return removed
 
     def enforce_memory_budget(self) -> int:
         """The memory-budget task alone (see the module docstring); returns the bytes deleted."""

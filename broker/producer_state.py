@@ -32,9 +32,16 @@ First unstable offset = the smallest first offset of the ongoing and unreplicate
 
 Locking: none of its own; every call is made under the owning log's lock (the partition lock).
 
+Expiration (KIP-854, Kafka's ``removeExpiredProducers``): a producer without an open
+transaction on this partition whose last batch (or marker) timestamp is
+``producer.id.expiration.ms`` old is forgotten, by the broker's periodic check and when a
+snapshot is restored; its next append is then accepted whatever its sequence, as from a
+producer never seen.
+
 Differences from Kafka on purpose: snapshots are in memory and keep the whole entries (Kafka's
-snapshot files keep each producer's last batch); producer ids do not expire
-(``producer.id.expiration.ms``); the lowest-sequence check of a verification entry is not made.
+snapshot files keep each producer's last batch); the lowest-sequence check of a verification
+entry is not made, and verification entries do not expire (they carry no timestamp; any
+transactional append or marker of the producer clears them).
 """
 from __future__ import annotations
 
@@ -313,6 +320,16 @@ class ProducerStateManager:
                     and (not e.batches or e.batches[-1].last_offset < log_start_offset)]:
             del self.producers[pid]
         self._remove_unreplicated_below(log_start_offset)
+
+    def remove_expired_producers(self, current_time_ms: int, producer_id_expiration_ms: int) -> list[int]:
+        """Forget the producers with no transaction open here whose last timestamp is
+        ``producer_id_expiration_ms`` before ``current_time_ms`` (Kafka's ``isProducerExpired``);
+        returns their ids."""
+        expired = [pid for pid, e in self.producers.items()
+                   if e.current_txn_first_offset < 0 and current_time_ms - e.last_timestamp >= producer_id_expiration_ms]
+        for pid in expired:
+            del self.producers[pid]
+        return expired
 
     def delete_snapshots_before(self, offset: int) -> None:
         """The segments below ``offset`` are gone: so are their snapshots."""

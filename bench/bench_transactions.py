@@ -179,6 +179,11 @@ def _run_shape(cluster: EmbeddedCluster, args: argparse.Namespace, n_partitions:
             "add_partitions_retries": sum(p.add_retries for p in producers)}
 
 
+def _ratio(ratio: float | None) -> str:
+    """The ratio cell; a run too short for the comparator to land a record has none."""
+    return "n/a" if ratio is None else f"{ratio:.2f}"
+
+
 def run(args: argparse.Namespace) -> int:
     if args.switch_interval_ms > 0:
         sys.setswitchinterval(args.switch_interval_ms / 1000.0)
@@ -198,6 +203,6 @@ def run(args: argparse.Namespace) -> int:
         t, i = r["transactional"], r["idempotent"]
         table.append((shape, f"{t['rounds_per_s']:.1f}", f"{t['records_per_s']:.0f}", f"{t['commit_ms_p50']:.2f}",
                       f"{t['commit_ms_p99']:.2f}", f"{i['records_per_s']:.0f}",
-                      f"{r['transactional_over_idempotent_records']:.2f}"))
+                      _ratio(r["transactional_over_idempotent_records"])))
     emit(result, args.json, table)
     return 0

@@ -314,6 +314,12 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "Run the log cleaner (compaction of cleanup.policy=compact topics, __consumer_offsets among them)."),
     _key("log.cleaner.backoff.ms", Type.LONG, 15000, _AT_LEAST_0, MEDIUM,
          "The amount of time to sleep when there are no logs to clean.", dynamic=Dynamic.NOT_APPLIED),
+    _key("log.cleaner.dedupe.buffer.size", Type.LONG, 128 * 1024 * 1024, None, MEDIUM,
+         "The total memory used for log deduplication across all cleaner threads (24 bytes per key of "
+         "the offset map).", dynamic=Dynamic.NOT_APPLIED),
+    _key("log.cleaner.io.buffer.load.factor", Type.DOUBLE, 0.9, None, MEDIUM,
+         "Log cleaner dedupe buffer load factor: the fraction of the offset map's slots filled before a "
+         "cleaning round stops mapping.", dynamic=Dynamic.NOT_APPLIED),
     # the emulator's own
     _key("emulator.log.memory.max.bytes", Type.LONG, _physical_memory_quarter(), _AT_LEAST_0, HIGH,
          "Memory all logs may hold together; beyond it the oldest committed segments of the largest "
@@ -350,7 +356,6 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "host.name", "initial.broker.registration.timeout.ms", "inter.broker.listener.name", "inter.broker.protocol.version",
     "kafka.metrics.polling.interval.secs", "kafka.metrics.reporters", "leader.imbalance.check.interval.seconds",
     "leader.imbalance.per.broker.percentage", "listener.security.protocol.map",
-    "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
     "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.threads",
     "log.dir.failure.timeout.ms", "log.message.downconversion.enable",
     "log.message.format.version", "log.message.timestamp.difference.max.ms",

@@ -186,7 +186,8 @@ class KafkaServer:
             self.scheduler.start()
             if cfg["log.cleaner.enable"]:
                 self.log_cleaner = LogCleaner(rm.log_manager, cfg["log.cleaner.backoff.ms"], self.time,
-                                              self.broker_id)
+                                              self.broker_id, cfg["log.cleaner.dedupe.buffer.size"],
+                                              cfg["log.cleaner.io.buffer.load.factor"])
                 rm.log_manager.cleaner = self.log_cleaner
                 self.log_cleaner.start()
             # ---- socket server: start listeners here when configured ----

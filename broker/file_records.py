@@ -8,7 +8,8 @@ holds them.
 
 The index codecs write and read Kafka's layouts: ``.index`` entries are a big-endian int32
 offset relative to the segment base and an int32 file position (8 bytes); ``.timeindex``
-entries an int64 timestamp and an int32 relative offset (12 bytes). ``read_offset_index`` and
+entries an int64 timestamp and an int32 relative offset (12 bytes); ``.txnindex`` entries
+(``broker.transaction_index``) 34 bytes. ``read_offset_index`` and
 ``read_time_index`` apply Kafka's sanity checks (``AbstractIndex.sanityCheck``: length a
 multiple of the entry size, entries increasing, nothing past the log) and raise
 ``CorruptIndexError``; the loader then rebuilds the index from the batches, as Kafka's
@@ -32,6 +33,7 @@ import struct
 from pathlib import Path
 
 from kafka_emu.broker.log_segment import OFFSET_INDEX_ENTRY_SIZE, TIME_INDEX_ENTRY_SIZE, OffsetIndex, TimeIndex
+from kafka_emu.broker.transaction_index import TransactionIndex, decode_aborted_txns
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -177,6 +179,24 @@ def read_time_index(data: bytes, base_offset: int, max_index_size: int) -> TimeI
             raise CorruptIndexError(f"time index of segment {base_offset}: {exc}") from None
     if index.entries != len(data) // TIME_INDEX_ENTRY_SIZE:
         raise CorruptIndexError(f"time index of segment {base_offset}: timestamps not increasing")
+    return index
+
+
+def read_transaction_index(path: Path, base_offset: int) -> TransactionIndex:
+    """A segment's ``TransactionIndex`` from its ``.txnindex`` file (none: no entry), bound to
+    that file (Kafka's ``TransactionIndex.sanityCheck``: whole 34-byte entries of version 0,
+    markers in increasing offset order)."""
+    index = TransactionIndex(base_offset)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        data = b""
+    try:
+        for txn in decode_aborted_txns(data):
+            index.append(txn)
+    except ValueError as exc:
+        raise CorruptIndexError(f"transaction index of segment {base_offset}: {exc}") from None
+    index.path = path
     return index
 
 

@@ -66,6 +66,7 @@ from kafka_emu.broker.file_records import (
     SEGMENT_SUFFIXES,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     CorruptIndexError,
     FileRecords,
     append_file,
@@ -74,6 +75,7 @@ from kafka_emu.broker.file_records import (
     offset_from_file_name,
     read_offset_index,
     read_time_index,
+    read_transaction_index,
     segment_path,
     write_file,
 )
@@ -81,6 +83,14 @@ from kafka_emu.broker.leader_epoch_cache import LeaderEpochFileCache
 from kafka_emu.broker.log import Log
 from kafka_emu.broker.log_config import LogConfig
 from kafka_emu.broker.log_segment import LogSegment, iter_headers
+from kafka_emu.broker.producer_snapshot import (
+    CorruptSnapshotError,
+    list_snapshot_files,
+    read_snapshot,
+    snapshot_path,
+    write_snapshot,
+)
+from kafka_emu.broker.record_batch import parse_batches
 from kafka_emu.broker.record_batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC
 from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.timer.time import Time
@@ -201,7 +211,9 @@ class PersistentLog(Log):
             write_file(segment_path(self.dir, base_offset, TIME_INDEX_SUFFIX), b"")
             self._files[base_offset] = file
             self._index_written[base_offset] = (0, 0)
-        return super()._add_segment(base_offset)
+        seg = super()._add_segment(base_offset)
+        seg.txn_index.path = segment_path(self.dir, base_offset, TXN_INDEX_SUFFIX)
+        return seg
 
     def _drop_segment(self, seg: LogSegment) -> None:
         """Forget a segment that left the log and delete its files."""
@@ -253,16 +265,19 @@ class PersistentLog(Log):
         seg = super().roll()
         if seg is not previous:
             self._deactivate(previous)
+            # Kafka's roll: a producer snapshot at the new segment's base offset
+            write_snapshot(snapshot_path(self.dir, seg.base_offset), self.producer_state.producers.values(),
+                           sync=False)
             if self.flush_scheduler is not None:
                 self.flush_scheduler(self, seg.base_offset)
         return seg
 
     def _append(self, records: bytes | memoryview, last_offset: int, max_timestamp: int,
-                shallow_offset_of_max_timestamp: int, now_ms: int) -> None:
+                shallow_offset_of_max_timestamp: int, now_ms: int) -> LogSegment:
         start = self.log_end_offset
         try:   # a roll creates files; then the batches go to the active segment's file
-            super()._append(records, last_offset, max_timestamp, shallow_offset_of_max_timestamp, now_ms)
-            self._files[self.active_segment.base_offset].append(records)
+            segment = super()._append(records, last_offset, max_timestamp, shallow_offset_of_max_timestamp, now_ms)
+            self._files[segment.base_offset].append(records)
         except OSError as exc:
             _log.error("log_append_failed", topic=self.topic, partition=self.partition, dir=str(self.dir),
                        error=str(exc))
@@ -271,12 +286,22 @@ class PersistentLog(Log):
             raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"cannot write {self.dir}: {exc.strerror or exc}") from None
         if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
             self.flush()
+        return segment
 
     def _delete_segments(self, deletable: list[LogSegment]) -> int:
         freed = super()._delete_segments(deletable)
         for seg in deletable:
             self._drop_segment(seg)
+        self._prune_snapshot_files()
         return freed
+
+    def _prune_snapshot_files(self) -> None:
+        """Snapshot files whose in-memory snapshot is gone (below the log start, past a
+        truncation) go with it."""
+        kept = self.producer_state.snapshots
+        for offset, path in list_snapshot_files(self.dir).items():
+            if offset not in kept:
+                path.unlink(missing_ok=True)
 
     def truncate_to(self, offset: int) -> bool:
         before = list(self.segments)
@@ -294,6 +319,7 @@ class PersistentLog(Log):
             active = self.active_segment
             self._files[active.base_offset].truncate_to(active.size)
             self._sync_indexes(active, rewrite=True)
+        self._prune_snapshot_files()
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         return changed
 
@@ -301,6 +327,7 @@ class PersistentLog(Log):
         for seg in list(self.segments):
             self._drop_segment(seg)
         super().truncate_fully_and_start_at(new_offset)
+        self._prune_snapshot_files()
         self.recovery_point = new_offset
 
     def replace_segments(self, segments: list[LogSegment]) -> None:
@@ -319,6 +346,10 @@ class PersistentLog(Log):
                 f.flush()
                 os.fsync(f.fileno())
             swap = segment_path(self.dir, seg.base_offset, LOG_SUFFIX + SWAP_SUFFIX)
+            # the cleaned transaction index first, so a completed swap always has its index
+            seg.txn_index.path = segment_path(self.dir, seg.base_offset, TXN_INDEX_SUFFIX + SWAP_SUFFIX)
+            seg.txn_index.write_file()
+            seg.txn_index.flush()
             os.replace(cleaned, swap)
             swaps.append((seg, swap))
         fsync_dir(self.dir)
@@ -328,6 +359,8 @@ class PersistentLog(Log):
             if id(seg) not in current:
                 self._drop_segment(seg)
         for seg, swap in swaps:
+            _complete_txn_index_swap(self.dir, seg.base_offset)
+            seg.txn_index.path = segment_path(self.dir, seg.base_offset, TXN_INDEX_SUFFIX)
             os.replace(swap, segment_path(self.dir, seg.base_offset, LOG_SUFFIX))
             file = self._files[seg.base_offset] = FileRecords(segment_path(self.dir, seg.base_offset, LOG_SUFFIX))
             file.flushed_size = file.size
@@ -350,14 +383,19 @@ class PersistentLog(Log):
                 continue
             self._sync_indexes(seg)
             self._files[seg.base_offset].flush()
+            seg.txn_index.flush()
         self.recovery_point = offset
         self.last_flush_ms = self.time.milliseconds()
 
     def close(self) -> None:
-        """Clean shutdown: flush everything, index files complete, handles closed."""
+        """Clean shutdown: flush everything, index files complete, a producer snapshot at the
+        LEO (Kafka's ``UnifiedLog.close``), handles closed."""
         self.flush()
         for seg in self.segments:
             self._sync_indexes(seg)
+        leo = self.log_end_offset
+        self.producer_state.take_snapshot(leo)
+        write_snapshot(snapshot_path(self.dir, leo), self.producer_state.producers.values(), sync=True)
         for file in self._files.values():
             file.close()
 
@@ -389,6 +427,8 @@ class PersistentLog(Log):
         cache.writing = False
         log._loading = True
         segments: list[LogSegment] = []
+        recovered: set[int] = set()
+        corrupt_txn_indexes: set[int] = set()
         truncated = False
         for i, base in enumerate(bases):
             if truncated:   # everything after a truncated segment is unflushed garbage
@@ -397,7 +437,16 @@ class PersistentLog(Log):
             last = i == len(bases) - 1
             upper = bases[i + 1] if not last else None
             recover = not clean_shutdown and (upper is None or upper > recovery_point)
+            if recover:
+                recovered.add(base)
             seg, lost = log._open_segment(base, last, recover)
+            try:
+                seg.txn_index = read_transaction_index(segment_path(directory, base, TXN_INDEX_SUFFIX), base)
+            except CorruptIndexError as exc:
+                _log.warning("transaction_index_rebuilt", topic=topic, partition=partition, segment=base,
+                             reason=str(exc))
+                corrupt_txn_indexes.add(base)
+                seg.txn_index.path = segment_path(directory, base, TXN_INDEX_SUFFIX)
             if lost:
                 truncated = True
                 _log.warning("log_segment_truncated", topic=topic, partition=partition, segment=base,
@@ -425,8 +474,61 @@ class PersistentLog(Log):
         hw = high_watermark if high_watermark is not None else log.log_start_offset
         log.high_watermark = max(min(hw, leo), log.log_start_offset)
         log.recovery_point = leo if clean_shutdown else min(max(recovery_point, log.log_start_offset), leo)
-        log.reload_producer_state()   # producer state, its snapshots and the aborted-transaction indexes
+        first_recovered = next((s.base_offset for s in segments if s.base_offset in recovered), None)
+        log._load_producer_state(first_recovered, corrupt_txn_indexes)
         return log
+
+    def _load_producer_state(self, first_recovered: int | None, corrupt_txn_indexes: set[int]) -> None:
+        """Kafka's ``LogLoader`` producer-state steps: stray snapshots go (every snapshot not at a
+        segment base offset, except the largest one above the last base: the clean shutdown's at
+        the LEO), and those past the LEO; then the state is loaded from the latest snapshot at or
+        below the LEO, and at or below the first segment whose transaction index cannot be trusted
+        (recovered after an unclean shutdown, or corrupt), deleting corrupt snapshots on the way;
+        the batches from there on are replayed, rebuilding those segments' transaction indexes.
+        Without a usable snapshot every batch is replayed (``reload_producer_state``)."""
+        bases = {s.base_offset for s in self.segments}
+        leo = self.log_end_offset
+        files = list_snapshot_files(self.dir)
+        above = [o for o in files if o not in bases and o > max(bases)]
+        shutdown_snapshot = max(above) if above else None
+        for offset, path in list(files.items()):
+            if (offset not in bases and offset != shutdown_snapshot) or offset > leo:
+                _log.info("producer_snapshot_deleted", topic=self.topic, partition=self.partition, offset=offset,
+                          reason="stray" if offset <= leo else "past the log end offset")
+                path.unlink()
+                del files[offset]
+        limit = min([leo] + [o for o in (first_recovered,) if o is not None] + list(corrupt_txn_indexes))
+        producer_state = self.producer_state
+        for offset in sorted((o for o in files if o <= limit), reverse=True):
+            try:
+                entries = read_snapshot(files[offset])
+            except CorruptSnapshotError as exc:
+                _log.warning("producer_snapshot_corrupt", topic=self.topic, partition=self.partition, offset=offset,
+                             error=str(exc))
+                files.pop(offset).unlink()
+                continue
+            producer_state.load_snapshot(offset, entries)
+            self._replay_from(offset)
+            return
+        self.reload_producer_state()
+
+    def _replay_from(self, start: int) -> None:
+        """Apply the batches from ``start`` (a snapshot's offset) to the LEO, rebuilding the
+        transaction indexes of the segments they are in and taking the in-memory snapshots at
+        their base offsets."""
+        producer_state = self.producer_state
+        for seg in self.segments[self._segment_index(start):]:
+            if seg.base_offset >= start:
+                producer_state.take_snapshot(seg.base_offset)
+            seg.txn_index.truncate_to(max(start, seg.base_offset))
+            if seg.is_empty() or seg.next_offset <= start:
+                continue
+            for info in parse_batches(seg.records, check_crc=False):
+                if info.base_offset >= start:
+                    self._update_producer_state(seg.records, info, seg)
+        producer_state.on_log_start_offset_incremented(self.log_start_offset)
+        producer_state.on_high_watermark_updated(self.high_watermark)
+        self._update_first_unstable_offset()
 
     def _recover_epoch(self, epoch: int, base_offset: int) -> None:
         """``LogSegment.recover``: a recovered batch of a newer epoch than the cache's latest
@@ -513,9 +615,24 @@ def _complete_swaps(directory: Path) -> None:
             if p.name.endswith(LOG_SUFFIX) and _is_segment_name(p.name) \
                     and base <= offset_from_file_name(p.name) < max(next_offset, base + 1):
                 _delete_segment_files(directory, offset_from_file_name(p.name))
+        _complete_txn_index_swap(directory, base)
         os.replace(swap, segment_path(directory, base, LOG_SUFFIX))
+    for p in list(directory.iterdir()):   # a transaction index swapped without its log
+        if p.name.endswith(TXN_INDEX_SUFFIX + SWAP_SUFFIX):
+            p.unlink()
     logs = {p.name[:20] for p in directory.iterdir() if p.name.endswith(LOG_SUFFIX)}
     for p in list(directory.iterdir()):
-        if p.name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)) and _is_segment_name(p.name) \
+        if p.name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)) and _is_segment_name(p.name) \
                 and p.name[:20] not in logs:
             p.unlink()
+
+
+def _complete_txn_index_swap(directory: Path, base_offset: int) -> None:
+    """The cleaned segment's ``.txnindex.swap`` (if it has entries) becomes its ``.txnindex``;
+    without one the segment has no aborted transaction and no index file."""
+    swap = segment_path(directory, base_offset, TXN_INDEX_SUFFIX + SWAP_SUFFIX)
+    target = segment_path(directory, base_offset, TXN_INDEX_SUFFIX)
+    if swap.exists():
+        os.replace(swap, target)
+    else:
+        target.unlink(missing_ok=True)

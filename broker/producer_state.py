@@ -30,6 +30,10 @@ plain idempotence.
 First unstable offset = the smallest first offset of the ongoing and unreplicated transactions
 (None when there are none); the log's last stable offset is derived from it.
 
+With ``log.dirs`` the persistent log also writes Kafka's snapshot files (``broker.producer_snapshot``:
+each producer's last batch only) at each roll and at clean shutdown, and loads the state from
+them at start-up (``load_snapshot``).
+
 Locking: none of its own; every call is made under the owning log's lock (the partition lock).
 
 Expiration (KIP-854, Kafka's ``removeExpiredProducers``): a producer without an open
@@ -38,7 +42,7 @@ transaction on this partition whose last batch (or marker) timestamp is
 snapshot is restored; its next append is then accepted whatever its sequence, as from a
 producer never seen.
 
-Differences from Kafka on purpose: snapshots are in memory and keep the whole entries (Kafka's
+Differences from Kafka on purpose: the in-memory snapshots keep the whole entries (Kafka's
 snapshot files keep each producer's last batch); the lowest-sequence check of a verification
 entry is not made, and verification entries do not expire (they carry no timestamp; any
 transactional append or marker of the producer clears them).
@@ -48,7 +52,7 @@ from __future__ import annotations
 import enum
 from collections import deque
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 from kafka_emu.broker.control_record import EndTransactionMarker
 from kafka_emu.broker.log_validator import CONTROL_BIT, TRANSACTIONAL_BIT
@@ -360,13 +364,24 @@ class ProducerStateManager:
         if start is None:
             return None
         snap = self.snapshots[start]
-        for pid, entry in snap.producers.items():
-            self.producers[pid] = entry.copy()
+        self._load_producers(entry.copy() for entry in snap.producers.values())
+        self.unreplicated_txns.update(snap.unreplicated_txns)
+        return start
+
+    def _load_producers(self, entries: Iterable[ProducerStateEntry]) -> None:
+        """Kafka's ``loadProducerEntry``: each entry, its open transaction ongoing."""
+        for entry in entries:
+            self.producers[entry.producer_id] = entry
         for first, pid in sorted((e.current_txn_first_offset, pid) for pid, e in self.producers.items()
                                  if e.current_txn_first_offset >= 0):
             self.ongoing_txns[first] = pid
-        self.unreplicated_txns.update(snap.unreplicated_txns)
-        return start
+
+    def load_snapshot(self, offset: int, entries: list[ProducerStateEntry]) -> None:
+        """Kafka's ``loadFromSnapshot``: the state is ``entries`` (read from the snapshot file at
+        ``offset``, ``broker.producer_snapshot``), also kept as the in-memory snapshot there."""
+        self.truncate_fully()
+        self._load_producers(entries)
+        self.take_snapshot(offset)
 
     def truncate_fully(self) -> None:
         self.producers.clear()

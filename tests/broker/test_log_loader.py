@@ -195,12 +195,13 @@ def test_bogus_index_files_are_removed(tmp_path: Path) -> None:
     log = new_log(tmp_path)
     fill(log, 3)
     log.close()
-    for name in ("00000000000000000500.index", "00000000000000000500.timeindex",
+    for name in ("00000000000000000500.index", "00000000000000000500.timeindex", "00000000000000000500.txnindex",
                  "00000000000000000000.log.deleted", "00000000000000000000.log.cleaned"):
         (log.dir / name).write_bytes(b"junk")
     again = reload(log, clean=True)
     assert sorted(p.name for p in again.dir.iterdir() if p.name[0].isdigit()) == [
-        "00000000000000000000.index", "00000000000000000000.log", "00000000000000000000.timeindex"]
+        "00000000000000000000.index", "00000000000000000000.log", "00000000000000000000.timeindex",
+        "00000000000000000003.snapshot"]     # the clean shutdown's producer snapshot at the LEO
     assert again.log_end_offset == 3
 
 

@@ -83,8 +83,8 @@ def test_without_log_dirs_nothing_touches_the_disk(disk_writes: list[str]) -> No
 def test_restart_brings_back_topics_offsets_and_producer_state(tmp_path: Path) -> None:
     """A new cluster on the same log.dirs: topic ids, partition assignments and configs, the
     records, a group's committed offsets (through __consumer_offsets' load path) and producer
-    state (a retried idempotent batch is still a duplicate); producer ids continue after the
-    persisted block."""
+    state (from the producer snapshot: a retry of the last batch is still a duplicate, the next
+    sequence is accepted); producer ids continue after the persisted block."""
     c = EmbeddedCluster(brokers=1, config={"log.dirs": str(tmp_path), "group.initial.rebalance.delay.ms": 0})
     try:
         info = c.create_topic("t", 2, 1, configs={"retention.ms": 3_600_000})
@@ -103,7 +103,13 @@ def test_restart_brings_back_topics_offsets_and_producer_state(tmp_path: Path) -
         assert restored.topic_id == info.topic_id and restored.configs == {"retention.ms": 3_600_000}
         assert sorted(restored.partitions) == [0, 1]
         assert [(o, v) for o, _, v in again.read_all("t", 0)] == [(0, b"1"), (1, b"2")]
-        assert again.produce("t", 0, [(b"a", b"1")], **first) == (Errors.NONE, 0)    # duplicate
+        # the clean shutdown's producer snapshot keeps each producer's last batch (Kafka's
+        # ProducerSnapshot): its retry is a duplicate, an older one is out of order, as in Kafka
+        assert again.produce("t", 0, [(b"b", b"2")], producer_id=pid, producer_epoch=0, base_sequence=1) \
+            == (Errors.NONE, 1)
+        assert again.produce("t", 0, [(b"a", b"1")], **first)[0] == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert again.produce("t", 0, [(b"c", b"3")], producer_id=pid, producer_epoch=0, base_sequence=2) \
+            == (Errors.NONE, 2)
         assert again.metadata.next_producer_id() >= pid + 1000
         consumer = Consumer({"bootstrap.servers": again.bootstrap_servers, "group.id": "g"})
         assert consumer.committed([TopicPartition("t", 0)], timeout=10)[0].offset == 2

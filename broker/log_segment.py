@@ -26,8 +26,8 @@ appends, truncation and reads of one log.
 Differences from Kafka on purpose: the segment itself knows no files: with ``log.dirs`` set,
 ``broker.persistent_log`` writes its batches through to a ``FileRecords`` and swaps
 ``records`` for a read-only map of that file once the segment is inactive (a ``bytearray``
-otherwise); the transaction index (``broker.transaction_index``) is a list in memory, not
-persisted (``Log.reload_producer_state`` rebuilds it from the batches); ``largest_timestamp``
+otherwise); the transaction index (``broker.transaction_index``) is a list in memory, written through to
+its ``.txnindex`` file by the persistent log; ``largest_timestamp``
 of a segment without timestamps is the time of its last append (Kafka: the file's
 modification time, which is the same thing).
 """

@@ -2,8 +2,12 @@
 
 With ``log.dirs`` set, each partition replica has a directory ``<log dir>/<topic>-<partition>``
 holding, per segment, ``<20-digit base offset>.log`` (the record batches byte for byte as
-stored, ``broker.file_records.FileRecords``), ``.index`` and ``.timeindex``; and the
-``leader-epoch-checkpoint`` and ``partition.metadata`` files (``broker.checkpoint_file``).
+stored, ``broker.file_records.FileRecords``), ``.index``, ``.timeindex`` and, once an ABORT
+marker lands in it, ``.txnindex`` (its ``TransactionIndex``, appended with each abort); the
+producer-state snapshots ``<offset>.snapshot`` (``broker.producer_snapshot``), written at every
+roll (at the new segment's base offset) and at clean shutdown (at the LEO), deleted with the
+in-memory snapshot they mirror (retention, truncation); and the ``leader-epoch-checkpoint`` and
+``partition.metadata`` files (``broker.checkpoint_file``).
 
 Writing (Kafka's ``LocalLog``/``UnifiedLog``): every append goes to the in-memory active
 segment and, in the same call, to its ``.log`` file (``os.write``: the page cache); when
@@ -26,15 +30,17 @@ first bad batch (a torn or corrupt tail) and every later segment is deleted; epo
 recovered batches enter the leader-epoch cache. Then the log start offset is
 max(checkpoint, first base offset), the HW is the checkpointed one clamped into
 [log start, LEO], the epoch cache is truncated to [log start, LEO), and producer state is
-rebuilt by replaying every batch (control and transactional batches are batches like any
-other here).
+loaded as Kafka's loader does (``_load_producer_state``): stray snapshots go, the latest valid
+snapshot at or below the LEO (and at or below the first recovered segment and any segment with
+a corrupt ``.txnindex``) is read, a corrupt one is deleted and the next older one tried, and
+the batches after it are replayed, rebuilding the transaction indexes of their segments; without
+a snapshot every batch is replayed (a directory written before snapshots existed too).
 
-Differences from Kafka on purpose: no ``<offset>.snapshot`` producer-state files: producer
-state is rebuilt by replaying the log at load (what Kafka does when it has no snapshot), so it
-keeps the last five batches of each producer instead of the one a snapshot keeps; deleted
-segments and directories are removed at once (no ``.deleted`` rename and
-``file.delete.delay.ms``); no ``.txnindex`` files (the aborted-transaction indexes are rebuilt
-from the batches at load, as producer state is); a write error answers
+Differences from Kafka on purpose: snapshot files are kept for every segment until the segment
+goes (Kafka also deletes those below the recovery point's segment at each recovery-point
+checkpoint, keeping the last two); the cleaner's rewrites keep the snapshots of the segments it
+merged; deleted segments and directories are removed at once (no ``.deleted`` rename and
+``file.delete.delay.ms``); a write error answers
 KAFKA_STORAGE_ERROR and takes the batch back out of memory (Kafka takes the whole log
 directory offline).
 

@@ -298,13 +298,22 @@ class Log:
         """Rebuild producer state, its snapshots and every segment's transaction index from the
         stored batches (Kafka's ``LogSegment.recover`` and ``rebuildProducerState`` for a log
         whose segments were loaded from somewhere else, e.g. files)."""
+        self.producer_state.truncate_fully()
+        self.replay_producer_state_from(self.segments[0].base_offset)
+
+    def replay_producer_state_from(self, start: int) -> None:
+        """Apply the batches from ``start`` (where the producer state stands: a snapshot's offset,
+        or the first segment with the state empty) to the LEO, rebuilding the transaction indexes
+        of the segments they are in and taking the snapshots at their base offsets."""
         producer_state = self.producer_state
-        producer_state.truncate_fully()
-        for seg in self.segments:
-            producer_state.take_snapshot(seg.base_offset)
-            seg.txn_index.truncate_to(seg.base_offset)
-            if not seg.is_empty():
-                for info in parse_batches(seg.records, check_crc=False):
+        for seg in self.segments[self._segment_index(start):]:
+            if seg.base_offset >= start:
+                producer_state.take_snapshot(seg.base_offset)
+            seg.txn_index.truncate_to(max(start, seg.base_offset))
+            if seg.is_empty() or seg.next_offset <= start:
+                continue
+            for info in parse_batches(seg.records, check_crc=False):
+                if info.base_offset >= start:
                     self._update_producer_state(seg.records, info, seg)
         producer_state.on_log_start_offset_incremented(self.log_start_offset)
         producer_state.on_high_watermark_updated(self.high_watermark)

@@ -96,7 +96,6 @@ from kafka_emu.broker.producer_snapshot import (
     snapshot_path,
     write_snapshot,
 )
-from kafka_emu.broker.record_batch import parse_batches
 from kafka_emu.broker.record_batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC
 from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.timer.time import Time
@@ -514,27 +513,9 @@ class PersistentLog(Log):
                 files.pop(offset).unlink()
                 continue
             producer_state.load_snapshot(offset, entries)
-            self._replay_from(offset)
+            self.replay_producer_state_from(offset)
             return
         self.reload_producer_state()
-
-    def _replay_from(self, start: int) -> None:
-        """Apply the batches from ``start`` (a snapshot's offset) to the LEO, rebuilding the
-        transaction indexes of the segments they are in and taking the in-memory snapshots at
-        their base offsets."""
-        producer_state = self.producer_state
-        for seg in self.segments[self._segment_index(start):]:
-            if seg.base_offset >= start:
-                producer_state.take_snapshot(seg.base_offset)
-            seg.txn_index.truncate_to(max(start, seg.base_offset))
-            if seg.is_empty() or seg.next_offset <= start:
-                continue
-            for info in parse_batches(seg.records, check_crc=False):
-                if info.base_offset >= start:
-                    self._update_producer_state(seg.records, info, seg)
-        producer_state.on_log_start_offset_incremented(self.log_start_offset)
-        producer_state.on_high_watermark_updated(self.high_watermark)
-        self._update_first_unstable_offset()
 
     def _recover_epoch(self, epoch: int, base_offset: int) -> None:
         """``LogSegment.recover``: a recovered batch of a newer epoch than the cache's latest

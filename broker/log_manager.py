@@ -286,7 +286,12 @@ class LogManager:
             OffsetCheckpointFile(d / name).write(offsets)
 
     def checkpoint_recovery_points(self) -> None:
+        """Kafka's ``checkpointRecoveryOffsetsInDir``: the checkpoint, then each log's producer
+        snapshots that no recovery from it needs go."""
         self._checkpoint(RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point)
+        for log in self.persistent_logs():
+            with log.lock:
+                log.delete_snapshots_after_recovery_point_checkpoint()
 
     def checkpoint_log_start_offsets(self) -> None:
         """Only logs whose start is above their first segment's base (as Kafka writes it)."""

@@ -36,9 +36,11 @@ a corrupt ``.txnindex``) is read, a corrupt one is deleted and the next older on
 the batches after it are replayed, rebuilding the transaction indexes of their segments; without
 a snapshot every batch is replayed (a directory written before snapshots existed too).
 
-Differences from Kafka on purpose: snapshot files are kept for every segment until the segment
-goes (Kafka also deletes those below the recovery point's segment at each recovery-point
-checkpoint, keeping the last two); the cleaner's rewrites keep the snapshots of the segments it
+After each recovery-point checkpoint (``LogManager``) the snapshots no recovery needs go
+(``delete_snapshots_after_recovery_point_checkpoint``): those below the segment before the
+active one and below the segment under the recovery point.
+
+Differences from Kafka on purpose: the cleaner's rewrites keep the snapshots of the segments it
 merged; deleted segments and directories are removed at once (no ``.deleted`` rename and
 ``file.delete.delay.ms``); a write error answers
 KAFKA_STORAGE_ERROR and takes the batch back out of memory (Kafka takes the whole log
@@ -52,6 +54,7 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+from bisect import bisect_left
 from pathlib import Path
 from typing import Callable
 
@@ -299,6 +302,26 @@ class PersistentLog(Log):
             self._drop_segment(seg)
         self._prune_snapshot_files()
         return freed
+
+    def delete_snapshots_after_recovery_point_checkpoint(self) -> int:
+        """Kafka's ``deleteSnapshotsAfterRecoveryPointCheckpoint``: once the recovery point is
+        checkpointed, the snapshots below ``min_snapshots_offset_to_retain`` are not needed for
+        a recovery and go (in memory and on disk); returns that offset."""
+        offset = self.min_snapshots_offset_to_retain()
+        self.producer_state.delete_snapshots_before(offset)
+        self._prune_snapshot_files()
+        return offset
+
+    def min_snapshots_offset_to_retain(self) -> int:
+        """Kafka's ``minSnapshotsOffsetToRetain``: the lower of the base offset of the segment
+        before the active one (the last two segments keep theirs) and that of the segment below
+        the recovery point (the recovery point itself when there is none)."""
+        bases = self._bases
+        below_active = bisect_left(bases, self.active_segment.base_offset) - 1
+        two_segments = bases[below_active] if below_active >= 0 else self.active_segment.base_offset
+        below_recovery = bisect_left(bases, self.recovery_point) - 1
+        recovery = bases[below_recovery] if below_recovery >= 0 else self.recovery_point
+        return min(two_segments, recovery)
 
     def _prune_snapshot_files(self) -> None:
         """Snapshot files whose in-memory snapshot is gone (below the log start, past a

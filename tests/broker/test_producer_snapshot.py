@@ -320,3 +320,26 @@ def test_load_replays_only_the_batches_after_the_snapshot(tmp_path: Path, monkey
     assert len(replayed) == (0 if clean else last_batches)
     assert all(o >= last.base_offset for o in replayed)
     assert again.producers[3].last_seq == 29
+
+
+def test_snapshots_pruned_after_recovery_point_checkpoint(tmp_path: Path) -> None:
+    """UnifiedLog.deleteSnapshotsAfterRecoveryPointCheckpoint / minSnapshotsOffsetToRetain
+    (LogLoaderTest.testProducerSnapshotsRecoveryAfterUncleanShutdown's setup): with the recovery
+    point in the middle of the log, the snapshots from the segment below it stay; once it is at
+    the LEO, only the last two segments' snapshots; an unclean load from there still recovers the
+    producer."""
+    log = new_log(tmp_path, **{"segment.bytes": 200})
+    for seq in range(20):
+        idempotent(log, 4, seq)
+    bases = [s.base_offset for s in log.segments]
+    assert snapshot_offsets(log) == bases[1:]
+    log.flush(bases[3] + 1)
+    assert log.delete_snapshots_after_recovery_point_checkpoint() == bases[3]
+    assert snapshot_offsets(log) == bases[3:]
+    log.flush()
+    assert log.delete_snapshots_after_recovery_point_checkpoint() == bases[-2]
+    assert snapshot_offsets(log) == bases[-2:]
+    assert sorted(log.producer_state.snapshots) == bases[-2:]
+    again = reload(log, clean=False, recovery_point=bases[-2])
+    assert again.producers[4].last_seq == 19
+    assert idempotent(again, 4, 20).first_offset == 20

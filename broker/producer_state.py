@@ -317,11 +317,12 @@ class ProducerStateManager:
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
         """Producers whose last batch lies below the log start offset are forgotten unless a
-        transaction of theirs is still open (Kafka never expires those); unreplicated
+        transaction of theirs is still open (Kafka never expires those) or their last entry is a
+        marker (no batch: its epoch fences zombies, as Kafka keeps it); unreplicated
         transactions whose marker went are dropped."""
         for pid in [pid for pid, e in self.producers.items()
                     if e.current_txn_first_offset < 0
-                    and (not e.batches or e.batches[-1].last_offset < log_start_offset)]:
+                    and e.batches and e.batches[-1].last_offset < log_start_offset]:
             del self.producers[pid]
         self._remove_unreplicated_below(log_start_offset)
 

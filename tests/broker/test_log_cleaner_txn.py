@@ -548,20 +548,32 @@ _OPS = st.lists(st.one_of(
 
 
 @settings(max_examples=150, deadline=None)
-@given(_OPS, st.sampled_from([4, 1 << 20]))
-def test_read_committed_sees_latest_committed_value_per_key_after_cleaning(ops, capacity):
+@given(_OPS, st.sampled_from([4, 1 << 20]), st.booleans())
+def test_read_committed_sees_latest_committed_value_per_key_after_cleaning(ops, capacity, tv2):
     """Property: whatever the interleaving of plain records, tombstones, transactions committed
     and aborted, rolls, cleanings (with a small or large offset map) and time, a read_committed
     reader of the whole log sees exactly the latest committed value of every key (latest by
     offset, as compaction orders them; a deleted key absent or a tombstone), never an aborted
-    record, at increasing offsets; LEO and producer sequences are kept."""
+    record, at increasing offsets; the LEO is kept, and the producer state rebuilt from the
+    cleaned log has every producer's epoch and, under transaction version 1 (markers at the
+    transaction's epoch), its last sequence. With ``tv2`` each marker bumps the producer's epoch
+    (KIP-890 part 2) and its next transaction starts again at sequence 0."""
     time = MockTime()
     log = make_log(time, **{"segment.bytes": 400, "delete.retention.ms": 1000})
     cleaner = make_cleaner(log, capacity=capacity)
     committed: dict[bytes, tuple[int, bytes | None]] = {}      # key -> (offset, value) of its latest committed record
     pending: dict[int, list[tuple[int, bytes, bytes]]] = {}
     seqs = {1: 0, 2: 0}
+    epochs = {1: 0, 2: 0}
+    last_seqs: dict[int, int] = {}
     aborted_values: set[bytes] = set()
+
+    def end_txn(pid: int, commits: bool) -> None:
+        epoch = epochs[pid] + 1 if tv2 else epochs[pid]
+        log.append_as_leader(end_txn_marker_batch(pid, epoch, 0, commits, time.milliseconds()), 0,
+                             origin=AppendOrigin.COORDINATOR)
+        if tv2:
+            epochs[pid], seqs[pid] = epoch, 0
 
     def commit(writes) -> None:
         for offset, key, value in writes:
@@ -575,17 +587,19 @@ def test_read_committed_sees_latest_committed_value_per_key_after_cleaning(ops, 
             commit([(info.first_offset, key, value)])
         elif op[0] == "txn":
             pid, key, value = op[1], str(op[2]).encode(), b"t%d-%d-%d" % (op[1], op[3], n)
-            guard = log.maybe_start_transaction_verification(pid, 0)
+            guard = log.maybe_start_transaction_verification(pid, epochs[pid])
             info = log.append_as_leader(build_batch([(key, value)], timestamp_ms=time.milliseconds(), producer_id=pid,
-                                                    producer_epoch=0, base_sequence=seqs[pid], attributes=TXN),
+                                                    producer_epoch=epochs[pid], base_sequence=seqs[pid],
+                                                    attributes=TXN),
                                         0, verification_guard=guard)
             seqs[pid] += 1
+            last_seqs[pid] = seqs[pid] - 1
             pending.setdefault(pid, []).append((info.first_offset, key, value))
         elif op[0] == "end":
             pid, commits = op[1], op[2]
             if pid not in pending:
                 continue
-            marker(log, pid, commits)
+            end_txn(pid, commits)
             writes = pending.pop(pid)
             if commits:
                 commit(writes)
@@ -601,7 +615,7 @@ def test_read_committed_sees_latest_committed_value_per_key_after_cleaning(ops, 
         else:
             time.advance(op[1])
     for pid in list(pending):     # close what is open, so the reader sees everything
-        marker(log, pid, False)
+        end_txn(pid, False)
         aborted_values.update(v for _, _, v in pending.pop(pid))
     log.roll()
     log.maybe_increment_high_watermark(log.log_end_offset)
@@ -621,7 +635,8 @@ def test_read_committed_sees_latest_committed_value_per_key_after_cleaning(ops, 
     assert {k: v for k, v in latest.items() if v is not None} == \
         {k: v for k, (_, v) in committed.items() if v is not None}
     assert log.log_end_offset == leo
-    stored_seqs = last_sequences(log)
-    for pid, next_seq in seqs.items():
-        if next_seq:
-            assert stored_seqs[pid] == next_seq - 1
+    log.reload_producer_state()
+    for pid, last_seq in last_seqs.items():
+        assert log.producers[pid].producer_epoch == epochs[pid]
+        if not tv2:
+            assert log.producers[pid].last_seq == last_seq

@@ -343,3 +343,25 @@ def test_snapshots_pruned_after_recovery_point_checkpoint(tmp_path: Path) -> Non
     again = reload(log, clean=False, recovery_point=bases[-2])
     assert again.producers[4].last_seq == 19
     assert idempotent(again, 4, 20).first_offset == 20
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_epoch_of_a_producer_whose_last_entry_is_a_marker_survives_restart(tmp_path: Path, clean: bool) -> None:
+    """ProducerStateManagerTest.testRecoverFromSnapshotEmptyTransaction and
+    testProducerStateAfterFencingAbortMarker: a producer whose last entry is a marker of a newer
+    epoch (a fencing abort, or any transaction version 2 marker) has no batch in its snapshot
+    entry (last offset -1) and keeps that epoch across a restart, so its zombie is still fenced."""
+    log = new_log(tmp_path, **{"segment.bytes": 300})
+    append_txn(log, 8, 0, timestamp_ms=NOW)
+    log.append_as_leader(build_batch([(b"k", b"v")] * 20, timestamp_ms=NOW), 0)
+    append_end_txn(log, 8, False, epoch=1, timestamp_ms=NOW)
+    log.roll()
+    log.maybe_increment_high_watermark(log.log_end_offset)
+    entry = decode_snapshot(snapshot_path(log.dir, log.active_segment.base_offset).read_bytes())
+    assert [(e.producer_id, e.producer_epoch, list(e.batches), e.current_txn_first_offset) for e in entry] == \
+        [(8, 1, [], -1)]
+    again = reload(log, clean=clean, recovery_point=log.log_end_offset)
+    assert again.producers[8].producer_epoch == 1
+    with pytest.raises(KafkaError) as err:
+        append_txn(again, 8, 1, epoch=0, timestamp_ms=NOW)
+    assert err.value.code in (Errors.INVALID_PRODUCER_EPOCH, Errors.INVALID_TXN_STATE)

@@ -536,6 +536,8 @@ class PersistentLog(Log):
                 files.pop(offset).unlink()
                 continue
             producer_state.load_snapshot(offset, entries)
+            # Kafka's loadFromSnapshot skips the producers expired meanwhile
+            producer_state.remove_expired_producers(self.time.milliseconds(), self.config.producer_id_expiration_ms)
             self.replay_producer_state_from(offset)
             return
         self.reload_producer_state()

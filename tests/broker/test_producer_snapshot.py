@@ -365,3 +365,19 @@ def test_epoch_of_a_producer_whose_last_entry_is_a_marker_survives_restart(tmp_p
     with pytest.raises(KafkaError) as err:
         append_txn(again, 8, 1, epoch=0, timestamp_ms=NOW)
     assert err.value.code in (Errors.INVALID_PRODUCER_EPOCH, Errors.INVALID_TXN_STATE)
+
+
+def test_expired_producers_are_not_loaded_from_the_snapshot(tmp_path: Path) -> None:
+    """ProducerStateManagerTest.testLoadFromSnapshotRetainsNonExpiredProducers /
+    testRemoveExpiredPidsOnReload: a producer idle for producer.id.expiration.ms when its
+    snapshot is loaded is not restored; a recent one is."""
+    from kafka_emu.broker.config import KafkaConfig
+
+    log = PersistentLog(tmp_path / "t-0", "t", 0, time=MockTime(),
+                        config=LogConfig.for_topic({}, KafkaConfig({"producer.id.expiration.ms": 60_000})))
+    log.append_as_leader(build_batch([(b"k", b"old")], timestamp_ms=NOW - 120_000, producer_id=1,
+                                     producer_epoch=0, base_sequence=0), 0)
+    idempotent(log, 2, 0)
+    log.maybe_increment_high_watermark(log.log_end_offset)
+    again = reload(log, clean=True)
+    assert sorted(again.producers) == [2]

@@ -140,11 +140,16 @@ def _run_shape(cluster: EmbeddedCluster, args: argparse.Namespace, n_partitions:
     commits: list[float] = []
     totals: list[float] = []
     count = [0]
+    failures: list[BaseException] = []
 
     def loop(p: _Producer) -> None:
         while not state["stop"]:
             t0 = time.perf_counter()
-            commit = p.transaction() if transactional else (p.idempotent_round() or 0.0)
+            try:
+                commit = p.transaction() if transactional else (p.idempotent_round() or 0.0)
+            except BaseException as e:  # noqa: BLE001 - re-raised on the bench's thread below
+                failures.append(e)
+                return
             elapsed = time.perf_counter() - t0
             with lock:
                 if state["measuring"]:
@@ -168,6 +173,8 @@ def _run_shape(cluster: EmbeddedCluster, args: argparse.Namespace, n_partitions:
     state["stop"] = True
     for t in threads:
         t.join(30)
+    if failures:
+        raise RuntimeError(f"a {shape} producer failed: {failures[0]!r}") from failures[0]
     commits.sort()
     totals.sort()
     records = n * n_partitions * args.records

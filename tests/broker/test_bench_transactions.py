@@ -9,8 +9,8 @@ pytestmark = pytest.mark.timeout(90)
 
 
 def test_bench_transactions_prints_one_json_object():
-    out = subprocess.run([sys.executable, "-m", "kafka_emu.cli", "bench", "transactions", "--seconds", "0.5",
-                          "--warmup", "0.1", "--producers", "2", "--partitions", "3", "--json"],
+    out = subprocess.run([sys.executable, "-m", "kafka_emu.cli", "bench", "transactions", "--seconds", "1.5",
+                          "--warmup", "0.3", "--producers", "2", "--partitions", "3", "--json"],
                          capture_output=True, text=True, timeout=80)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)

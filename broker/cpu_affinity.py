@@ -17,9 +17,9 @@ behind every other runnable process of the machine before it can release the loc
 context switches per hand-off, and on a loaded machine a scheduling delay of milliseconds.
 Linux does no wake-up preemption for ``SCHED_BATCH`` threads (same share of the CPU, same
 nice value), so the waker runs on until it blocks or releases the lock, and the woken thread
-then takes it at once. Measured (``kafka-emu bench wire``'s end-to-end run, 3 brokers,
-replication factor 3, 1,000 msg/s acks=all, a loaded 2-vCPU VM): 305 vs 633-1,319 µs of broker
-CPU per record, p99 25 ms vs 4.5-9 s (it fell behind).
+then takes it at once. Measured (``kafka-emu bench replication --in-flight 1 --partitions 1``,
+replica fetches already served on the fetcher threads, a loaded 2-vCPU VM): acks=all
+1,160-2,110 vs 870-930 produces/s, acks=1 6,300-6,600 vs 2,900-6,700.
 
 How: Linux threads inherit the CPU mask and scheduling policy of the thread that creates them.
 ``pinned(cpus)`` sets the calling thread's mask and policy for the duration of a block and
@@ -31,8 +31,8 @@ reapers), while the embedding application's threads keep their placement and pol
 Values of ``emulator.cpu.affinity``: ``auto`` (default) picks one CPU of the process's allowed
 set, by process id so that parallel test workers spread over the machine; ``none`` leaves
 placement (and the scheduling policy) to the OS; ``2`` or ``2,3`` names CPUs. Where the OS has
-no ``sched_setaffinity`` (macOS, Windows) every value means ``none``. A bad value is a configuration error
-(``ConfigException``) at start-up.
+no ``sched_setaffinity`` (macOS, Windows) every value means ``none``. A bad value is a
+configuration error (``ConfigException``) at start-up.
 
 Stateless; ``pinned`` touches only the calling thread.
 """

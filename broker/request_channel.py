@@ -5,12 +5,13 @@ Senders (network processors, in-process benchmarks) put a ``Request`` on the bou
 ``KafkaRequestHandler`` threads take them. In-process replica fetchers have theirs served on
 their own thread instead (``handle_inline``: one thread hand-off less each way).
 A handler answers, now or later from a delayed operation, with ``send_response``, which fills
-the timing fields and calls ``request.respond``. The completed request then goes to every ``request_listeners`` callable (metrics): for an
-in-process request (``processor_id`` -1: replica fetchers, benchmarks) right there, as nothing
-is sent; for a network request (``processor_id`` >= 0) only once its network processor has
-written the response (``end_time_ns``), as Kafka's ``updateRequestMetrics`` runs on send
-completion, so ResponseQueueTimeMs and ResponseSendTimeMs are real. ``send_response`` keeps the response
-body on the request (``response_body``) for those listeners (error counts by code).
+the timing fields and calls ``request.respond``. The completed request then goes to every
+``request_listeners`` callable (metrics): for an in-process request (``processor_id`` -1:
+replica fetchers, benchmarks) right there, as nothing is sent; for a network request
+(``processor_id`` >= 0) only once its network processor has written the response
+(``end_time_ns``), as Kafka's ``updateRequestMetrics`` runs on send completion, so
+ResponseQueueTimeMs and ResponseSendTimeMs are real. ``send_response`` keeps the response body
+on the request (``response_body``) for those listeners (error counts by code).
 
 Test control (``broker.control``): when ``control`` is set, every answer passes through
 ``ClusterControl.on_response`` first (recording, latency, isolation), which may deliver it later

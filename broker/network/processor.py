@@ -34,7 +34,8 @@ Differences from Kafka, on purpose:
   ``_IN_FLIGHT_POLL_S``; and at once, woken by the writer, when the client had already sent
   its next request (a pipelining client, such as a producer with several requests in flight:
   its bytes sit in the connection's buffer or on a socket the processor stopped watching, and
-  would otherwise wait up to ``_IN_FLIGHT_POLL_S`` each). Set ``Processor.direct_writes = False`` to get Kafka's path.
+  would otherwise wait up to ``_IN_FLIGHT_POLL_S`` each). Set ``Processor.direct_writes =
+  False`` to get Kafka's path.
 * Unknown tagged fields are skipped (see ``broker.protocol.codec``), as Kafka's generated parsers do.
 """
 from __future__ import annotations

@@ -166,6 +166,7 @@ class KafkaServer:
             self.apis = KafkaApis(cfg, self.request_channel, self.metadata, rm, self.time,
                                   self.group_coordinator, self.control,
                                   transaction_coordinator=self.transaction_coordinator)
+            self.request_channel.inline_handler = self.apis.handle
             self.handler_pool = KafkaRequestHandlerPool(self.broker_id, self.request_channel, self.apis,
                                                         rm.action_queue, cfg["num.io.threads"])
             self.handler_pool.start()

@@ -3,9 +3,9 @@
 Each follower broker runs one ``ReplicaFetcherThread-<fetcherId>-<leaderBrokerId>`` per
 (fetcher id, leader) pair (``num.replica.fetchers`` fetchers per leader, partitions hashed onto
 them). A thread sends a Fetch request (api key 1, v17: ``replica_id`` = its broker id,
-``last_fetched_epoch`` for KIP-101/KIP-279 truncation) through the LEADER's request channel like
-any network request, so it is served by the leader's handler threads, ``fetch_messages`` and
-the Fetch purgatory (parked for up to ``replica.fetch.wait.max.ms``). It appends the returned
+``last_fetched_epoch`` for KIP-101/KIP-279 truncation) to the LEADER's ``KafkaApis``, so it is
+served by ``fetch_messages`` and the Fetch purgatory (parked for up to
+``replica.fetch.wait.max.ms``) like any network request. It appends the returned
 batches, takes min(leader HW, LEO) as its HW, truncates on a diverging epoch, and fetches again
 at its new LEO, which tells the leader how far it got. Fetches use an incremental fetch session
 (KIP-227, ``broker.fetch_session``): one full fetch, then only the partitions whose fetch offset
@@ -18,9 +18,16 @@ fetch parameters and per-partition fetch infos, already resolved) and the answer
 ``fetch_messages``'s list of ``(topic-partition, LogReadResult)``, not kio FetchRequest and
 FetchResponse entities. The bytes would never touch a socket, and building and reading those
 entities was most of a follower's cost per produce on a replicated cluster; the thread
-structure, the leader's handler pool and the purgatory are Kafka's. A topic id that no longer
-names the topic (deleted and re-created) drops the partition from the fetch, as the leader's
-UNKNOWN_TOPIC_ID answer would.
+structure and the purgatory are Kafka's. Also on purpose: the fetcher thread runs the leader's
+request handling itself (``RequestChannel.handle_inline``: ``KafkaApis.handle`` on this
+thread) instead of queueing the request for a leader handler thread. A fetch answered at once
+(one whose fetch offset moves the leader's HW, which completes the acks=all produce and the
+consumers' parked fetches right there) then costs no thread hand-off at all; a parked one is
+completed by the thread whose append wakes it and answered on this thread's queue, one
+hand-off. Through the channel every fetch cost two more (fetcher to handler, and back), each
+the wake-up of a thread that then waits for the interpreter lock. The leader's handler pool
+still serves every network request. A topic id that no longer names the topic (deleted and
+re-created) drops the partition from the fetch, as the leader's UNKNOWN_TOPIC_ID answer would.
 
 Locking: each thread's ``_lock`` guards its partition map (``partitions``) and its session state
 (``session_id``, ``session_epoch``, ``_dirty``, ``_removed``, ``_session_offsets``); the manager's
@@ -222,7 +229,7 @@ class ReplicaFetcherThread(ShutdownableThread):
         request = Request(api_key=1, api_version=FETCH_VERSION, correlation_id=correlation,
                           client_id=self.name, body=body, respond=respond,
                           connection_id=f"replica-{self.broker_id}")
-        if not channel.send_request(request, timeout_s=5.0):
+        if not channel.handle_inline(request):   # answered now (on the queue already) or parked
             return None
         while True:
             try:

@@ -1,15 +1,17 @@
 """Request, Response and RequestChannel: the queue between request senders and handler threads.
 
-Senders (network processors, in-process replica fetchers, benchmarks) put a ``Request`` on the
-bounded channel (``queued.max.requests``; a full channel blocks the sender, as in Kafka);
-``KafkaRequestHandler`` threads take them. A handler answers, now or later from a delayed
-operation, with ``send_response``, which fills the timing fields and calls ``request.respond``.
-The completed request then goes to every ``request_listeners`` callable (metrics): for an
-in-process request (``processor_id`` -1: replica fetchers, benchmarks) right there, as nothing
-is sent; for a network request (``processor_id`` >= 0) only once its network processor has
-written the response (``end_time_ns``), as Kafka's ``updateRequestMetrics`` runs on send
-completion, so ResponseQueueTimeMs and ResponseSendTimeMs are real. ``send_response`` keeps the response
-body on the request (``response_body``) for those listeners (error counts by code).
+Senders (network processors, in-process benchmarks) put a ``Request`` on the bounded channel
+(``queued.max.requests``; a full channel blocks the sender, as in Kafka);
+``KafkaRequestHandler`` threads take them. In-process replica fetchers have theirs served on
+their own thread instead (``handle_inline``: one thread hand-off less each way).
+A handler answers, now or later from a delayed operation, with ``send_response``, which fills
+the timing fields and calls ``request.respond``. The completed request then goes to every
+``request_listeners`` callable (metrics): for an in-process request (``processor_id`` -1:
+replica fetchers, benchmarks) right there, as nothing is sent; for a network request
+(``processor_id`` >= 0) only once its network processor has written the response
+(``end_time_ns``), as Kafka's ``updateRequestMetrics`` runs on send completion, so
+ResponseQueueTimeMs and ResponseSendTimeMs are real. ``send_response`` keeps the response body
+on the request (``response_body``) for those listeners (error counts by code).
 
 Test control (``broker.control``): when ``control`` is set, every answer passes through
 ``ClusterControl.on_response`` first (recording, latency, isolation), which may deliver it later
@@ -153,6 +155,8 @@ class RequestChannel:
         self.closed = False
         self._wakeup_pending = False
         self.control: ClusterControl | None = None   # set by KafkaServer
+        # KafkaApis.handle, for requests served on their sender's thread (``handle_inline``)
+        self.inline_handler: Callable[[Request], None] | None = None   # set by KafkaServer
 
     # ------------------------------------------------------------------ senders
     def send_request(self, request: Request, timeout_s: float | None = None) -> bool:
@@ -178,6 +182,18 @@ class RequestChannel:
         self._queue.put(request)
         if self.closed:  # raced with close(): make sure the sender hears back
             self._drain_closed()
+        return True
+
+    def handle_inline(self, request: Request) -> bool:
+        """Serve an in-process request on the calling thread (the broker's ``KafkaApis``, as a
+        handler would), false if closed. For replica fetchers (``broker.replica_fetcher`` says
+        why): the answer still comes through ``request.respond``, now or later from a delayed
+        operation completed by another thread. No queue time (``dequeue_time_ns`` = start)."""
+        handler = self.inline_handler
+        if self.closed or handler is None:
+            return False
+        request.start_time_ns = request.dequeue_time_ns = _time.monotonic_ns()
+        handler(request)
         return True
 
     def wakeup(self) -> None:

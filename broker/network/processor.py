@@ -31,7 +31,11 @@ Differences from Kafka, on purpose:
   connection whose response is being written directly, and Kafka's ordering guarantee holds.
   The processor learns of the completed write when it next looks at its queue: before polling,
   when the connection becomes readable again (the client's next request), or within
-  ``_IN_FLIGHT_POLL_S``. Set ``Processor.direct_writes = False`` to get Kafka's path.
+  ``_IN_FLIGHT_POLL_S``; and at once, woken by the writer, when the client had already sent
+  its next request (a pipelining client, such as a producer with several requests in flight:
+  its bytes sit in the connection's buffer or on a socket the processor stopped watching, and
+  would otherwise wait up to ``_IN_FLIGHT_POLL_S`` each). Set ``Processor.direct_writes =
+  False`` to get Kafka's path.
 * Unknown tagged fields are skipped (see ``broker.protocol.codec``), as Kafka's generated parsers do.
 """
 from __future__ import annotations
@@ -212,9 +216,15 @@ class Processor(ShutdownableThread):
             if sent == len(data):
                 if request is not None:
                     request.end_time_ns = time.monotonic_ns()
-                # no wakeup (see the module docstring)
                 self._responses.append(WrittenResponse(connection_id, request, sent))
-                return
+                # A pipelining client's next request is already here (buffered, or on a socket
+                # the processor stopped watching): wake the processor to take it now. Otherwise
+                # no wakeup (see the module docstring).
+                pipelined = not channel.armed or bool(channel.rbuf)
+        if sent == len(data):
+            if pipelined:
+                self.wakeup()
+            return
         if sent <= 0:
             self.enqueue_response(SendResponse(connection_id, request, data))
         else:

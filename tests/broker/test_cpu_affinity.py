@@ -1,5 +1,5 @@
-"""``emulator.cpu.affinity``: every thread of a cluster on the chosen CPUs, the embedding
-application's threads untouched."""
+"""``emulator.cpu.affinity``: every thread of a cluster on the chosen CPUs and under
+``SCHED_BATCH``, the embedding application's threads untouched."""
 from __future__ import annotations
 
 import os
@@ -54,6 +54,20 @@ def test_pinned_restores_the_calling_thread() -> None:
 
 
 @needs_affinity
+@pytest.mark.skipif(not cpu_affinity.BATCH_SUPPORTED, reason="SCHED_BATCH is a Linux scheduling policy")
+def test_pinned_threads_inherit_batch_scheduling() -> None:
+    if os.sched_getscheduler(0) != os.SCHED_OTHER:
+        pytest.skip(reason="the test process runs under another policy, which pinned() leaves alone")
+    seen: list[int] = []
+    with pinned(frozenset({min(os.sched_getaffinity(0))})):
+        t = threading.Thread(target=lambda: seen.append(os.sched_getscheduler(0)), name="child-of-pinned")
+        t.start()
+        t.join(5)
+    assert seen == [os.SCHED_BATCH]            # no wake-up preemption (see broker.cpu_affinity)
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER   # the caller keeps its own policy
+
+
+@needs_affinity
 def test_cluster_threads_share_one_cpu(make_cluster) -> None:
     before = os.sched_getaffinity(0)
     cpu = max(before)
@@ -68,6 +82,9 @@ def test_cluster_threads_share_one_cpu(make_cluster) -> None:
     wrong = {t.name: os.sched_getaffinity(t.native_id) for t in threads
              if os.sched_getaffinity(t.native_id) != {cpu}}
     assert not wrong
+    if cpu_affinity.BATCH_SUPPORTED:
+        assert {t.name for t in threads if os.sched_getscheduler(t.native_id) != os.SCHED_BATCH} == set()
+        assert os.sched_getscheduler(0) != os.SCHED_BATCH   # the test's own thread keeps its policy
     assert os.sched_getaffinity(0) == before
     cluster.stop_broker(1)
     cluster.start_broker(1)
@@ -82,6 +99,9 @@ def test_none_leaves_placement_to_the_os(make_cluster) -> None:
     cluster = make_cluster(brokers=1, config={CONFIG_KEY: "none"})
     assert cluster.cpus is None
     assert all(os.sched_getaffinity(t.native_id) == allowed for t in _cluster_threads(existing))
+    if cpu_affinity.BATCH_SUPPORTED:
+        assert all(os.sched_getscheduler(t.native_id) == os.sched_getscheduler(0)
+                   for t in _cluster_threads(existing))
 
 
 def test_bad_value_is_a_configuration_error(make_cluster) -> None:

@@ -1,5 +1,6 @@
 """The in-process follower fetch: plain fetch parameters in, ``fetch_messages`` results out,
-through the leader's request channel, handler pool and Fetch purgatory."""
+through the leader's ``KafkaApis`` (served on the fetcher's thread) and Fetch purgatory; the
+leader's request channel and handler pool serve such a request too."""
 from __future__ import annotations
 
 import threading
@@ -28,7 +29,7 @@ def _follower_fetches(cluster, leader: int) -> list[Request]:
     return seen
 
 
-def test_follower_fetch_goes_through_the_leader_channel_as_plain_values(make_cluster):
+def test_follower_fetch_reaches_the_leader_apis_as_plain_values(make_cluster):
     c = make_cluster()
     c.create_topic("t", 1, 3)
     leader = c.leader_of("t")
@@ -38,7 +39,7 @@ def test_follower_fetch_goes_through_the_leader_channel_as_plain_values(make_clu
     req = seen[0]
     assert req.is_from_follower and req.body.params.replica_id != leader
     assert {tp for tp, _ in req.body.fetch_infos} == {("t", 0)}
-    # answered by the leader's handler and purgatory (parked fetches count remote time)
+    # answered by the leader's KafkaApis and purgatory (parked fetches count remote time)
     assert req.dequeue_time_ns >= req.start_time_ns and req.api_local_complete_time_ns > 0
     for b in range(3):
         wait_until(lambda: len(c.read_all("t", 0, broker_id=b)) == 1, msg=f"replica {b}")

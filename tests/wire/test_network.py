@@ -299,6 +299,24 @@ def test_sequential_round_trips_never_wait_for_the_poll_timeout(server: SocketSe
     assert time.monotonic() - t0 < 10
 
 
+def test_pipelined_requests_never_wait_for_the_in_flight_poll_timeout(server: SocketServer,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A response written directly to a pipelining client wakes its processor, whose next request
+    is already waiting (a lost wakeup shows up as the in-flight poll timeout per request, here
+    stretched to 2 s)."""
+    from kafka_emu.broker.network import processor
+
+    monkeypatch.setattr(processor, "_IN_FLIGHT_POLL_S", 2.0)
+    s = connect(server)
+    req = load_request_schema(3, 12)(topics=None, allow_auto_topic_creation=False,
+                                     include_topic_authorized_operations=False)
+    cls = load_response_schema(3, 12)
+    t0 = time.monotonic()
+    s.sendall(b"".join(encode_request(req, i) for i in range(20)))
+    assert [decode_response(recv_frame(s), cls)[0] for _ in range(20)] == list(range(20))
+    assert time.monotonic() - t0 < 10
+
+
 def test_malformed_frame_logs_peer_and_reason(server: SocketServer) -> None:
     from structlog.testing import capture_logs
 

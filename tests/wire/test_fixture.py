@@ -227,6 +227,7 @@ def test_reset_leaves_no_user_topic_and_no_group(kafka_cluster: Any) -> None:
         kafka_cluster.create_topic(t, partitions=2)
         p.produce(t, b"v")
     assert p.flush(10) == 0
+    p.close()  # a live producer's periodic Metadata request would be recorded after reset()
     closed = consume_one(bs, topics[0], "group-closed")
     closed.close()
     member = consume_one(bs, topics[1], "group-with-member")

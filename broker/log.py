@@ -59,7 +59,7 @@ from kafka_emu.broker.producer_state import (
     ProducerStateManager,
     VerificationGuard,
 )
-from kafka_emu.broker.record_batch import BatchInfo, parse_batches
+from kafka_emu.broker.record_batch import NO_PRODUCER_ID, BatchInfo, new_tuple, parse_batches
 from kafka_emu.broker.transaction_index import AbortedTxn
 from kafka_emu.timer.time import Time
 
@@ -161,13 +161,6 @@ class Log:
         self.segments[:] = segments
         self._bases[:] = [s.base_offset for s in segments]
 
-    def _maybe_roll(self, messages_size: int, max_timestamp: int, last_offset: int, now_ms: int) -> LogSegment:
-        active = self.active_segment
-        cfg = self.config
-        if active.should_roll(messages_size, max_timestamp, last_offset, now_ms, cfg.segment_bytes, cfg.segment_ms):
-            return self.roll()
-        return active
-
     def _segment_index(self, offset: int) -> int:
         """Index of the segment holding ``offset`` (the floor segment; 0 below the first)."""
         return max(bisect_right(self._bases, offset) - 1, 0)
@@ -203,6 +196,8 @@ class Log:
         records = validated.records
         producer_state = self.producer_state
         for info in batches:
+            if info.producer_id == NO_PRODUCER_ID:
+                continue   # neither idempotent nor transactional: nothing to check or remember
             dup = producer_state.check_batch(info, pending, origin, _marker_of(records, info),
                                              verification_guard)
             if dup is not None:
@@ -218,15 +213,19 @@ class Log:
                                validated.shallow_offset_of_max_timestamp, now)
         total = 0
         for info in batches:
-            self._update_producer_state(records, info, segment)
+            if info.producer_id != NO_PRODUCER_ID:
+                self._update_producer_state(records, info, segment)
             total += info.record_count
         self._maybe_update_first_unstable_offset()
-        return LogAppendInfo(first, validated.last_offset, total, len(records),
-                             log_append_time=validated.log_append_time)
+        return new_tuple(LogAppendInfo, (first, validated.last_offset, total, len(records), False,
+                                         validated.log_append_time))
 
     def _append(self, records: bytes | memoryview, last_offset: int, max_timestamp: int,
                 shallow_offset_of_max_timestamp: int, now_ms: int) -> LogSegment:
-        segment = self._maybe_roll(len(records), max_timestamp, last_offset, now_ms)
+        segment = self.segments[-1]
+        cfg = self.config
+        if segment.should_roll(len(records), max_timestamp, last_offset, now_ms, cfg.segment_bytes, cfg.segment_ms):
+            segment = self.roll()
         segment.append(last_offset, max_timestamp, shallow_offset_of_max_timestamp, records, now_ms)
         self.log_end_offset = last_offset + 1
         return segment
@@ -255,7 +254,8 @@ class Log:
         with memoryview(data) as view:
             segment = self._append(view[start:end], expected - 1, max_ts, shallow, self.time.milliseconds())
         for info in new:
-            self._update_producer_state(data, info, segment)
+            if info.producer_id != NO_PRODUCER_ID:
+                self._update_producer_state(data, info, segment)
         self._maybe_update_first_unstable_offset()
         return len(new)
 

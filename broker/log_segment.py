@@ -241,7 +241,7 @@ class LogSegment:
         position = len(self.records)
         if position == 0:
             self.rolling_based_timestamp = largest_timestamp
-        if not self.offset_index.can_append_offset(largest_offset):
+        if not 0 <= largest_offset - self.base_offset <= INT_MAX:   # OffsetIndex.can_append_offset
             raise ValueError(f"offset {largest_offset} cannot be stored in segment {self.base_offset}")
         self.records += records
         self.last_modified_ms = now_ms
@@ -360,7 +360,10 @@ class LogSegment:
                 else now_ms - self.created_ms
             if waited > segment_ms - self.roll_jitter_ms:
                 return True
-        return self.offset_index.is_full() or self.time_index.is_full()
+        # OffsetIndex.is_full() or TimeIndex.is_full(), without two calls per append
+        offset_index, time_index = self.offset_index, self.time_index
+        return len(offset_index._offsets) >= offset_index.max_entries or \
+            len(time_index._timestamps) >= time_index.max_entries - 1
 
     def on_become_inactive_segment(self) -> None:
         """The time index gets its final entry (the segment's max timestamp)."""

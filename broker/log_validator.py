@@ -43,7 +43,7 @@ from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.broker.log_config import LogConfig
 from kafka_emu.broker.log_segment import BatchHeader
 from kafka_emu.broker.protocol.fast_produce import RecordError
-from kafka_emu.broker.record_batch import HEADER_SIZE, NO_PRODUCER_ID, BatchInfo
+from kafka_emu.broker.record_batch import HEADER_SIZE, NO_PRODUCER_ID, BatchInfo, new_tuple
 
 TIMESTAMP_TYPE_BIT = 0x08      # attributes bit 3: LogAppendTime
 TRANSACTIONAL_BIT = 0x10
@@ -54,6 +54,8 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _U32 = struct.Struct(">I")
+CODEC_MASK = compression.CODEC_MASK
+NONE = compression.NONE
 
 
 class ValidationResult(NamedTuple):
@@ -116,91 +118,87 @@ def _varint(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[in
 def walk_records(payload: bytes | bytearray | memoryview, count: int) -> list[RecordInfo]:
     """The records of an (uncompressed) records section; INVALID_RECORD if they do not add up."""
     out: list[RecordInfo] = []
-    _walk(payload, count, out)
+    _walk(payload, 0, len(payload), count, out)
     return out
 
 
-class RecordsSummary(NamedTuple):
-    """What the leader's validation needs from a records section, without a RecordInfo per record."""
+def _walk(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
+          out: list[RecordInfo] | None) -> tuple[int, bool, bool]:
+    """Walk the ``count`` records of ``buf[pos:end]`` (appending them to ``out`` when given);
+    INVALID_RECORD if they do not add up. Returns (largest timestamp delta, whether the offset
+    deltas are 0, 1, 2..., whether some record has no key).
 
-    max_timestamp_delta: int
-    dense: bool          # offset deltas are 0, 1, 2, ...
-    has_keyless: bool    # some record has no key
-
-
-def summarize_records(payload: bytes | bytearray | memoryview, count: int) -> RecordsSummary:
-    """``walk_records``' checks, and the facts the produce path needs, in the same single pass."""
-    return _walk(payload, count, None)
-
-
-def _walk(payload: bytes | bytearray | memoryview, count: int, out: list[RecordInfo] | None) -> RecordsSummary:
-    """Walk the records (appending them to ``out`` when given); INVALID_RECORD if they do not add up.
-
-    The hot path of every produce: one- and two-byte varints (nearly all of them) are decoded
-    inline; a varint read past its record is caught by the overrun checks that follow."""
-    end = len(payload)
-    pos = 0
+    The hot path of every produce, hence written for the interpreter: a record's length and
+    its key and value lengths are read to skip its body; one-byte varints (attributes,
+    timestamp and offset deltas, key lengths: nearly all of them) are decoded inline, two-byte
+    ones next, longer ones by ``_varint``; positions stay relative to ``buf``, so a batch is
+    walked where it lies, without a slice. A varint read past its record is caught by the
+    overrun checks that follow, one read past the buffer by the IndexError."""
     max_delta = -(1 << 63)
     dense = True
     keyless = False
     append = out.append if out is not None else None
     try:
         for i in range(count):
-            b = payload[pos]
+            b = buf[pos]
             if b < 0x80:
                 length, body = (b >> 1) ^ -(b & 1), pos + 1
-            elif payload[pos + 1] < 0x80:
-                v = (b & 0x7F) | (payload[pos + 1] << 7)
+            elif buf[pos + 1] < 0x80:
+                v = (b & 0x7F) | (buf[pos + 1] << 7)
                 length, body = (v >> 1) ^ -(v & 1), pos + 2
             else:
-                length, body = _varint(payload, pos, end)
+                length, body = _varint(buf, pos, end)
             record_end = body + length
             if length < 0 or record_end > end:
                 raise KafkaError(Errors.INVALID_RECORD, f"record {i} of length {length} overruns the batch")
             p = body + 1                              # attributes
-            b = payload[p]
+            b = buf[p]
             if b < 0x80:
                 ts_delta, p = (b >> 1) ^ -(b & 1), p + 1
-            elif payload[p + 1] < 0x80:
-                v = (b & 0x7F) | (payload[p + 1] << 7)
+            elif buf[p + 1] < 0x80:
+                v = (b & 0x7F) | (buf[p + 1] << 7)
                 ts_delta, p = (v >> 1) ^ -(v & 1), p + 2
             else:
-                ts_delta, p = _varint(payload, p, record_end)
-            b = payload[p]
-            if b < 0x80:
-                offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
-            elif payload[p + 1] < 0x80:
-                v = (b & 0x7F) | (payload[p + 1] << 7)
-                offset_delta, p = (v >> 1) ^ -(v & 1), p + 2
+                ts_delta, p = _varint(buf, p, record_end)
+            if ts_delta > max_delta:
+                max_delta = ts_delta
+            b = buf[p]
+            if b == i << 1 and i < 64:                # the dense offset delta i as one byte
+                offset_delta = i
+                p += 1
             else:
-                offset_delta, p = _varint(payload, p, record_end)
-            b = payload[p]
+                if b < 0x80:
+                    offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
+                elif buf[p + 1] < 0x80:
+                    v = (b & 0x7F) | (buf[p + 1] << 7)
+                    offset_delta, p = (v >> 1) ^ -(v & 1), p + 2
+                else:
+                    offset_delta, p = _varint(buf, p, record_end)
+                if offset_delta != i:
+                    dense = False
+            b = buf[p]
             if b < 0x80:
                 key_length, key_start = (b >> 1) ^ -(b & 1), p + 1
-            elif payload[p + 1] < 0x80:
-                v = (b & 0x7F) | (payload[p + 1] << 7)
+            elif buf[p + 1] < 0x80:
+                v = (b & 0x7F) | (buf[p + 1] << 7)
                 key_length, key_start = (v >> 1) ^ -(v & 1), p + 2
             else:
-                key_length, key_start = _varint(payload, p, record_end)
+                key_length, key_start = _varint(buf, p, record_end)
+            if key_length < 0:
+                keyless = True
             p = key_start + (key_length if key_length > 0 else 0)
             if p > record_end:
                 raise KafkaError(Errors.INVALID_RECORD, f"key of record {i} overruns the record")
-            b = payload[p]
+            b = buf[p]
             if b < 0x80:
                 value_length, p = (b >> 1) ^ -(b & 1), p + 1
-            elif payload[p + 1] < 0x80:
-                v = (b & 0x7F) | (payload[p + 1] << 7)
+            elif buf[p + 1] < 0x80:
+                v = (b & 0x7F) | (buf[p + 1] << 7)
                 value_length, p = (v >> 1) ^ -(v & 1), p + 2
             else:
-                value_length, p = _varint(payload, p, record_end)
+                value_length, p = _varint(buf, p, record_end)
             if (value_length if value_length > 0 else 0) > record_end - p:
                 raise KafkaError(Errors.INVALID_RECORD, f"value of record {i} overruns the record")
-            if ts_delta > max_delta:
-                max_delta = ts_delta
-            if offset_delta != i:
-                dense = False
-            if key_length < 0:
-                keyless = True
             if append is not None:
                 append(RecordInfo(pos, record_end, ts_delta, offset_delta, key_start, key_length, value_length))
             pos = record_end
@@ -210,7 +208,7 @@ def _walk(payload: bytes | bytearray | memoryview, count: int, out: list[RecordI
     if pos != end:
         raise KafkaError(Errors.INVALID_RECORD,
                          f"{end - pos} bytes left after the {count} records the batch declares")
-    return RecordsSummary(max_delta, dense, keyless)
+    return max_delta, dense, keyless
 
 
 def records_payload(batch: bytes | bytearray | memoryview, attributes: int) -> bytes | memoryview:
@@ -240,11 +238,6 @@ def record_timestamps(buf: bytes | bytearray, header: BatchHeader) -> list[tuple
     return [(header.base_offset + r.offset_delta, base_ts + r.timestamp_delta) for r in records]
 
 
-def target_codec(config: LogConfig, source_codec: int) -> int:
-    """Kafka's ``BrokerCompressionType.targetCompression``."""
-    return compression.BY_TOPIC_CONFIG.get(config.compression_type, source_codec)
-
-
 def _write_varint(out: bytearray, n: int) -> None:
     v = ((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF
     while v >= 0x80:
@@ -272,81 +265,110 @@ def _dense_records(payload: bytes | memoryview, records: list[RecordInfo]) -> by
     return bytes(out)
 
 
-def validate_messages_and_assign_offsets(data: bytes, infos: list[BatchInfo], offset_counter: int,
-                                         leader_epoch: int, config: LogConfig, now_ms: int,
+def validate_messages_and_assign_offsets(data: bytes | bytearray | memoryview, infos: list[BatchInfo],
+                                         offset_counter: int, leader_epoch: int, config: LogConfig, now_ms: int,
                                          topic_partition: str, from_client: bool = True) -> ValidationResult:
     """Validate a leader append's batches and assign offsets from ``offset_counter`` (the LEO);
-    ``from_client`` is Kafka's origin CLIENT (coordinators' batches skip the client checks)."""
+    ``from_client`` is Kafka's origin CLIENT (coordinators' batches skip the client checks).
+
+    ``infos`` are ``parse_batches(data)``, so they tile ``data``. Uncompressed records are
+    walked where they lie in ``data``; a batch kept in place is copied once into the result and
+    its header patched there (offset and epoch; attributes, max timestamp and CRC only when
+    they change), as Kafka's in-place offset assignment does."""
     log_append = config.message_timestamp_type == "LogAppendTime"
     compact = config.compact
-    out = bytearray()
+    # Kafka's BrokerCompressionType.targetCompression: None for ``producer`` (keep the batch's)
+    topic_codec = compression.BY_TOPIC_CONFIG.get(config.compression_type)
+    single = len(infos) == 1      # every client produce: one batch filling ``data``
+    out = bytearray(data) if single else bytearray()
     batches: list[BatchInfo] = []
     max_timestamp = NO_TIMESTAMP
     shallow_offset = offset_counter
     changed = False
-    # one batch filling ``data`` (every client produce) is read as the bytes it is: no view, and
-    # indexing bytes is cheaper than indexing a memoryview in the record walk
-    view = data if len(infos) == 1 else memoryview(data)
     for info in infos:
-        batch = view if view is data else view[info.position:info.position + info.size]
+        position = info.position
+        size = info.size
         attrs = info.attributes
+        count = info.record_count
         if from_client:
             _validate_batch(info, topic_partition)
-        payload = batch[HEADER_SIZE:] if attrs & compression.CODEC_MASK == compression.NONE \
-            else records_payload(batch, attrs)
-        summary = summarize_records(payload, info.record_count)
-        base_ts = _I64.unpack_from(batch, 27)[0]
-        claims_log_append = attrs & TIMESTAMP_TYPE_BIT
-        if compact and summary.has_keyless:
+        source = attrs & CODEC_MASK
+        if source == NONE:
+            payload, records_start, records_end = data, position + HEADER_SIZE, position + size
+        else:
+            payload = records_payload(memoryview(data)[position:position + size], attrs)
+            records_start, records_end = 0, len(payload)
+        max_delta, dense, keyless = _walk(payload, records_start, records_end, count, None)
+        base_ts = _I64.unpack_from(data, position + 27)[0]
+        if keyless and compact:
             message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}."
-            raise RecordValidationError([(i, message) for i, r in enumerate(walk_records(payload, info.record_count))
-                                         if r.key_length < 0])
-        if claims_log_append and (log_append or any(base_ts + r.timestamp_delta == NO_TIMESTAMP
-                                                    for r in walk_records(payload, info.record_count))):
+            raise RecordValidationError([(i, message) for i, r in enumerate(
+                _records(payload, records_start, records_end, count)) if r.key_length < 0])
+        if attrs & TIMESTAMP_TYPE_BIT and (log_append or any(
+                base_ts + r.timestamp_delta == NO_TIMESTAMP for r in _records(payload, records_start,
+                                                                              records_end, count))):
             raise KafkaError(Errors.INVALID_TIMESTAMP,
                              f"Invalid timestamp type in batch of {topic_partition}: clients may not set "
                              f"LogAppendTime")
-        batch_max = max(base_ts + summary.max_timestamp_delta, NO_TIMESTAMP)
-        dense = summary.dense
-        source = attrs & compression.CODEC_MASK
-        target = source if attrs & CONTROL_BIT else target_codec(config, source)   # markers stay as written
-        new_max = now_ms if log_append else batch_max
-        new_attrs = (attrs & ~TIMESTAMP_TYPE_BIT) | (TIMESTAMP_TYPE_BIT if log_append else 0)
-        start = len(out)
-        if target == source and (dense or source == compression.NONE):
-            out += batch
+        if log_append:
+            new_max = now_ms
+            new_attrs = attrs | TIMESTAMP_TYPE_BIT
+        else:
+            new_max = base_ts + max_delta
+            if new_max < NO_TIMESTAMP:
+                new_max = NO_TIMESTAMP
+            new_attrs = attrs & ~TIMESTAMP_TYPE_BIT
+        # a control batch (a marker) is always kept as written
+        target = source if topic_codec is None or attrs & CONTROL_BIT else topic_codec
+        if target == source and (dense or source == NONE):
+            if single:
+                start = 0
+            else:
+                start = len(out)
+                out += memoryview(data)[position:position + size]
             if new_attrs != attrs or new_max != info.max_timestamp:
                 _finish_header_at(out, start, new_attrs, new_max)
         else:
-            section = _dense_records(payload, walk_records(payload, info.record_count))
-            if target != compression.NONE:
+            section = _dense_records(payload, _records(payload, records_start, records_end, count))
+            if target != NONE:
                 section = compression.compress(target, section, config.compression_levels.get(
                     compression.NAMES[target]))
-            new_attrs = (new_attrs & ~compression.CODEC_MASK) | target
-            rebuilt = bytearray(batch[:HEADER_SIZE])
+            new_attrs = (new_attrs & ~CODEC_MASK) | target
+            rebuilt = bytearray(memoryview(data)[position:position + HEADER_SIZE])
             rebuilt += section
             _I32.pack_into(rebuilt, 8, len(rebuilt) - 12)
-            _I32.pack_into(rebuilt, 23, info.record_count - 1)
-            out += rebuilt
+            _I32.pack_into(rebuilt, 23, count - 1)
+            if single:
+                out = rebuilt
+                start = 0
+            else:
+                start = len(out)
+                out += rebuilt
             _finish_header_at(out, start, new_attrs, new_max)
             changed = True
-            if len(rebuilt) > config.max_message_bytes:
+            size = len(rebuilt)
+            if size > config.max_message_bytes:
                 raise KafkaError(Errors.MESSAGE_TOO_LARGE,
-                                 f"batch of {len(rebuilt)} bytes after recompression exceeds "
+                                 f"batch of {size} bytes after recompression exceeds "
                                  f"max.message.bytes {config.max_message_bytes}")
-        size = len(out) - start
         _I64.pack_into(out, start, offset_counter)
         _I32.pack_into(out, start + 12, leader_epoch)
-        last_offset = offset_counter + info.record_count - 1
+        last_offset = offset_counter + count - 1
         if new_max > max_timestamp:
             max_timestamp = new_max
             shallow_offset = last_offset
-        batches.append(BatchInfo(start, size, offset_counter, info.record_count - 1, leader_epoch, new_attrs,
-                                 new_max, info.producer_id, info.producer_epoch, info.base_sequence,
-                                 info.record_count))
+        batches.append(new_tuple(BatchInfo, (start, size, offset_counter, count - 1, leader_epoch, new_attrs, new_max,
+                                             info.producer_id, info.producer_epoch, info.base_sequence, count)))
         offset_counter = last_offset + 1
-    return ValidationResult(out, batches, offset_counter - 1, max_timestamp, shallow_offset,
-                            now_ms if log_append else -1, changed)
+    return new_tuple(ValidationResult, (out, batches, offset_counter - 1, max_timestamp, shallow_offset,
+                                        now_ms if log_append else -1, changed))
+
+
+def _records(buf: bytes | bytearray | memoryview, start: int, end: int, count: int) -> list[RecordInfo]:
+    """The records of ``buf[start:end]`` (positions in ``buf``), for the paths off the common one."""
+    out: list[RecordInfo] = []
+    _walk(buf, start, end, count, out)
+    return out
 
 
 def _finish_header_at(buf: bytearray, start: int, attributes: int, max_timestamp: int) -> None:

@@ -143,8 +143,8 @@ def _walk(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
             b = buf[pos]
             if b < 0x80:
                 length, body = (b >> 1) ^ -(b & 1), pos + 1
-            elif buf[pos + 1] < 0x80:
-                v = (b & 0x7F) | (buf[pos + 1] << 7)
+            elif (c := buf[pos + 1]) < 0x80:
+                v = (b & 0x7F) | (c << 7)
                 length, body = (v >> 1) ^ -(v & 1), pos + 2
             else:
                 length, body = _varint(buf, pos, end)
@@ -155,8 +155,8 @@ def _walk(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
             b = buf[p]
             if b < 0x80:
                 ts_delta, p = (b >> 1) ^ -(b & 1), p + 1
-            elif buf[p + 1] < 0x80:
-                v = (b & 0x7F) | (buf[p + 1] << 7)
+            elif (c := buf[p + 1]) < 0x80:
+                v = (b & 0x7F) | (c << 7)
                 ts_delta, p = (v >> 1) ^ -(v & 1), p + 2
             else:
                 ts_delta, p = _varint(buf, p, record_end)
@@ -169,8 +169,8 @@ def _walk(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
             else:
                 if b < 0x80:
                     offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
-                elif buf[p + 1] < 0x80:
-                    v = (b & 0x7F) | (buf[p + 1] << 7)
+                elif (c := buf[p + 1]) < 0x80:
+                    v = (b & 0x7F) | (c << 7)
                     offset_delta, p = (v >> 1) ^ -(v & 1), p + 2
                 else:
                     offset_delta, p = _varint(buf, p, record_end)
@@ -179,8 +179,8 @@ def _walk(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
             b = buf[p]
             if b < 0x80:
                 key_length, key_start = (b >> 1) ^ -(b & 1), p + 1
-            elif buf[p + 1] < 0x80:
-                v = (b & 0x7F) | (buf[p + 1] << 7)
+            elif (c := buf[p + 1]) < 0x80:
+                v = (b & 0x7F) | (c << 7)
                 key_length, key_start = (v >> 1) ^ -(v & 1), p + 2
             else:
                 key_length, key_start = _varint(buf, p, record_end)
@@ -192,8 +192,8 @@ def _walk(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
             b = buf[p]
             if b < 0x80:
                 value_length, p = (b >> 1) ^ -(b & 1), p + 1
-            elif buf[p + 1] < 0x80:
-                v = (b & 0x7F) | (buf[p + 1] << 7)
+            elif (c := buf[p + 1]) < 0x80:
+                v = (b & 0x7F) | (c << 7)
                 value_length, p = (v >> 1) ^ -(v & 1), p + 2
             else:
                 value_length, p = _varint(buf, p, record_end)

@@ -251,11 +251,12 @@ class LogSegment:
         if largest_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = largest_timestamp
             self.offset_of_max_timestamp_so_far = shallow_offset_of_max_timestamp
-        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+        since = self._bytes_since_last_index_entry
+        if since > self.index_interval_bytes:
             self.offset_index.append(largest_offset, position)
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
-            self._bytes_since_last_index_entry = 0
-        self._bytes_since_last_index_entry += len(records)
+            since = 0
+        self._bytes_since_last_index_entry = since + len(records)
 
     # ------------------------------------------------------------------ reads
     def translate_offset(self, offset: int, starting_position: int = 0) -> BatchHeader | None:

@@ -184,3 +184,144 @@ def test_roundtrip_property(codec, records):
     _, _, recs = stored(log)[0]
     assert [r[0] for r in recs] == list(range(len(records)))
     assert [r[3] for r in recs] == [r[3] for r in stored_records(compressed_batch(0, records, [NOW] * len(records)))]
+
+
+def _reference_walk(section: bytes, count: int) -> list[tuple[int, int, int, int, int, int, int]]:
+    """The record walk written plainly (each varint read within its record, one field after
+    the other, as Kafka's ``DefaultRecord.readFrom`` reads them): the reference the broker's
+    inlined walker must agree with. Raises ``ValueError`` where a batch is refused."""
+
+    def varint(pos: int, limit: int) -> tuple[int, int]:
+        result = shift = 0
+        while True:
+            if pos >= limit:
+                raise ValueError("varint past its record")
+            b = section[pos]
+            pos += 1
+            result |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return (result >> 1) ^ -(result & 1), pos
+            shift += 7
+            if shift > 63:
+                raise ValueError("varint longer than 10 bytes")
+
+    out = []
+    pos = 0
+    for _ in range(count):
+        length, body = varint(pos, len(section))
+        end = body + length
+        if length < 0 or end > len(section):
+            raise ValueError("record overruns the batch")
+        ts_delta, p = varint(body + 1, end)          # after the attributes byte
+        offset_delta, p = varint(p, end)
+        key_length, key_start = varint(p, end)
+        p = key_start + max(key_length, 0)
+        if p > end:
+            raise ValueError("key overruns the record")
+        value_length, p = varint(p, end)
+        if max(value_length, 0) > end - p:
+            raise ValueError("value overruns the record")
+        out.append((pos, end, ts_delta, offset_delta, key_start, key_length, value_length))
+        pos = end
+    if pos != len(section):
+        raise ValueError("bytes left after the records")
+    return out
+
+
+def _encode_record(out: bytearray, ts_delta: int, offset_delta: int, key, value, headers: bytes) -> None:
+    from kafka_emu.broker.record_batch import write_varint
+
+    rec = bytearray(b"\x00")
+    write_varint(rec, ts_delta)
+    write_varint(rec, offset_delta)
+    for field in (key, value):
+        write_varint(rec, -1 if field is None else len(field))
+        rec += field or b""
+    rec += headers                     # header count and headers: bounded by the record length only
+    write_varint(out, len(rec))
+    out += rec
+
+
+_RECORD = st.tuples(st.integers(-(1 << 40), 1 << 40) | st.integers(-3, 300), st.booleans(),
+                    st.none() | st.binary(max_size=150), st.none() | st.binary(max_size=300),
+                    st.sampled_from([b"\x00", b"\x02\x02k\x02v", b"\x01"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_RECORD, min_size=1, max_size=30), st.data())
+def test_record_walk_agrees_with_reference_property(records, data):
+    """Property: the inlined record walk (``_walk``, used by every leader append, walking a batch
+    where it lies in the request) accepts exactly what the plain reference walk accepts, on
+    valid sections and on corrupted ones (bytes flipped, cut, inserted, a wrong record count),
+    and reads the same records; a refused section is INVALID_RECORD, also through a leader append."""
+    from kafka_emu.broker.log_validator import _walk
+
+    section = bytearray()
+    for i, (ts_delta, sparse, key, value, headers) in enumerate(records):
+        _encode_record(section, ts_delta, i * 3 + 1 if sparse else i, key, value, headers)
+    count = len(records)
+    corruption = data.draw(st.sampled_from(["none", "flip", "cut", "insert", "count"]))
+    if corruption == "flip":
+        for _ in range(data.draw(st.integers(1, 3))):
+            section[data.draw(st.integers(0, len(section) - 1))] = data.draw(st.integers(0, 255))
+    elif corruption == "cut":
+        del section[data.draw(st.integers(0, len(section) - 1)):]
+    elif corruption == "insert":
+        at = data.draw(st.integers(0, len(section)))
+        section[at:at] = data.draw(st.binary(min_size=1, max_size=3))
+    elif corruption == "count":
+        count = data.draw(st.integers(1, 40).filter(lambda n: n != len(records)))
+    section = bytes(section)
+    try:
+        expected = _reference_walk(section, count)
+    except ValueError:
+        expected = None
+    prefix = data.draw(st.binary(max_size=5))     # the walk reads in place: inside a larger buffer
+    buf = prefix + section + data.draw(st.binary(max_size=5))
+    try:
+        got = walk_records(section, count)
+        shifted = []
+        summary = _walk(buf, len(prefix), len(prefix) + len(section), count, shifted)
+    except KafkaError as exc:
+        assert exc.code == Errors.INVALID_RECORD
+        assert expected is None, f"refused a section the reference accepts: {exc.message}"
+    else:
+        assert expected is not None, "accepted a section the reference refuses"
+        assert [tuple(r) for r in got] == expected
+        assert [(r.start - len(prefix), r.end - len(prefix), r.timestamp_delta, r.offset_delta,
+                 r.key_start - len(prefix), r.key_length, r.value_length) for r in shifted] == expected
+        assert summary == (max(r[2] for r in expected),
+                           all(r[3] == i for i, r in enumerate(expected)),
+                           any(r[5] < 0 for r in expected))
+    if section:
+        log = make_log()
+        batch = make_batch(section, count, base_ts=NOW)
+        try:
+            log.append_as_leader(batch, 0)
+        except KafkaError as exc:
+            assert exc.code == Errors.INVALID_RECORD and expected is None and log.log_end_offset == 0
+        else:
+            assert expected is not None and log.log_end_offset == count
+
+
+def test_record_walk_edge_cases():
+    """The walker's shortcuts at their edges: offset deltas from 64 on take two bytes (the first
+    is 0x80 for 64, the one-byte form of no delta), and a record ending right after its key
+    must not take its value length from the bytes after it (INVALID_RECORD, as the reference)."""
+    from kafka_emu.broker.log_validator import _walk
+
+    section = bytearray()
+    for i in range(200):
+        _encode_record(section, 0, i, b"k", b"v", b"\x00")
+    assert _walk(bytes(section), 0, len(section), 200, None) == (0, True, False)
+    sparse = bytearray()
+    for i in range(70):
+        _encode_record(sparse, 0, i if i != 66 else 64, b"k", b"v", b"\x00")
+    assert _walk(bytes(sparse), 0, len(sparse), 70, None)[1] is False
+    cut = bytearray(b"\x0a\x00\x00\x00\x02k")    # length 5: attributes, deltas, key length 1, the key
+    with pytest.raises(ValueError):
+        _reference_walk(bytes(cut), 1)
+    buf = bytes(cut) + b"\x01"                  # what follows (the next batch) reads as value length -1
+    with pytest.raises(KafkaError) as info:
+        _walk(buf, 0, len(cut), 1, None)
+    assert info.value.code == Errors.INVALID_RECORD

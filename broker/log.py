@@ -209,7 +209,8 @@ class Log:
                 raise KafkaError(Errors.DUPLICATE_SEQUENCE_NUMBER, "duplicate batch in a multi-batch append")
         # Validation passed for every batch: now commit the appends.
         first = self.log_end_offset
-        self._assign_epoch(leader_epoch, first)
+        if leader_epoch >= 0:   # _assign_epoch, inlined on the hot path
+            self.leader_epoch_cache.assign(leader_epoch, first)
         segment = self._append(records, validated.last_offset, validated.max_timestamp,
                                validated.shallow_offset_of_max_timestamp, now)
         total = 0

@@ -34,7 +34,7 @@ them: ``RecordValidationError`` with one (batch index, message) per record.
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from crc32c import crc32c
 
@@ -42,8 +42,10 @@ from kafka_emu.broker import compression
 from kafka_emu.coordinator.errors import Errors, KafkaError
 from kafka_emu.broker.log_config import LogConfig
 from kafka_emu.broker.log_segment import BatchHeader
-from kafka_emu.broker.protocol.fast_produce import RecordError
 from kafka_emu.broker.record_batch import HEADER_SIZE, NO_PRODUCER_ID, BatchInfo, new_tuple
+
+if TYPE_CHECKING:   # the protocol package (kio) is not needed to validate records
+    from kafka_emu.broker.protocol.fast_produce import RecordError
 
 TIMESTAMP_TYPE_BIT = 0x08      # attributes bit 3: LogAppendTime
 TRANSACTIONAL_BIT = 0x10
@@ -131,7 +133,8 @@ def _walk(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
     The hot path of every produce, hence written for the interpreter: a record's length and
     its key and value lengths are read to skip its body; one-byte varints (attributes,
     timestamp and offset deltas, key lengths: nearly all of them) are decoded inline, two-byte
-    ones next, longer ones by ``_varint``; positions stay relative to ``buf``, so a batch is
+    ones next, longer ones by ``_varint`` (the zigzag decoding branches, to spend one
+    operation on the usual non-negative value); positions stay relative to ``buf``, so a batch is
     walked where it lies, without a slice. A varint read past its record is caught by the
     overrun checks that follow, one read past the buffer by the IndexError."""
     max_delta = -(1 << 63)
@@ -142,10 +145,10 @@ def _walk(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
         for i in range(count):
             b = buf[pos]
             if b < 0x80:
-                length, body = (b >> 1) ^ -(b & 1), pos + 1
+                length, body = (b >> 1 if not b & 1 else ~(b >> 1)), pos + 1
             elif (c := buf[pos + 1]) < 0x80:
                 v = (b & 0x7F) | (c << 7)
-                length, body = (v >> 1) ^ -(v & 1), pos + 2
+                length, body = (v >> 1 if not v & 1 else ~(v >> 1)), pos + 2
             else:
                 length, body = _varint(buf, pos, end)
             record_end = body + length
@@ -154,10 +157,10 @@ def _walk(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
             p = body + 1                              # attributes
             b = buf[p]
             if b < 0x80:
-                ts_delta, p = (b >> 1) ^ -(b & 1), p + 1
+                ts_delta, p = (b >> 1 if not b & 1 else ~(b >> 1)), p + 1
             elif (c := buf[p + 1]) < 0x80:
                 v = (b & 0x7F) | (c << 7)
-                ts_delta, p = (v >> 1) ^ -(v & 1), p + 2
+                ts_delta, p = (v >> 1 if not v & 1 else ~(v >> 1)), p + 2
             else:
                 ts_delta, p = _varint(buf, p, record_end)
             if ts_delta > max_delta:
@@ -168,20 +171,20 @@ def _walk(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
                 p += 1
             else:
                 if b < 0x80:
-                    offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
+                    offset_delta, p = (b >> 1 if not b & 1 else ~(b >> 1)), p + 1
                 elif (c := buf[p + 1]) < 0x80:
                     v = (b & 0x7F) | (c << 7)
-                    offset_delta, p = (v >> 1) ^ -(v & 1), p + 2
+                    offset_delta, p = (v >> 1 if not v & 1 else ~(v >> 1)), p + 2
                 else:
                     offset_delta, p = _varint(buf, p, record_end)
                 if offset_delta != i:
                     dense = False
             b = buf[p]
             if b < 0x80:
-                key_length, key_start = (b >> 1) ^ -(b & 1), p + 1
+                key_length, key_start = (b >> 1 if not b & 1 else ~(b >> 1)), p + 1
             elif (c := buf[p + 1]) < 0x80:
                 v = (b & 0x7F) | (c << 7)
-                key_length, key_start = (v >> 1) ^ -(v & 1), p + 2
+                key_length, key_start = (v >> 1 if not v & 1 else ~(v >> 1)), p + 2
             else:
                 key_length, key_start = _varint(buf, p, record_end)
             if key_length < 0:
@@ -191,10 +194,10 @@ def _walk(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
                 raise KafkaError(Errors.INVALID_RECORD, f"key of record {i} overruns the record")
             b = buf[p]
             if b < 0x80:
-                value_length, p = (b >> 1) ^ -(b & 1), p + 1
+                value_length, p = (b >> 1 if not b & 1 else ~(b >> 1)), p + 1
             elif (c := buf[p + 1]) < 0x80:
                 v = (b & 0x7F) | (c << 7)
-                value_length, p = (v >> 1) ^ -(v & 1), p + 2
+                value_length, p = (v >> 1 if not v & 1 else ~(v >> 1)), p + 2
             else:
                 value_length, p = _varint(buf, p, record_end)
             if (value_length if value_length > 0 else 0) > record_end - p:
@@ -290,8 +293,17 @@ def validate_messages_and_assign_offsets(data: bytes | bytearray | memoryview, i
         size = info.size
         attrs = info.attributes
         count = info.record_count
-        if from_client:
-            _validate_batch(info, topic_partition)
+        if from_client:   # Kafka's LogValidator.validateBatch for a client (origin CLIENT) batch of format v2
+            if info.base_offset != 0:
+                raise KafkaError(Errors.INVALID_RECORD,
+                                 f"The baseOffset of the record batch in the append to {topic_partition} "
+                                 f"should be 0, but it is {info.base_offset}")
+            if attrs & CONTROL_BIT:
+                raise KafkaError(Errors.INVALID_RECORD, "Clients are not allowed to write control records")
+            if info.producer_id != NO_PRODUCER_ID and info.base_sequence < 0:
+                raise KafkaError(Errors.INVALID_RECORD,
+                                 f"Invalid sequence number {info.base_sequence} in record batch with "
+                                 f"producerId {info.producer_id}")
         source = attrs & CODEC_MASK
         if source == NONE:
             payload, records_start, records_end = data, position + HEADER_SIZE, position + size
@@ -377,17 +389,3 @@ def _finish_header_at(buf: bytearray, start: int, attributes: int, max_timestamp
     _I64.pack_into(buf, start + 35, max_timestamp)
     end = start + _I32.unpack_from(buf, start + 8)[0] + 12
     _U32.pack_into(buf, start + 17, crc32c(memoryview(buf)[start + 21:end]))
-
-
-def _validate_batch(info: BatchInfo, topic_partition: str) -> None:
-    """Kafka's ``LogValidator.validateBatch`` for a client (origin CLIENT) batch of format v2."""
-    if info.base_offset != 0:
-        raise KafkaError(Errors.INVALID_RECORD,
-                         f"The baseOffset of the record batch in the append to {topic_partition} should "
-                         f"be 0, but it is {info.base_offset}")
-    if info.is_control:
-        raise KafkaError(Errors.INVALID_RECORD, "Clients are not allowed to write control records")
-    if info.producer_id != NO_PRODUCER_ID and info.base_sequence < 0:
-        raise KafkaError(Errors.INVALID_RECORD,
-                         f"Invalid sequence number {info.base_sequence} in record batch with producerId "
-                         f"{info.producer_id}")

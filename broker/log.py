@@ -250,7 +250,7 @@ class Log:
             if info.max_timestamp > max_ts:
                 max_ts, shallow = info.max_timestamp, expected - 1
         epoch = None
-        for info in new:   # a batch of the epoch before it starts nothing new in the cache
+        for info in new:   # of consecutive batches of one epoch only the first can start it
             if info.leader_epoch != epoch:
                 epoch = info.leader_epoch
                 self._assign_epoch(epoch, info.base_offset)

@@ -10,8 +10,7 @@ Layout of the 61-byte header (big endian)::
 The CRC-32C covers bytes 21..end, so the broker rewrites ``baseOffset`` and
 ``partitionLeaderEpoch`` in place without touching it. Validation covers what a broker must
 check without decompressing: sizes, magic, CRC, record count vs ``lastOffsetDelta``, and
-``message.max.bytes``. Per-record checks of Kafka's LogValidator (offset deltas inside an
-uncompressed batch, timestamps) are not done: the emulator stores batches as sent.
+``message.max.bytes``; the per-record checks are ``broker.log_validator``'s (leader appends).
 """
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ import ctypes
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -99,7 +100,10 @@ class NoidaDb(_AdminMixin):
             port = s.getsockname()[1]
         self._proc = subprocess.Popen(
             [binary, "start", "--data-dir", self._dir, "--only", "kafka", "--kafka-port", str(port)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            # its own process group: ``noida-db`` on PATH may be a wrapper (a pyenv shim, a
+            # console script) whose child is the server, and close() must stop both
+            start_new_session=True)
         self.bootstrap_servers = f"127.0.0.1:{port}"
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
@@ -119,12 +123,14 @@ class NoidaDb(_AdminMixin):
         admin.create_topics([NewTopic(name, partitions, replication_factor)])[name].result(30)
 
     def close(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
+        try:
+            os.killpg(self._proc.pid, signal.SIGTERM)
+            self._proc.wait(10)
+        except ProcessLookupError:
+            pass                                     # the whole group has exited
+        except subprocess.TimeoutExpired:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+            self._proc.wait()
         shutil.rmtree(self._dir, ignore_errors=True)
 
 

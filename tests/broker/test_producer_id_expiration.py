@@ -37,9 +37,9 @@ def test_pid_expiration_timeout():
     time = MockTime()
     psm = ProducerStateManager("t-0")
     append(psm, PID, 0, 1, time.milliseconds())
-    time.sleep(EXPIRATION_MS - 1)
+    time.advance(EXPIRATION_MS - 1)
     assert psm.remove_expired_producers(time.milliseconds(), EXPIRATION_MS) == []
-    time.sleep(2)
+    time.advance(2)
     assert psm.remove_expired_producers(time.milliseconds(), EXPIRATION_MS) == [PID]
     assert not psm.producers
     append(psm, PID, 1, 2, time.milliseconds())
@@ -63,7 +63,7 @@ def test_producers_with_ongoing_transactions_dont_expire():
     psm = ProducerStateManager("t-0")
     append(psm, PID, 0, 99, time.milliseconds(), transactional=True)
     assert psm.first_unstable_offset() == 99
-    time.sleep(EXPIRATION_MS + 1)
+    time.advance(EXPIRATION_MS + 1)
     assert psm.remove_expired_producers(time.milliseconds(), EXPIRATION_MS) == []
     assert PID in psm.producers and psm.first_unstable_offset() == 99
 
@@ -88,7 +88,7 @@ def test_remove_expired_pids_on_reload():
     old = time.milliseconds()
     log.append_as_leader(idempotent(1, 0, old), 0)          # offset 0; snapshot at 1 holds producer 1
     log.append_as_leader(idempotent(1, 1, old), 0)          # offset 1
-    time.sleep(EXPIRATION_MS + 1)
+    time.advance(EXPIRATION_MS + 1)
     log.append_as_leader(idempotent(2, 0, time.milliseconds()), 0)   # offset 2, after the snapshot at 2
     log.append_as_leader(idempotent(2, 1, time.milliseconds()), 0)   # offset 3
     assert sorted(log.producers) == [1, 2]
@@ -104,12 +104,12 @@ def test_open_transaction_survives_expiration_check_until_its_marker():
     time = MockTime()
     log = make_log(time)
     append_txn(log, PID, 0, 1, 0, time.milliseconds())
-    time.sleep(EXPIRATION_MS + 1)
+    time.advance(EXPIRATION_MS + 1)
     assert log.remove_expired_producers(time.milliseconds()) == []
     append_end_txn(log, PID, True, 0, 0, time.milliseconds())
-    time.sleep(EXPIRATION_MS - 1)
+    time.advance(EXPIRATION_MS - 1)
     assert log.remove_expired_producers(time.milliseconds()) == []
-    time.sleep(1)
+    time.advance(1)
     assert log.remove_expired_producers(time.milliseconds()) == [PID]
     assert not log.producers
 
@@ -126,10 +126,10 @@ def test_periodic_check_runs_on_the_scheduler_every_interval():
     scheduler = KafkaScheduler(0, time)
     scheduler.schedule("PeriodicProducerExpirationCheck", manager.remove_expired_producers,
                        config["producer.id.expiration.check.interval.ms"])
-    time.sleep(900)
+    time.advance(900)
     scheduler.run_due()                     # checks at 300, 600, 900: not expired yet
     assert PID in log.producers
-    time.sleep(300)
+    time.advance(300)
     assert scheduler.run_due() and not log.producers
 
 
@@ -141,7 +141,7 @@ def test_dynamic_expiration_reaches_existing_logs():
     manager = LogManager(KafkaConfig({"producer.id.expiration.ms": 100_000}), time=time)
     log = manager.get_or_create_log(("t", 0))
     log.append_as_leader(idempotent(PID, 0, time.milliseconds()), 0)
-    time.sleep(200)
+    time.advance(200)
     assert manager.remove_expired_producers() == 0
     manager.config = KafkaConfig({"producer.id.expiration.ms": 100})
     log.update_config(manager.log_config(None))

@@ -161,7 +161,7 @@ def test_abort_with_no_partition_added_bumps_epoch(t, state):
     ABORT, Current ⇒ epoch bump (``prepareAbortOrCommit(..., noPartitionAdded = true)``): the
     abort starts now, has no partition to mark, and completes at once."""
     put_v2(t, state)
-    t.time.sleep(7)
+    t.time.advance(7)
     assert end_v2(t, EPOCH, False) == (Errors.NONE, PID, EPOCH + 1)
     prepare, complete = records(t)[-2:]
     assert prepare.state is S.PREPARE_ABORT and prepare.txn_start_timestamp == t.time.milliseconds()
@@ -252,7 +252,7 @@ def test_timeout_abort_under_tv2_bumps_epoch_once(t):
     shouldHandleTimeoutAtEpochOverflowBoundaryCorrectly: one bump in all): the fence leaves the
     epoch, the TV2 abort bumps it; the markers carry epoch + 1; the zombie is fenced."""
     t.put(S.ONGOING, producer_id=PID, epoch=EPOCH, partitions={TP1}, start=t.time.milliseconds())
-    t.time.sleep(2000)
+    t.time.advance(2000)
     assert t.coordinator.abort_timed_out_transactions() == 1
     md = t.metadata()
     assert (md.state, md.producer_epoch, md.client_transaction_version) == (S.PREPARE_ABORT, EPOCH + 1, TV2)
@@ -267,7 +267,7 @@ def test_timeout_abort_at_epoch_overflow_boundary_rotates_producer_id(t):
     a timed-out transaction at epoch 32766 is aborted at 32767 and completes on a new producer id
     at epoch 0; the client's late abort with the old id and epoch is a retry."""
     t.put(S.ONGOING, producer_id=PID, epoch=SHORT_MAX - 1, partitions={TP1}, start=t.time.milliseconds())
-    t.time.sleep(2000)
+    t.time.advance(2000)
     assert t.coordinator.abort_timed_out_transactions() == 1
     assert t.metadata().producer_epoch == SHORT_MAX
     complete_markers(t)

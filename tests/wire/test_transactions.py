@@ -117,6 +117,17 @@ def test_zombie_fencing(kafka_cluster: Any) -> None:
     assert read_all(kafka_cluster, topic, "read_committed", 1) == [b"fresh"]
 
 
+def wait_committed(kafka_cluster: Any, group: str, topic: str, offset: int) -> None:
+    """Wait until ``group``'s committed offset of ``topic``-0 is ``offset``: a transactional
+    commit becomes visible only once its COMMIT marker lands on ``__consumer_offsets``."""
+    c = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": group})
+    try:
+        wait_until(lambda: c.committed([TopicPartition(topic, 0)], 10)[0].offset == offset, 10,
+                   what="the transactional offset commit")
+    finally:
+        c.close()
+
+
 def _ctp_round(consumer: Consumer, txn: Producer, out: str, batch: int) -> int:
     msgs = [m for m in consumer.consume(batch, 0.5) if not m.error()]
     if not msgs:
@@ -365,12 +376,7 @@ def test_aiokafka_transactional_producer(kafka_cluster: Any) -> None:
 
     asyncio.run(run())
     assert read_all(kafka_cluster, topic, "read_committed", 1) == [b"aio-committed"]
-    c = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": group})
-    try:
-        wait_until(lambda: c.committed([TopicPartition(topic, 0)], 10)[0].offset == 1, 10,
-                   what="the transactional offset commit")
-    finally:
-        c.close()
+    wait_committed(kafka_cluster, group, topic, 1)
 
 
 def test_transaction_coordinator_metrics(kafka_cluster: Any) -> None:

@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from kafka import KafkaAdminClient
 from kio.index import load_request_schema as req_cls
 
 from kafka_emu.coordinator.errors import Errors
 
-from test_transactions import producer, read_all
+from test_transactions import producer, read_all, wait_committed
 from tv2_producer import Tv2Producer
 from wire_helpers import RawClient, unique, wait_until
 
@@ -125,12 +124,7 @@ def test_tv2_offsets_in_transaction_without_add_offsets(kafka_cluster: Any) -> N
     assert p.end(commit=True)[0] == Errors.NONE
     assert p.commit_offsets(group, topic, {0: 99}) == [Errors.NONE]
     assert p.end(commit=False)[0] == Errors.NONE
-    c = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": group})
-    try:
-        wait_until(lambda: c.committed([TopicPartition(topic, 0)], 10)[0].offset == 7, 10,
-                   what="the transactional offset commit")
-    finally:
-        c.close()
+    wait_committed(kafka_cluster, group, topic, 7)
 
 
 def test_tv1_client_unchanged_with_tv2_finalized(kafka_cluster: Any) -> None:

@@ -52,6 +52,7 @@ INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 EVICTION_MS = 120_000   # Kafka's FetchSessionCache: min.incremental.fetch.session.eviction.ms
+_NONE_WOKEN: list["FetchSession"] = []   # mark_changed's answer when no session needs a trigger (never mutated)
 
 
 class SessionFetchResponse(NamedTuple):
@@ -189,16 +190,32 @@ class FetchSessionCache:
 
     # ------------------------------------------------------------------ leader-side changes
     def mark_changed(self, tp: TP, wake: bool = True) -> list[FetchSession]:
-        """Partition ``tp`` has something new for its followers: the sessions holding it.
-        ``wake`` false: only its HW moved (a parked follower fetch is not completed for that,
-        as Kafka's DelayedFetch counts bytes only; the next answer carries the HW)."""
+        """Partition ``tp`` has something new for its followers: mark it in the sessions holding
+        it; returns the sessions whose parked fetch (if any) must be tried now. ``wake`` false:
+        only its HW moved (a parked follower fetch is not completed for that, as Kafka's
+        DelayedFetch counts bytes only; the next answer carries the HW), so none.
+
+        Only a session that had no change pending is returned: one with changes pending has
+        been returned by the mark that made them pending, and no fetch parks on it until a
+        fetch takes them (``DelayedSessionFetch`` completes at once on a session with changes),
+        so a trigger for it would find nothing to complete. An append to a partition whose
+        followers are busy fetching thus costs each session a set insertion, not a purgatory
+        check."""
         if not self._by_partition.get(tp):   # a plain dict read: most partitions have no session
-            return []
+            return _NONE_WOKEN
         with self._lock:
-            holders = list(self._by_partition.get(tp, ()))
+            holders = self._by_partition.get(tp, ())
+            if not wake:
+                for s in holders:
+                    s.hw_moved.add(tp)
+                return _NONE_WOKEN
+            woken = []
             for s in holders:
-                (s.changed if wake else s.hw_moved).add(tp)
-        return holders
+                changed = s.changed
+                if not changed:
+                    woken.append(s)
+                changed.add(tp)
+        return woken
 
     def take_changed(self, session: FetchSession) -> list[tuple[TP, "PartitionFetchInfo"]]:
         """The changed partitions of ``session`` with their fetch state; they are unmarked."""

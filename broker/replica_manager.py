@@ -305,13 +305,13 @@ class ReplicaManager:
 
     def _wake_sessions(self, tp: TP, wake: bool) -> None:
         """Mark ``tp`` changed in the follower fetch sessions holding it; complete their parked
-        fetches (``wake``) — the session, not the partition, is their purgatory key."""
+        fetches (``wake``) — the session, not the partition, is their purgatory key — where a
+        fetch may be parked (``FetchSessionCache.mark_changed`` says which)."""
         for session in self.fetch_session_cache.mark_changed(tp, wake):
-            if wake:
-                try:
-                    self.fetch_purgatory.check_and_complete(session)
-                except Exception:
-                    _log.exception("check_and_complete_failed", broker_id=self.broker_id, purgatory="Fetch")
+            try:
+                self.fetch_purgatory.check_and_complete(session)
+            except Exception:
+                _log.exception("check_and_complete_failed", broker_id=self.broker_id, purgatory="Fetch")
 
     # ------------------------------------------------------------------ produce
     def append_records(self, timeout_ms: int, required_acks: int, entries: dict[TP, bytes],

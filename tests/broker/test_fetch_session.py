@@ -91,6 +91,8 @@ def test_no_free_slot_means_sessionless_until_a_session_is_idle_long_enough():
     err, s3 = cache.new_context(3, 0, INITIAL_EPOCH, [(A, info())], [])
     assert s3 is not None and s1.closed and cache.get(s1.id) is None and cache.evictions == 1
     assert cache.new_context(1, s1.id, 1, [], [])[0] == Errors.FETCH_SESSION_ID_NOT_FOUND
+    cache.take_changed(s2)
+    cache.take_changed(s3)
     assert set(cache.mark_changed(A)) == {s2, s3}
 
 
@@ -122,30 +124,39 @@ def test_hw_only_marks_are_reported_but_do_not_wake():
                           st.sets(st.sampled_from([A, B, C]))), max_size=30))
 def test_session_holds_exactly_what_was_sent_and_reports_every_change(steps):
     """Invariant: the session's partitions are the last full fetch's plus later updates minus
-    removals; every partition sent or marked since the last take is reported exactly once."""
+    removals; every partition sent or marked since the last take is reported exactly once; a
+    waking mark returns the session exactly when it had no waking change pending (so a parked
+    fetch, which only exists while none is pending, is always tried)."""
     cache = FetchSessionCache(10, MockTime())
     _, s = cache.new_context(1, 0, INITIAL_EPOCH, [], [])
     model: set = set()
     pending: set = set()
+    waking: set = set()    # what a parked fetch would complete for (FetchSession.changed)
     for kind, tps in steps:
         if kind == "full":
             err, s = cache.new_context(1, s.id, INITIAL_EPOCH, [(tp, info()) for tp in tps], [])
-            model, pending = set(tps), set(tps)
+            model, pending, waking = set(tps), set(tps), set(tps)
         elif kind == "inc":
             removed = sorted(tps & model)[:1]
             updated = sorted(tps - set(removed))
             err, _ = cache.new_context(1, s.id, s.epoch, [(tp, info()) for tp in updated], removed)
             model = (model | set(updated)) - set(removed)
             pending = (pending | set(updated)) - set(removed)
+            waking = (waking | set(updated)) - set(removed)
         elif kind == "mark":
-            for tp in tps:
-                cache.mark_changed(tp, wake=len(tps) % 2 == 0)
+            wake = len(tps) % 2 == 0
+            for tp in sorted(tps):
+                woken = cache.mark_changed(tp, wake=wake)
+                assert woken == ([s] if wake and tp in model and not waking else [])
+                if wake and tp in model:
+                    waking.add(tp)
             pending |= tps & model
         else:
             assert {tp for tp, _ in cache.take_changed(s)} == pending
-            pending = set()
+            pending, waking = set(), set()
         assert err == Errors.NONE if kind in ("full", "inc") else True
         assert set(s.partitions) == model
+        assert s.changed == waking and s.has_changes() == bool(waking)
 
 
 # ---------------------------------------------------------------- request level

@@ -184,7 +184,7 @@ class DelayedOperationPurgatory(Generic[T]):
 
     def check_and_complete(self, key: Hashable) -> int:
         """Try to complete the operations watched on ``key``; count those completed here."""
-        shard = self._shard(key)
+        shard = self._shards[hash(key) % SHARDS]   # _shard, inlined: every append triggers this
         with shard.lock:
             watchers = shard.watchers_for_key.get(key)
         if watchers is None:

@@ -31,8 +31,9 @@ only when that partition next changes; unchanged partitions count as fetched at 
 last fetch for the leader's ISR bookkeeping (``FetchSessionCache.quiescent``).
 
 Locking: ``FetchSessionCache._lock`` guards the session map, the partition → sessions index and
-every session's ``partitions``, ``changed`` and ``epoch``. It is never held while a partition
-lock is taken or a purgatory is triggered.
+every session's ``partitions``, ``changed`` and ``epoch`` (``mark_changed`` first reads the
+marks without it, to skip a mark already pending). It is never held while a partition lock is
+taken or a purgatory is triggered.
 """
 from __future__ import annotations
 
@@ -201,7 +202,17 @@ class FetchSessionCache:
         so a trigger for it would find nothing to complete. An append to a partition whose
         followers are busy fetching thus costs each session a set insertion, not a purgatory
         check."""
-        if not self._by_partition.get(tp):   # a plain dict read: most partitions have no session
+        holders = self._by_partition.get(tp)   # a plain dict read: most partitions have no session
+        if not holders:
+            return _NONE_WOKEN
+        # Without the lock: is ``tp`` pending in every holder already (a follower busy fetching
+        # while the producers append)? Then nothing changes: a pending mark is taken by a fetch
+        # that starts after it is seen here, so after the change being marked, and reads it.
+        # (``tuple`` copies the set atomically under the GIL; ``tp in s.changed`` reads one set.)
+        for s in tuple(holders):
+            if tp not in s.changed and (wake or tp not in s.hw_moved):
+                break
+        else:
             return _NONE_WOKEN
         with self._lock:
             holders = self._by_partition.get(tp, ())

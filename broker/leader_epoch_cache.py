@@ -51,8 +51,10 @@ class LeaderEpochFileCache:
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"leader epoch {epoch} and start offset {start_offset} must be >= 0")
         entries = self._entries
-        if entries and entries[-1].epoch == epoch and entries[-1].start_offset <= start_offset:
-            return False
+        if entries:   # the same epoch again (every append of a leader): fields by index, not name (3.11)
+            last = entries[-1]
+            if last[0] == epoch and last[1] <= start_offset:
+                return False
         while entries and (entries[-1].epoch >= epoch or entries[-1].start_offset >= start_offset):
             entries.pop()
         entries.append(EpochEntry(epoch, start_offset))

@@ -207,8 +207,8 @@ class Partition:
             leo = st.log_end_offset if st is not None else -1
             if leo < candidate:
                 candidate = leo
-        if candidate < 0:
-            return False
+        if candidate <= self.log.high_watermark:   # negative too: a follower with no fetch yet
+            return False   # (every append while followers lag: no call)
         return self.log.maybe_increment_high_watermark(candidate)
 
     def update_log_config(self, config: "LogConfig") -> bool:

@@ -16,6 +16,7 @@ ADD_PARTITION) it adds a partition not yet in the transaction (``add_to_transact
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from kafka_emu.broker import compression
@@ -153,10 +154,7 @@ def partition_results(order: TopicOrder, statuses: dict[TopicPartition, ProduceP
 def build_response(version: int, order: TopicOrder, statuses: dict[TopicPartition, ProducePartitionStatus],
                    pre: dict[TopicPartition, tuple[int, str | None]]) -> object:
     """The response as a kio entity (in-process requests, and bodies kio decoded)."""
-    cls = response_schema(API_KEY, version)
-    topic_cls = item_cls(cls, "responses")
-    part_cls = item_cls(topic_cls, "partition_responses")
-    error_cls = item_cls(part_cls, "record_errors") if has_field(part_cls, "record_errors") else None
+    cls, topic_cls, part_cls, error_cls = _response_classes(version)
     topics = []
     for key, results in partition_results(order, statuses, pre):
         presp = tuple(build(part_cls, index=idx, error_code=code, base_offset=base,
@@ -168,6 +166,17 @@ def build_response(version: int, order: TopicOrder, statuses: dict[TopicPartitio
         name = key if isinstance(key, str) else ""
         topics.append(build(topic_cls, name=name, topic_id=key, partition_responses=presp))
     return build(cls, responses=tuple(topics), throttle_time=ZERO_THROTTLE)
+
+
+@lru_cache(maxsize=None)
+def _response_classes(version: int) -> tuple[type, type, type, type | None]:
+    """The response's entity classes at ``version``: response, topic, partition, record error
+    (None before v8), looked up once per version instead of once per response."""
+    cls = response_schema(API_KEY, version)
+    topic_cls = item_cls(cls, "responses")
+    part_cls = item_cls(topic_cls, "partition_responses")
+    error_cls = item_cls(part_cls, "record_errors") if has_field(part_cls, "record_errors") else None
+    return cls, topic_cls, part_cls, error_cls
 
 
 APIS = (ApiSpec(API_KEY, "Produce", 3, 13, handle_produce, kafka_3_9=(0, 11), advertised_min_version=0),)

@@ -53,7 +53,6 @@ INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 EVICTION_MS = 120_000   # Kafka's FetchSessionCache: min.incremental.fetch.session.eviction.ms
-_NONE_WOKEN: list["FetchSession"] = []   # mark_changed's answer when no session needs a trigger (never mutated)
 
 
 class SessionFetchResponse(NamedTuple):
@@ -204,7 +203,7 @@ class FetchSessionCache:
         check."""
         holders = self._by_partition.get(tp)   # a plain dict read: most partitions have no session
         if not holders:
-            return _NONE_WOKEN
+            return []
         # Without the lock: is ``tp`` pending in every holder already (a follower busy fetching
         # while the producers append)? Then nothing changes: a pending mark is taken by a fetch
         # that starts after it is seen here, so after the change being marked, and reads it.
@@ -213,13 +212,13 @@ class FetchSessionCache:
             if tp not in s.changed and (wake or tp not in s.hw_moved):
                 break
         else:
-            return _NONE_WOKEN
+            return []
         with self._lock:
             holders = self._by_partition.get(tp, ())
             if not wake:
                 for s in holders:
                     s.hw_moved.add(tp)
-                return _NONE_WOKEN
+                return []
             woken = []
             for s in holders:
                 changed = s.changed

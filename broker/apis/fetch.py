@@ -13,6 +13,9 @@ consumer fetch below v10 that would return a zstd batch gets UNSUPPORTED_COMPRES
 v0-v3 (served under ``emulator.api.compatibility=3.9`` only) read message formats v0 (v0-v1)
 and v1 (v2-v3): the records are down-converted as Kafka 3.9 does (``_down_converted``), and
 before v3 the max bytes are a hard limit (no oversized first batch).
+v4-v18 requests are usually decoded and their answers encoded by ``broker.protocol.fast_fetch``
+(the bytes kio reads and writes, without kio's per-field cost); v0-v3 go through kio.
+Session fields and forgotten topics are read but not acted on: every consumer fetch is full.
 In-process replica fetchers send a ``ReplicaFetchRequestData`` and get ``fetch_messages``'s
 results back as they are (``broker.replica_fetcher`` says why), inside a
 ``SessionFetchResponse`` when the request carries session fields.
@@ -29,6 +32,8 @@ from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, 
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.partition import LogReadResult
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.broker.protocol.codec import EncodedResponse
+from kafka_emu.broker.protocol.fast_fetch import FIRST_FLEXIBLE, TopicResults, encode_fetch_body, error_counts
 from kafka_emu.broker.replica_fetcher import ReplicaFetchRequestData
 from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo, isolation_for
 from kafka_emu.coordinator.errors import Errors, KafkaError
@@ -53,7 +58,8 @@ def replica_id_of(body: Any, version: int) -> int:
 
 def parse_fetch_request(body: Any, version: int, metadata: MetadataStore
                         ) -> tuple[FetchParams, FetchInfos, TopicOrder, dict[tuple[TopicKey, int], int]]:
-    """(params, fetch infos, response order, pre-set errors) of a kio FetchRequest."""
+    """(params, fetch infos, response order, pre-set errors) of a kio FetchRequest or a
+    ``fast_fetch.FetchRequestData`` (same field names)."""
     replica_id = replica_id_of(body, version)
     replica_epoch = int(body.replica_state.replica_epoch) if version >= 15 else -1
     # v0-v2 have no max_bytes (no limit) and v0-v3 no isolation level (read uncommitted)
@@ -102,9 +108,17 @@ def handle_fetch(apis: KafkaApis, request: Request) -> None:
 
     def on_done(results: list[tuple[TopicPartition, LogReadResult]]) -> None:
         by_tp = dict(results)
+        channel = apis.request_channel
         if version <= LAST_V1_FORMAT_VERSION:
             by_tp = _down_converted(apis, version, infos, by_tp)
-        apis.request_channel.send_response(request, build_response(version, order, by_tp, pre))
+        else:   # the 4.x versions: encoded by hand (the bytes kio would write)
+            topics = partition_responses(version, order, by_tp, pre)
+            data = encode_fetch_body(version, topics)
+            if data is not None:
+                channel.send_response(request, EncodedResponse(data, version >= FIRST_FLEXIBLE,
+                                                               error_counts(version, topics)))
+                return
+        channel.send_response(request, build_response(version, order, by_tp, pre))
 
     apis.replica_manager.fetch_messages(params, infos, on_done)
 
@@ -146,17 +160,16 @@ def _holds_zstd(records: bytes) -> bool:
 _ERROR_RESULT = LogReadResult(b"", Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1, -1)
 
 
-def build_response(version: int, order: TopicOrder, results: dict[TopicPartition, LogReadResult],
-                   pre: dict[tuple[TopicKey, int], int], error: int = Errors.NONE) -> object:
-    cls = response_schema(API_KEY, version)
-    topic_cls = item_cls(cls, "responses")
-    part_cls = item_cls(topic_cls, "partitions")
-    epoch_cls = item_cls(part_cls, "diverging_epoch") if version >= 12 else None
-    leader_cls = item_cls(part_cls, "current_leader") if version >= 12 else None
-    aborted_cls = item_cls(part_cls, "aborted_transactions") if version >= 4 else None   # a v4 field
-    topics = []
+def partition_responses(version: int, order: TopicOrder, results: dict[TopicPartition, LogReadResult],
+                        pre: dict[tuple[TopicKey, int], int]) -> list[TopicResults]:
+    """What each partition of the request is answered with, in request order: its read result,
+    a pre-set error (unknown topic id) or UNKNOWN_TOPIC_OR_PARTITION; zstd data for a version
+    below v10 becomes UNSUPPORTED_COMPRESSION_TYPE. Each comes with whether the leader hint
+    (``current_leader``, v12+) is sent: with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH and
+    a known epoch only (Kafka's ``KafkaApis.handleFetchRequest``)."""
+    topics: list[TopicResults] = []
     for key, name, parts in order:
-        presp = []
+        answered = []
         for idx in parts:
             if name is None:
                 r = _ERROR_RESULT._replace(error=pre.get((key, idx), Errors.UNKNOWN_TOPIC_ID))
@@ -164,6 +177,27 @@ def build_response(version: int, order: TopicOrder, results: dict[TopicPartition
                 r = results.get((name, idx), _ERROR_RESULT)
                 if LAST_V1_FORMAT_VERSION < version < ZSTD_MIN_FETCH_VERSION and r.records and _holds_zstd(r.records):
                     r = r._replace(records=b"", error=Errors.UNSUPPORTED_COMPRESSION_TYPE)
+            answered.append((idx, r, r.error in _LEADER_HINT_ERRORS and r.leader_epoch >= 0))
+        topics.append((key, name, answered))
+    return topics
+
+
+_LEADER_HINT_ERRORS = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)
+
+
+def build_response(version: int, order: TopicOrder, results: dict[TopicPartition, LogReadResult],
+                   pre: dict[tuple[TopicKey, int], int], error: int = Errors.NONE) -> object:
+    """The kio FetchResponse entity (v0-v3, and the reference ``fast_fetch`` is tested against)."""
+    cls = response_schema(API_KEY, version)
+    topic_cls = item_cls(cls, "responses")
+    part_cls = item_cls(topic_cls, "partitions")
+    epoch_cls = item_cls(part_cls, "diverging_epoch") if version >= 12 else None
+    leader_cls = item_cls(part_cls, "current_leader") if version >= 12 else None
+    aborted_cls = item_cls(part_cls, "aborted_transactions") if version >= 4 else None   # a v4 field
+    topics = []
+    for key, name, parts in partition_responses(version, order, results, pre):
+        presp = []
+        for idx, r, leader_hint in parts:
             kw = {"partition_index": idx, "error_code": r.error, "high_watermark": r.high_watermark,
                   "last_stable_offset": r.last_stable_offset, "log_start_offset": r.log_start_offset,
                   "preferred_read_replica": -1, "records": r.records,
@@ -173,7 +207,7 @@ def build_response(version: int, order: TopicOrder, results: dict[TopicPartition
             if epoch_cls is not None:
                 if r.diverging_epoch is not None:
                     kw["diverging_epoch"] = epoch_cls(epoch=r.diverging_epoch[0], end_offset=r.diverging_epoch[1])
-                if r.error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH) and r.leader_epoch >= 0:
+                if leader_hint:
                     kw["current_leader"] = leader_cls(leader_id=r.leader_id, leader_epoch=r.leader_epoch)
             presp.append(build(part_cls, **kw))
         topics.append(build(topic_cls, topic=name or "", topic_id=key, partitions=tuple(presp)))

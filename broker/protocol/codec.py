@@ -38,6 +38,7 @@ from kafka_emu.broker.protocol.adapter import (
     response_schema,
 )
 from kafka_emu.broker.protocol.legacy_schema import LEGACY_REQUESTS
+from kafka_emu.broker.protocol.fast_fetch import FETCH, decode_fetch_request
 from kafka_emu.broker.protocol.fast_produce import PRODUCE, decode_produce_request, encode_produce_response
 from kafka_emu.broker.protocol.varint import InvalidRequestError
 from kafka_emu.broker.protocol.varint import read_uvarint as _read_uvarint
@@ -68,7 +69,8 @@ class RequestHeaderData:
 
 @dataclass(frozen=True, slots=True)
 class EncodedResponse:
-    """A response body written by a hand-written encoder (``broker.protocol.fast_produce``):
+    """A response body written by a hand-written encoder (``broker.protocol.fast_produce``,
+    ``fast_fetch``):
     the bytes after the response header, whether that header is v1 (flexible), and the
     response's error counts (Kafka's ``AbstractResponse.errorCounts``: code -> occurrences),
     which metrics can no longer read from an entity."""
@@ -172,10 +174,16 @@ def decode_request(header: RequestHeaderData, frame: memoryview | bytes) -> Any:
 
 def decode_request_fast(header: RequestHeaderData, frame: bytes) -> Any:
     """``decode_request``, except that a Produce request may come back as
-    ``fast_produce.ProduceRequestData`` (same field names, decoded without kio). Anything the
-    fast decoder is unsure of goes through kio, so errors are exactly ``decode_request``'s."""
-    if header.api_key == PRODUCE:
+    ``fast_produce.ProduceRequestData`` and a Fetch request (v4+) as
+    ``fast_fetch.FetchRequestData`` (same field names, decoded without kio). Anything the fast
+    decoders are unsure of goes through kio, so errors are exactly ``decode_request``'s."""
+    api_key = header.api_key
+    if api_key == PRODUCE:
         body = decode_produce_request(header.api_version, frame, header.size)
+        if body is not None:
+            return body
+    elif api_key == FETCH:
+        body = decode_fetch_request(header.api_version, frame, header.size)
         if body is not None:
             return body
     return decode_request(header, frame)

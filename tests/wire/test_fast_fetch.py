@@ -1,0 +1,374 @@
+"""The hand-written Fetch codec (``broker.protocol.fast_fetch``) against kio, for every version
+the 4.x range serves: requests kio encodes decode to the same values, frames kio refuses are
+never accepted, and responses are kio's bytes exactly."""
+from __future__ import annotations
+
+import dataclasses
+import io
+import random
+import sys
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given, settings, strategies as st
+from kio.index import load_request_schema
+from kio.serial import entity_writer
+
+from kafka_emu.broker.apis import APIS
+from kafka_emu.broker.apis.fetch import (
+    API_KEY,
+    build_response,
+    parse_fetch_request,
+    partition_responses,
+)
+from kafka_emu.broker.partition import LogReadResult
+from kafka_emu.broker.transaction_index import AbortedTxn
+from kafka_emu.broker.protocol.codec import (
+    EncodedResponse,
+    InvalidRequestError,
+    decode_request,
+    decode_request_fast,
+    decode_request_header,
+    decode_response,
+    encode_request,
+    encode_response,
+)
+from kafka_emu.broker.protocol.fast_fetch import (
+    FIRST_FLEXIBLE,
+    FetchRequestData,
+    decode_fetch_request,
+    encode_fetch_body,
+    error_counts,
+)
+from kafka_emu.broker.record_batch import build_batch
+from kafka_emu.coordinator.errors import Errors
+from kafka_emu.metrics.error_counts import error_counts as entity_error_counts
+
+# the versions the 4.x broker admits (v0-v3 stay on kio: down-conversion, emulator.api.compatibility=3.9)
+FETCH_VERSIONS = range(APIS[API_KEY].min_version, APIS[API_KEY].max_version + 1)
+
+
+def kio_bytes(body: object) -> bytes:
+    buf = io.BytesIO()
+    entity_writer(type(body))(buf, body)
+    return buf.getvalue()
+
+
+# --- requests ------------------------------------------------------------------------------------
+
+def request_sample(version: int, rng: random.Random, tags: bool = True) -> object:
+    """A FetchRequest of ``version`` with every field it has at a random value (tagged fields
+    present or at their defaults when ``tags``)."""
+    cls = load_request_schema(API_KEY, version)
+    mod = sys.modules[cls.__module__]
+    names = {f.name for f in dataclasses.fields(cls)}
+    part_names = {f.name for f in dataclasses.fields(mod.FetchPartition)}
+    by_id = version >= 13
+
+    def key(t: int) -> dict[str, Any]:
+        if by_id:
+            return {"topic_id": rng.choice([uuid.uuid4(), None])}
+        return {"topic": rng.choice(["t", "é-topic", f"topic-{t}" * rng.randint(1, 30)])}
+
+    topics = []
+    for t in range(rng.randint(0, 3)):
+        parts = []
+        for _ in range(rng.randint(0, 4)):
+            kw = dict(partition=rng.randint(0, 2**31 - 1), fetch_offset=rng.randint(-1, 2**62),
+                      partition_max_bytes=rng.randint(0, 2**31 - 1))
+            for name in ("current_leader_epoch", "last_fetched_epoch"):
+                if name in part_names:
+                    kw[name] = rng.randint(-1, 2**31 - 1)
+            if "log_start_offset" in part_names:
+                kw["log_start_offset"] = rng.randint(-1, 2**50)
+            if tags and "replica_directory_id" in part_names and rng.random() < 0.3:
+                kw["replica_directory_id"] = uuid.uuid4()
+            if tags and "high_watermark" in part_names and rng.random() < 0.3:
+                kw["high_watermark"] = rng.randint(-1, 2**50)
+            parts.append(mod.FetchPartition(**kw))
+        topics.append(mod.FetchTopic(**key(t), partitions=tuple(parts)))
+    kw = dict(max_wait=timedelta(milliseconds=rng.randint(0, 2**31 - 1)), min_bytes=rng.randint(-1, 2**31 - 1),
+              max_bytes=rng.randint(0, 2**31 - 1), isolation_level=rng.choice([0, 1]), topics=tuple(topics))
+    if "replica_id" in names:
+        kw["replica_id"] = rng.choice([-1, -1, 0, 3])
+    if "session_id" in names:
+        kw.update(session_id=rng.choice([0, 0, 17]), session_epoch=rng.choice([-1, 0, 5]),
+                  forgotten_topics_data=tuple(
+                      mod.ForgottenTopic(**key(t), partitions=tuple(rng.randint(0, 99) for _ in range(rng.randint(0, 3))))
+                      for t in range(rng.choice([0, 0, 2]))))
+    if "rack_id" in names:
+        kw["rack_id"] = rng.choice(["", "rack-a", "é"])
+    if tags and "cluster_id" in names:
+        kw["cluster_id"] = rng.choice([None, None, "", "cluster-1"])
+    if tags and "replica_state" in names and rng.random() < 0.4:
+        kw["replica_state"] = mod.ReplicaState(replica_id=rng.randint(-1, 5), replica_epoch=rng.randint(-1, 2**40))
+    return cls(**kw)
+
+
+def same(fast: Any, slow: Any) -> bool:
+    """The fast decoder's value equals kio's, for every field kio's class of that version has."""
+    if dataclasses.is_dataclass(slow):
+        return all(same(getattr(fast, f.name), getattr(slow, f.name)) for f in dataclasses.fields(slow))
+    if isinstance(slow, tuple):
+        return isinstance(fast, tuple) and len(fast) == len(slow) and all(map(same, fast, slow))
+    if isinstance(slow, timedelta):
+        return fast == slow // timedelta(milliseconds=1)
+    return type(fast) in (int, str, type(None), uuid.UUID) and fast == slow
+
+
+def frame_of(body: object) -> bytes:
+    return encode_request(body, 5, "c")[4:]
+
+
+@pytest.mark.parametrize("version", FETCH_VERSIONS)
+def test_decoder_agrees_with_kio(version: int) -> None:
+    rng = random.Random(2000 + version)
+    for _ in range(60):
+        body = request_sample(version, rng)
+        frame = frame_of(body)
+        header = decode_request_header(frame)
+        fast = decode_fetch_request(version, frame, header.size)
+        assert fast is not None and same(fast, decode_request(header, frame))
+        assert isinstance(decode_request_fast(header, frame), FetchRequestData)
+
+
+@settings(max_examples=200, deadline=None)
+@given(version=st.sampled_from(list(FETCH_VERSIONS)), seed=st.integers(0, 2**32))
+def test_decoder_agrees_with_kio_property(version: int, seed: int) -> None:
+    body = request_sample(version, random.Random(seed))
+    frame = frame_of(body)
+    header = decode_request_header(frame)
+    fast = decode_fetch_request(version, frame, header.size)
+    assert fast is not None and same(fast, decode_request(header, frame))
+
+
+@pytest.mark.parametrize("version", FETCH_VERSIONS)
+def test_handler_reads_the_same_request(version: int) -> None:
+    """``parse_fetch_request`` gets the same params, fetch infos, order and pre-set errors from
+    either decoding (the metadata knows one topic id, so unknown ids are pre-set errors)."""
+    known = uuid.uuid4()
+
+    class Metadata:
+        @staticmethod
+        def topic_name(topic_id: uuid.UUID | None) -> str | None:
+            return "known" if topic_id == known else None
+
+    rng = random.Random(version)
+    for _ in range(20):
+        body = request_sample(version, rng)
+        if version >= 13 and body.topics:
+            body = dataclasses.replace(body, topics=(dataclasses.replace(body.topics[0], topic_id=known),
+                                                     *body.topics[1:]))
+        frame = frame_of(body)
+        header = decode_request_header(frame)
+        fast = decode_fetch_request(version, frame, header.size)
+        assert parse_fetch_request(fast, version, Metadata) == parse_fetch_request(
+            decode_request(header, frame), version, Metadata)
+
+
+@pytest.mark.parametrize("version", [4, 7, 11, 12, 13, 15, 17, 18])
+def test_truncated_frames_never_decode_fast_where_kio_refuses(version: int) -> None:
+    """Every prefix: the fast decoder either declines or agrees with a successful kio decode,
+    so ``decode_request_fast`` raises exactly when ``decode_request`` does."""
+    rng = random.Random(version)
+    body = request_sample(version, rng)
+    while not body.topics or not body.topics[0].partitions:
+        body = request_sample(version, rng)
+    frame = frame_of(body)
+    header = decode_request_header(frame)
+    for cut in range(header.size, len(frame)):
+        prefix = frame[:cut]
+        fast = decode_fetch_request(version, prefix, header.size)
+        try:
+            slow = decode_request(header, prefix)
+        except InvalidRequestError:
+            assert fast is None, f"cut at {cut}: fast decoder accepted a frame kio refuses"
+            with pytest.raises(InvalidRequestError):
+                decode_request_fast(header, prefix)
+            continue
+        assert fast is None or same(fast, slow)
+
+
+@settings(max_examples=400, deadline=None)
+@given(version=st.sampled_from(list(FETCH_VERSIONS)), seed=st.integers(0, 2**16),
+       flips=st.lists(st.tuples(st.integers(0, 300), st.sampled_from([0, 1, 2, 0x80, 0xFF]) | st.integers(0, 255)),
+                      min_size=1, max_size=4))
+def test_mutated_frames_never_decode_fast_where_kio_refuses(version: int, seed: int,
+                                                             flips: list[tuple[int, int]]) -> None:
+    body = request_sample(version, random.Random(seed))
+    frame = bytearray(frame_of(body))
+    header = decode_request_header(bytes(frame))
+    for pos, value in flips:
+        if header.size + pos < len(frame):
+            frame[header.size + pos] = value
+    frame_b = bytes(frame)
+    fast = decode_fetch_request(version, frame_b, header.size)
+    try:
+        slow = decode_request(header, frame_b)
+    except InvalidRequestError:
+        assert fast is None
+        return
+    assert fast is None or same(fast, slow)
+
+
+def _with_tags(frame: bytes, at: int, tags: bytes) -> bytes:
+    """``frame`` with the empty tagged-field section at ``at`` replaced by ``tags``."""
+    assert frame[at] == 0
+    return frame[:at] + tags + frame[at + 1:]
+
+
+@pytest.mark.parametrize("version", [12, 15, 18])
+def test_unknown_tagged_fields_are_skipped(version: int) -> None:
+    """Unknown tags at the top level, on a topic and on a partition are skipped as Kafka skips
+    them; known ones after an unknown one are still read."""
+    cls = load_request_schema(API_KEY, version)
+    mod = sys.modules[cls.__module__]
+    key = {"topic_id": uuid.uuid4()} if version >= 13 else {"topic": "t"}
+    body = cls(max_wait=timedelta(milliseconds=500), min_bytes=1, max_bytes=1 << 20, isolation_level=1,
+               session_id=0, session_epoch=-1, rack_id="",
+               topics=(mod.FetchTopic(**key, partitions=(mod.FetchPartition(
+                   partition=0, fetch_offset=42, partition_max_bytes=1 << 20),)),),
+               forgotten_topics_data=())
+    frame = frame_of(body)
+    header = decode_request_header(frame)
+    # layout from the end: ... partition tags(1), topic tags(1), forgotten(1), rack(1), top tags(1)
+    top, rack, forgotten, topic_tags, part_tags = (len(frame) - i for i in (1, 2, 3, 4, 5))
+    assert frame[rack] == 1 and frame[forgotten] == 1
+    tagged = _with_tags(frame, top, b"\x02" + b"\x00\x03\x03id" + b"\x07\x02zz")    # cluster_id "id", unknown 7
+    tagged = _with_tags(tagged, topic_tags, b"\x01\x05\x01q")
+    tagged = _with_tags(tagged, part_tags, b"\x01\x09\x00")
+    fast = decode_fetch_request(version, tagged, header.size)
+    slow = decode_request(header, tagged)
+    assert fast is not None and same(fast, slow) and fast.cluster_id == "id"
+
+
+def test_replica_state_tag_is_read() -> None:
+    """v15+: a replica id sent in ``replica_state`` (tag 1) is read as kio reads it."""
+    cls = load_request_schema(API_KEY, 15)
+    mod = sys.modules[cls.__module__]
+    body = cls(max_wait=timedelta(0), min_bytes=1, topics=(), forgotten_topics_data=(),
+               replica_state=mod.ReplicaState(replica_id=2, replica_epoch=77))
+    frame = frame_of(body)
+    header = decode_request_header(frame)
+    fast = decode_fetch_request(15, frame, header.size)
+    assert fast is not None and same(fast, decode_request(header, frame))
+    assert (fast.replica_state.replica_id, fast.replica_state.replica_epoch) == (2, 77)
+
+
+def test_known_tag_of_the_wrong_size_is_left_to_kio() -> None:
+    """A ``replica_state`` whose declared size is not what it holds: kio decides."""
+    cls = load_request_schema(API_KEY, 15)
+    body = cls(max_wait=timedelta(0), min_bytes=1, topics=(), forgotten_topics_data=())
+    frame = frame_of(body)
+    header = decode_request_header(frame)
+    bad = _with_tags(frame, len(frame) - 1, b"\x01\x01\x0e" + bytes(14))   # 12 bytes + tags, size 14
+    assert decode_fetch_request(15, bad, header.size) is None
+
+
+def test_null_cluster_id_is_left_to_kio() -> None:
+    """kio refuses a null ``cluster_id`` (tag 0), so the fast decoder must not accept one."""
+    cls = load_request_schema(API_KEY, 12)
+    body = cls(replica_id=-1, max_wait=timedelta(0), min_bytes=1, topics=(), forgotten_topics_data=())
+    frame = frame_of(body)
+    header = decode_request_header(frame)
+    null_tag = _with_tags(frame, len(frame) - 1, b"\x01\x00\x01\x00")
+    assert decode_fetch_request(12, null_tag, header.size) is None
+    with pytest.raises(InvalidRequestError):
+        decode_request_fast(header, null_tag)
+
+
+def test_old_versions_stay_on_kio() -> None:
+    cls = load_request_schema(API_KEY, 4)
+    body = cls(replica_id=-1, max_wait=timedelta(0), min_bytes=1, max_bytes=1, isolation_level=0, topics=())
+    frame = frame_of(body)
+    assert decode_fetch_request(3, frame, decode_request_header(frame).size) is None
+    assert encode_fetch_body(3, []) is None
+
+
+# --- responses -----------------------------------------------------------------------------------
+
+def read_result(rng: random.Random, version: int) -> LogReadResult:
+    batch = build_batch([(None, b"v" * rng.randint(0, 200))] * rng.randint(1, 3))
+    error = rng.choice([Errors.NONE, Errors.NONE, Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH,
+                        Errors.OFFSET_OUT_OF_RANGE, Errors.UNKNOWN_TOPIC_OR_PARTITION])
+    return LogReadResult(
+        records=rng.choice([b"", batch, batch + batch]), error=error,
+        high_watermark=rng.randint(-1, 2**50), last_stable_offset=rng.randint(-1, 2**50),
+        log_start_offset=rng.randint(-1, 2**40), log_end_offset=rng.randint(-1, 2**50),
+        diverging_epoch=rng.choice([None, None, (-1, -1), (rng.randint(0, 99), rng.randint(0, 2**40))]),
+        leader_id=rng.choice([-1, 0, 2]), leader_epoch=rng.choice([-1, 0, 5]),
+        aborted_transactions=rng.choice([None, (), tuple(AbortedTxn(rng.randint(0, 2**40), rng.randint(0, 2**40), -1, -1)
+                                                         for _ in range(rng.randint(1, 3)))]))
+
+
+def response_sample(version: int, rng: random.Random, topics: int = 3, partitions: int = 4):
+    """(order, results, pre): topics by name or id (some unknown), partitions read or not."""
+    order, results, pre = [], {}, {}
+    for t in range(rng.randint(0, topics)):
+        name = rng.choice([f"topic-{t}", "é" * rng.randint(1, 40)])
+        known = rng.random() < 0.8
+        key = (uuid.uuid4() if rng.random() < 0.9 else None) if version >= 13 else name
+        parts = [rng.randint(0, 2**31 - 1) for _ in range(rng.randint(0, partitions))]
+        for idx in parts:
+            if not known:
+                if rng.random() < 0.5:
+                    pre[(key, idx)] = Errors.UNKNOWN_TOPIC_ID
+            elif rng.random() < 0.9:
+                results[(name, idx)] = read_result(rng, version)
+        order.append((key, name if known or version < 13 else None, parts))
+    return order, results, pre
+
+
+@pytest.mark.parametrize("version", FETCH_VERSIONS)
+def test_same_bytes_as_kio(version: int) -> None:
+    rng = random.Random(3000 + version)
+    for _ in range(60):
+        order, results, pre = response_sample(version, rng)
+        error = rng.choice([Errors.NONE, Errors.NONE, Errors.UNKNOWN_SERVER_ERROR])
+        entity = build_response(version, order, results, pre, error)
+        topics = partition_responses(version, order, results, pre)
+        assert encode_fetch_body(version, topics, error) == kio_bytes(entity)
+        assert error_counts(version, topics, error) == entity_error_counts(entity)
+
+
+@settings(max_examples=100, deadline=None)
+@given(version=st.sampled_from(list(FETCH_VERSIONS)), seed=st.integers(0, 2**32))
+def test_same_bytes_as_kio_many_partitions(version: int, seed: int) -> None:
+    rng = random.Random(seed)
+    order, results, pre = response_sample(version, rng, topics=6, partitions=40)
+    entity = build_response(version, order, results, pre)
+    assert encode_fetch_body(version, partition_responses(version, order, results, pre)) == kio_bytes(entity)
+
+
+@pytest.mark.parametrize("version", FETCH_VERSIONS)
+def test_encoded_response_frames_and_decodes_like_the_entity(version: int) -> None:
+    """The framed ``EncodedResponse`` is the framed kio entity, and kio reads it back."""
+    tp_result = LogReadResult(build_batch([(b"k", b"v")]), Errors.NONE, 1, 1, 0, 1,
+                              aborted_transactions=(AbortedTxn(7, 0, 5, 6),))
+    fenced = LogReadResult(b"", Errors.FENCED_LEADER_EPOCH, -1, -1, -1, -1, (3, 40), 2, 9)
+    key = uuid.uuid4() if version >= 13 else "t"
+    order = [(key, "t", [0, 1, 2])]
+    results = {("t", 0): tp_result, ("t", 1): fenced}
+    topics = partition_responses(version, order, results, {})
+    entity = build_response(version, order, results, {})
+    data = encode_fetch_body(version, topics)
+    framed = encode_response(11, EncodedResponse(data, version >= FIRST_FLEXIBLE, error_counts(version, topics)))
+    assert framed == encode_response(11, entity)
+    corr, decoded = decode_response(framed[4:], type(entity))
+    assert corr == 11 and decoded == entity
+
+
+def test_leader_hint_only_with_leader_errors() -> None:
+    """Kafka's ``KafkaApis.handleFetchRequest`` sends ``current_leader`` with
+    NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH only: the leader a successful read carries is
+    not sent."""
+    read = LogReadResult(b"", Errors.NONE, 5, 5, 0, 5, None, 2, 9)
+    hinted = LogReadResult(b"", Errors.NOT_LEADER_OR_FOLLOWER, -1, -1, -1, -1, None, 2, 9)
+    order = [(uuid.uuid4(), "t", [0, 1])]
+    topics = partition_responses(18, order, {("t", 0): read, ("t", 1): hinted}, {})
+    assert [hint for _, _, hint in topics[0][2]] == [False, True]
+    entity = build_response(18, order, {("t", 0): read, ("t", 1): hinted}, {})
+    assert [p.current_leader.leader_id for p in entity.responses[0].partitions] == [-1, 2]
+    assert encode_fetch_body(18, topics) == kio_bytes(entity)

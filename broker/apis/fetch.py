@@ -13,8 +13,9 @@ consumer fetch below v10 that would return a zstd batch gets UNSUPPORTED_COMPRES
 v0-v3 (served under ``emulator.api.compatibility=3.9`` only) read message formats v0 (v0-v1)
 and v1 (v2-v3): the records are down-converted as Kafka 3.9 does (``_down_converted``), and
 before v3 the max bytes are a hard limit (no oversized first batch).
-v4-v18 requests are usually decoded and their answers encoded by ``broker.protocol.fast_fetch``
-(the bytes kio reads and writes, without kio's per-field cost); v0-v3 go through kio.
+v4-v18 requests off the wire are decoded, and answered, by ``broker.protocol.fast_fetch`` (the
+bytes kio reads and writes, without kio's per-field cost) unless that codec leaves a frame to
+kio; v0-v3, and kio entities sent in process (tests, benchmarks), get a kio response entity.
 Session fields and forgotten topics are read but not acted on: every consumer fetch is full.
 In-process replica fetchers send a ``ReplicaFetchRequestData`` and get ``fetch_messages``'s
 results back as they are (``broker.replica_fetcher`` says why), inside a
@@ -33,7 +34,13 @@ from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.partition import LogReadResult
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
-from kafka_emu.broker.protocol.fast_fetch import FIRST_FLEXIBLE, TopicResults, encode_fetch_body, error_counts
+from kafka_emu.broker.protocol.fast_fetch import (
+    FIRST_FLEXIBLE,
+    FetchRequestData,
+    TopicResults,
+    encode_fetch_body,
+    error_counts,
+)
 from kafka_emu.broker.replica_fetcher import ReplicaFetchRequestData
 from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo, isolation_for
 from kafka_emu.coordinator.errors import Errors, KafkaError
@@ -92,9 +99,8 @@ def parse_fetch_request(body: Any, version: int, metadata: MetadataStore
 
 def handle_fetch(apis: KafkaApis, request: Request) -> None:
     version = request.api_version
-    if isinstance(request.body, ReplicaFetchRequestData):   # an in-process follower fetch
-        body = request.body
-
+    body = request.body
+    if isinstance(body, ReplicaFetchRequestData):   # an in-process follower fetch
         def answer(response: object) -> None:
             apis.request_channel.send_response(request, response)
 
@@ -104,14 +110,14 @@ def handle_fetch(apis: KafkaApis, request: Request) -> None:
             apis.replica_manager.fetch_in_session(body.params, body.session_id, body.session_epoch,
                                                   body.fetch_infos, body.removed, answer)
         return
-    params, infos, order, pre = parse_fetch_request(request.body, version, apis.metadata)
+    params, infos, order, pre = parse_fetch_request(body, version, apis.metadata)
 
     def on_done(results: list[tuple[TopicPartition, LogReadResult]]) -> None:
         by_tp = dict(results)
         channel = apis.request_channel
         if version <= LAST_V1_FORMAT_VERSION:
             by_tp = _down_converted(apis, version, infos, by_tp)
-        else:   # the 4.x versions: encoded by hand (the bytes kio would write)
+        elif isinstance(body, FetchRequestData):   # decoded by the fast codec: answer in kind
             topics = partition_responses(version, order, by_tp, pre)
             data = encode_fetch_body(version, topics)
             if data is not None:

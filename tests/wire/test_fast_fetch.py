@@ -7,6 +7,7 @@ import dataclasses
 import io
 import random
 import sys
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -372,3 +373,47 @@ def test_leader_hint_only_with_leader_errors() -> None:
     entity = build_response(18, order, {("t", 0): read, ("t", 1): hinted}, {})
     assert [p.current_leader.leader_id for p in entity.responses[0].partitions] == [-1, 2]
     assert encode_fetch_body(18, topics) == kio_bytes(entity)
+
+
+# --- over the wire -------------------------------------------------------------------------------
+
+@pytest.mark.timeout(60)
+@pytest.mark.kafka_cluster(brokers=1, record_requests=True)
+def test_real_consumer_fetches_go_through_the_fast_codec(kafka_cluster: Any) -> None:
+    """A confluent-kafka (librdkafka) consumer's fetches are decoded and answered by the fast
+    codec, and what it reads is what was produced, read_committed included (aborted
+    transactions in the answer)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from wire_helpers import unique
+
+    topic = unique("fast-fetch")
+    kafka_cluster.create_topic(topic, partitions=1, replication_factor=1)
+    bs = kafka_cluster.bootstrap_servers
+    p = Producer({"bootstrap.servers": bs, "transactional.id": unique("txn")})
+    p.init_transactions()
+    p.begin_transaction()
+    p.produce(topic, b"aborted", partition=0)
+    p.flush()   # sent before the abort (which purges what is still queued)
+    p.abort_transaction()
+    p.begin_transaction()
+    for i in range(5):
+        p.produce(topic, b"v%d" % i, partition=0)
+    p.commit_transaction()
+    c = Consumer({"bootstrap.servers": bs, "group.id": unique("g"), "isolation.level": "read_committed",
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 50})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got: list[bytes] = []
+    try:
+        deadline = time.monotonic() + 20
+        while len(got) < 5 and time.monotonic() < deadline:
+            got.extend(m.value() for m in c.consume(num_messages=10, timeout=0.2) if m.error() is None)
+    finally:
+        c.close()
+    assert got == [b"v%d" % i for i in range(5)]
+    fetches = [r for r in kafka_cluster.requests(api="Fetch") if r.request.topics]
+    assert fetches and all(isinstance(r.request, FetchRequestData) for r in fetches)
+    assert all(isinstance(r.raw_response, EncodedResponse) for r in fetches)
+    aborted = [pr.aborted_transactions for r in fetches for t in r.response.responses for pr in t.partitions
+               if pr.aborted_transactions]
+    assert aborted, "the aborted transaction was announced to the read_committed consumer"

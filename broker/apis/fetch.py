@@ -16,7 +16,6 @@ before v3 the max bytes are a hard limit (no oversized first batch).
 v4-v18 requests off the wire are decoded, and answered, by ``broker.protocol.fast_fetch`` (the
 bytes kio reads and writes, without kio's per-field cost) unless that codec leaves a frame to
 kio; v0-v3, and kio entities sent in process (tests, benchmarks), get a kio response entity.
-Session fields and forgotten topics are read but not acted on: every consumer fetch is full.
 In-process replica fetchers send a ``ReplicaFetchRequestData`` and get ``fetch_messages``'s
 results back as they are (``broker.replica_fetcher`` says why), inside a
 ``SessionFetchResponse`` when the request carries session fields.
@@ -193,7 +192,8 @@ _LEADER_HINT_ERRORS = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH
 
 def build_response(version: int, order: TopicOrder, results: dict[TopicPartition, LogReadResult],
                    pre: dict[tuple[TopicKey, int], int], error: int = Errors.NONE) -> object:
-    """The kio FetchResponse entity (v0-v3, and the reference ``fast_fetch`` is tested against)."""
+    """The kio FetchResponse entity: the answer to v0-v3 and to requests kio decoded, and the
+    reference ``fast_fetch.encode_fetch_body`` is tested against."""
     cls = response_schema(API_KEY, version)
     topic_cls = item_cls(cls, "responses")
     part_cls = item_cls(topic_cls, "partitions")

@@ -88,8 +88,20 @@ class FetchPartition:
     last_fetched_epoch: int          # v12+ (else -1)
     log_start_offset: int            # v5+ (else -1)
     partition_max_bytes: int
-    replica_directory_id: UUID | None = None   # v17+, tag 0
-    high_watermark: int = 0x7FFFFFFFFFFFFFFF   # v18+, tag 1
+
+
+# The follower-only tagged fields are in subclasses, present from the version kio has them:
+# code that mirrors a request generically (``broker.protocol.error_response`` copies a field
+# ``high_watermark`` into the answer) then sees the fields kio's entity has.
+
+@dataclass(slots=True, eq=False)
+class FetchPartitionV17(FetchPartition):
+    replica_directory_id: UUID | None = None   # tag 0
+
+
+@dataclass(slots=True, eq=False)
+class FetchPartitionV18(FetchPartitionV17):
+    high_watermark: int = 0x7FFFFFFFFFFFFFFF   # tag 1
 
 
 @dataclass(slots=True, eq=False)
@@ -197,16 +209,18 @@ def _topic_id(buf: bytes, off: int) -> UUID | None:
     return _uuid(raw)
 
 
-def _tags(buf: bytes, off: int, end: int, known: dict[int, Callable[[bytes, int, int], object]] | None
-          ) -> tuple[dict[int, object] | None, int]:
-    """A tagged-field section: (values of the ``known`` tags present, or None if there are
-    none) and the offset after it. Unknown tags are skipped; tags out of order, or a known one
-    whose value does not fill exactly its declared size, are left to kio."""
+_TagReaders = dict[int, tuple[str, Callable[[bytes, int, int], object]]]   # tag -> (field, reader)
+
+
+def _tags(buf: bytes, off: int, end: int, known: _TagReaders | None) -> tuple[dict[str, object] | None, int]:
+    """A tagged-field section: (field name -> value of the ``known`` tags present, or None if
+    there are none) and the offset after it. Unknown tags are skipped; tags out of order, or a
+    known one whose value does not fill exactly its declared size, are left to kio."""
     n = buf[off]
     if n == 0:
         return None, off + 1
     n, off = _uvarint(buf, off)
-    values: dict[int, object] = {}
+    values: dict[str, object] = {}
     last = -1
     for _ in range(n):
         tag, off = _uvarint(buf, off)
@@ -215,9 +229,9 @@ def _tags(buf: bytes, off: int, end: int, known: dict[int, Callable[[bytes, int,
         if tag <= last or stop > end:
             raise _Malformed
         last = tag
-        read = None if known is None else known.get(tag)
-        if read is not None:
-            values[tag] = read(buf, off, stop)
+        field = None if known is None else known.get(tag)
+        if field is not None:
+            values[field[0]] = field[1](buf, off, stop)
         off = stop
     return values or None, off
 
@@ -251,10 +265,10 @@ def _read_high_watermark(buf: bytes, off: int, stop: int) -> int:
     return _I64.unpack_from(buf, off)[0]
 
 
-_TOP_TAGS = {0: _read_cluster_id}
-_TOP_TAGS_V15 = {0: _read_cluster_id, 1: _read_replica_state}
-_PART_TAGS_V17 = {0: _read_directory_id}
-_PART_TAGS_V18 = {0: _read_directory_id, 1: _read_high_watermark}
+_TOP_TAGS: _TagReaders = {0: ("cluster_id", _read_cluster_id)}
+_TOP_TAGS_V15: _TagReaders = {**_TOP_TAGS, 1: ("replica_state", _read_replica_state)}
+_PART_TAGS_V17: _TagReaders = {0: ("replica_directory_id", _read_directory_id)}
+_PART_TAGS_V18: _TagReaders = {**_PART_TAGS_V17, 1: ("high_watermark", _read_high_watermark)}
 
 
 def _decode(version: int, buf: bytes, off: int) -> FetchRequestData:
@@ -276,6 +290,7 @@ def _decode(version: int, buf: bytes, off: int) -> FetchRequestData:
     part_struct = _PART_V12 if version >= 12 else _PART_V9 if version >= 9 else _PART_V5 if version >= 5 else _PART_V4
     part_size = part_struct.size
     part_tags = _PART_TAGS_V18 if version >= 18 else _PART_TAGS_V17 if version >= 17 else None
+    part_cls = FetchPartitionV18 if version >= 18 else FetchPartitionV17 if version >= 17 else FetchPartition
     topics = []
     n_topics, off = _count(buf, off, end, flexible)
     for _ in range(n_topics):
@@ -291,7 +306,8 @@ def _decode(version: int, buf: bytes, off: int) -> FetchRequestData:
             values = part_struct.unpack_from(buf, off)
             off += part_size
             if version >= 12:
-                p = FetchPartition(*values)
+                tagged, off = _tags(buf, off, end, part_tags)   # only v17+ knows partition tags
+                p = part_cls(*values) if tagged is None else part_cls(*values, **tagged)
             elif version >= 9:
                 idx, cle, fetch_offset, log_start, max_part = values
                 p = FetchPartition(idx, cle, fetch_offset, -1, log_start, max_part)
@@ -301,11 +317,6 @@ def _decode(version: int, buf: bytes, off: int) -> FetchRequestData:
             else:
                 idx, fetch_offset, max_part = values
                 p = FetchPartition(idx, -1, fetch_offset, -1, -1, max_part)
-            if flexible:
-                tagged, off = _tags(buf, off, end, part_tags)
-                if tagged is not None:
-                    p.replica_directory_id = tagged.get(0)           # type: ignore[assignment]
-                    p.high_watermark = tagged.get(1, p.high_watermark)  # type: ignore[assignment]
             parts.append(p)
         if flexible:
             _, off = _tags(buf, off, end, None)
@@ -336,8 +347,8 @@ def _decode(version: int, buf: bytes, off: int) -> FetchRequestData:
     if flexible:
         tagged, off = _tags(buf, off, end, _TOP_TAGS_V15 if version >= FIRST_REPLICA_STATE else _TOP_TAGS)
         if tagged is not None:
-            cluster_id = tagged.get(0)                                   # type: ignore[assignment]
-            replica_state = tagged.get(1, replica_state)                 # type: ignore[assignment]
+            cluster_id = tagged.get("cluster_id")                        # type: ignore[assignment]
+            replica_state = tagged.get("replica_state", replica_state)   # type: ignore[assignment]
     if off > end:
         raise _Malformed
     return FetchRequestData(replica_id, replica_state, max_wait, min_bytes, max_bytes, isolation,

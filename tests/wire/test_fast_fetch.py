@@ -245,6 +245,22 @@ def test_unknown_tagged_fields_are_skipped(version: int) -> None:
     assert fast is not None and same(fast, slow) and fast.cluster_id == "id"
 
 
+@pytest.mark.parametrize("version", FETCH_VERSIONS)
+def test_error_responses_mirror_the_same_request(version: int) -> None:
+    """``build_error_response`` (a handler that raised) answers a fast-decoded request exactly
+    as it answers kio's entity: the decoded object shows the fields kio's version has."""
+    from kafka_emu.broker.protocol.error_response import build_error_response
+
+    rng = random.Random(4000 + version)
+    for _ in range(10):
+        body = request_sample(version, rng)
+        frame = frame_of(body)
+        header = decode_request_header(frame)
+        fast = decode_fetch_request(version, frame, header.size)
+        assert build_error_response(API_KEY, version, fast, Errors.UNKNOWN_SERVER_ERROR) == \
+            build_error_response(API_KEY, version, decode_request(header, frame), Errors.UNKNOWN_SERVER_ERROR)
+
+
 def test_replica_state_tag_is_read() -> None:
     """v15+: a replica id sent in ``replica_state`` (tag 1) is read as kio reads it."""
     cls = load_request_schema(API_KEY, 15)

@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Sequence
 from uuid import UUID
 
-from kafka_emu.broker.protocol.varint import InvalidRequestError, read_uvarint, write_uvarint
+from kafka_emu.broker.protocol.fast_wire import DECODE_ERRORS, Malformed, count, uvarint, write_count, write_string
 
 if TYPE_CHECKING:
     from kafka_emu.broker.partition import LogReadResult
@@ -64,12 +64,13 @@ _ABORTED = struct.Struct(">qq")
 _DIVERGING_TAG = struct.Struct(">BBiqB")   # tag 0, size 13, epoch, end_offset, no tags
 _LEADER_TAG = struct.Struct(">BBiiB")      # tag 1, size 9, leader_id, leader_epoch, no tags
 _ZERO_UUID = bytes(16)
+_NULL = {False: b"\xff\xff\xff\xff", True: b"\x00"}   # a null array or bytes: int32 -1, compact 0
 _NOT_SET = (-1, -1)   # EpochEndOffset and LeaderIdAndEpoch at their defaults
 
 
 # --- requests ------------------------------------------------------------------------------------
 
-@dataclass(slots=True, eq=False)
+@dataclass(frozen=True, slots=True)
 class ReplicaState:
     """FetchRequest's ``replica_state`` (v15+, tag 1): a follower's id and broker epoch."""
 
@@ -140,10 +141,6 @@ class FetchRequestData:
     cluster_id: str | None
 
 
-class _Malformed(Exception):
-    """Internal: hand the frame to kio, which reports the error as Kafka would."""
-
-
 def decode_fetch_request(version: int, frame: bytes, offset: int) -> FetchRequestData | None:
     """The FetchRequest body at ``offset``, or None when kio should decide (see module doc).
 
@@ -153,47 +150,22 @@ def decode_fetch_request(version: int, frame: bytes, offset: int) -> FetchReques
         return None
     try:
         return _decode(version, frame, offset)
-    except (_Malformed, InvalidRequestError, struct.error, IndexError, UnicodeDecodeError, ValueError):
+    except DECODE_ERRORS:
         return None
-
-
-def _uvarint(buf: bytes, off: int) -> tuple[int, int]:
-    """``read_uvarint`` with the one-byte case (nearly every length and count) first; values
-    beyond an int32 (never a valid length, count, tag or size) are left to kio."""
-    b = buf[off]
-    if b < 0x80:
-        return b, off + 1
-    value, off = read_uvarint(buf, off)
-    if value > 0x7FFFFFFF:
-        raise _Malformed
-    return value, off
 
 
 def _string(buf: bytes, off: int, end: int, flexible: bool) -> tuple[str, int]:
     """A non-null (compact) string and the offset after it; raises on a null (Kafka's
     FetchRequest has no nullable string kio reads as one) or bytes past ``end``."""
     if flexible:
-        n, off = _uvarint(buf, off)
+        n, off = uvarint(buf, off)
         n -= 1
     else:
         n = _I16.unpack_from(buf, off)[0]
         off += 2
     if n < 0 or off + n > end:
-        raise _Malformed
+        raise Malformed
     return buf[off:off + n].decode("utf-8"), off + n
-
-
-def _count(buf: bytes, off: int, end: int, flexible: bool) -> tuple[int, int]:
-    """An array length (never null in a FetchRequest) and the offset after it."""
-    if flexible:
-        n, off = _uvarint(buf, off)
-        n -= 1
-    else:
-        n = _I32.unpack_from(buf, off)[0]
-        off += 4
-    if n < 0 or n > end - off:
-        raise _Malformed
-    return n, off
 
 
 @lru_cache(maxsize=4096)
@@ -205,11 +177,19 @@ def _uuid(raw: bytes) -> UUID | None:
 def _topic_id(buf: bytes, off: int) -> UUID | None:
     raw = buf[off:off + 16]
     if len(raw) != 16:
-        raise _Malformed
+        raise Malformed
     return _uuid(raw)
 
 
 _TagReaders = dict[int, tuple[str, Callable[[bytes, int, int], object]]]   # tag -> (field, reader)
+
+
+def _topic_key(buf: bytes, off: int, end: int, by_id: bool, flexible: bool) -> tuple[str | None, UUID | None, int]:
+    """(name before v13, id from v13, offset after) of a fetched or forgotten topic."""
+    if by_id:
+        return None, _topic_id(buf, off), off + 16
+    name, off = _string(buf, off, end, flexible)
+    return name, None, off
 
 
 def _tags(buf: bytes, off: int, end: int, known: _TagReaders | None) -> tuple[dict[str, object] | None, int]:
@@ -219,15 +199,15 @@ def _tags(buf: bytes, off: int, end: int, known: _TagReaders | None) -> tuple[di
     n = buf[off]
     if n == 0:
         return None, off + 1
-    n, off = _uvarint(buf, off)
+    n, off = uvarint(buf, off)
     values: dict[str, object] = {}
     last = -1
     for _ in range(n):
-        tag, off = _uvarint(buf, off)
-        size, off = _uvarint(buf, off)
+        tag, off = uvarint(buf, off)
+        size, off = uvarint(buf, off)
         stop = off + size
         if tag <= last or stop > end:
-            raise _Malformed
+            raise Malformed
         last = tag
         field = None if known is None else known.get(tag)
         if field is not None:
@@ -238,7 +218,7 @@ def _tags(buf: bytes, off: int, end: int, known: _TagReaders | None) -> tuple[di
 
 def _exactly(stop: int, off: int) -> None:
     if off != stop:
-        raise _Malformed
+        raise Malformed
 
 
 def _read_cluster_id(buf: bytes, off: int, stop: int) -> str:
@@ -292,16 +272,11 @@ def _decode(version: int, buf: bytes, off: int) -> FetchRequestData:
     part_tags = _PART_TAGS_V18 if version >= 18 else _PART_TAGS_V17 if version >= 17 else None
     part_cls = FetchPartitionV18 if version >= 18 else FetchPartitionV17 if version >= 17 else FetchPartition
     topics = []
-    n_topics, off = _count(buf, off, end, flexible)
+    n_topics, off = count(buf, off, end, flexible)
     for _ in range(n_topics):
-        if by_id:
-            name, topic_id = None, _topic_id(buf, off)
-            off += 16
-        else:
-            name, off = _string(buf, off, end, flexible)
-            topic_id = None
+        name, topic_id, off = _topic_key(buf, off, end, by_id, flexible)
         parts = []
-        n_parts, off = _count(buf, off, end, flexible)
+        n_parts, off = count(buf, off, end, flexible)
         for _ in range(n_parts):
             values = part_struct.unpack_from(buf, off)
             off += part_size
@@ -323,17 +298,12 @@ def _decode(version: int, buf: bytes, off: int) -> FetchRequestData:
         topics.append(FetchTopic(name, topic_id, tuple(parts)))
     forgotten = []
     if version >= FIRST_SESSION:
-        n_forgotten, off = _count(buf, off, end, flexible)
+        n_forgotten, off = count(buf, off, end, flexible)
         for _ in range(n_forgotten):
-            if by_id:
-                name, topic_id = None, _topic_id(buf, off)
-                off += 16
-            else:
-                name, off = _string(buf, off, end, flexible)
-                topic_id = None
-            n_parts, off = _count(buf, off, end, flexible)
+            name, topic_id, off = _topic_key(buf, off, end, by_id, flexible)
+            n_parts, off = count(buf, off, end, flexible)
             if off + 4 * n_parts > end:
-                raise _Malformed
+                raise Malformed
             indexes = struct.unpack_from(f">{n_parts}i", buf, off)
             off += 4 * n_parts
             if flexible:
@@ -350,7 +320,7 @@ def _decode(version: int, buf: bytes, off: int) -> FetchRequestData:
             cluster_id = tagged.get("cluster_id")                        # type: ignore[assignment]
             replica_state = tagged.get("replica_state", replica_state)   # type: ignore[assignment]
     if off > end:
-        raise _Malformed
+        raise Malformed
     return FetchRequestData(replica_id, replica_state, max_wait, min_bytes, max_bytes, isolation,
                             session_id, session_epoch, tuple(topics), tuple(forgotten), rack_id,  # type: ignore[arg-type]
                             cluster_id)
@@ -389,10 +359,7 @@ def _encode(version: int, topics: Sequence[TopicResults], error: int, throttle_m
         out += _RESP_TOP_V7.pack(throttle_ms, error, session_id)
     else:
         out += _I32.pack(throttle_ms)
-    if flexible:
-        write_uvarint(out, len(topics) + 1)
-    else:
-        out += _I32.pack(len(topics))
+    write_count(out, len(topics), flexible)
     for key, name, parts in topics:
         if by_id:
             if key is None:
@@ -402,45 +369,29 @@ def _encode(version: int, topics: Sequence[TopicResults], error: int, throttle_m
             else:
                 return None
         else:
-            raw = (name or "").encode()
-            if flexible:
-                write_uvarint(out, len(raw) + 1)
-            elif len(raw) > 0x7FFF:
+            if not write_string(out, name or "", flexible):
                 return None
-            else:
-                out += _I16.pack(len(raw))
-            out += raw
-        if flexible:
-            write_uvarint(out, len(parts) + 1)
-        else:
-            out += _I32.pack(len(parts))
+        write_count(out, len(parts), flexible)
         for idx, r, leader_hint in parts:
             out += _RESP_PART.pack(idx, r.error, r.high_watermark, r.last_stable_offset)
             if with_log_start:
                 out += _I64.pack(r.log_start_offset)
             aborted = r.aborted_transactions
             if aborted is None:
-                out += b"\x00" if flexible else b"\xff\xff\xff\xff"
+                out += _NULL[flexible]
             else:
-                if flexible:
-                    write_uvarint(out, len(aborted) + 1)
-                    for t in aborted:
-                        out += _ABORTED.pack(t.producer_id, t.first_offset)
+                write_count(out, len(aborted), flexible)
+                for t in aborted:
+                    out += _ABORTED.pack(t.producer_id, t.first_offset)
+                    if flexible:
                         out.append(0)
-                else:
-                    out += _I32.pack(len(aborted))
-                    for t in aborted:
-                        out += _ABORTED.pack(t.producer_id, t.first_offset)
             if with_replica:
                 out += b"\xff\xff\xff\xff"   # preferred_read_replica: none (no KIP-392 selector)
             records = r.records
             if records is None:
-                out += b"\x00" if flexible else b"\xff\xff\xff\xff"
+                out += _NULL[flexible]
             else:
-                if flexible:
-                    write_uvarint(out, len(records) + 1)
-                else:
-                    out += _I32.pack(len(records))
+                write_count(out, len(records), flexible)
                 out += records
             if flexible:
                 diverging = r.diverging_epoch

@@ -32,7 +32,8 @@ from uuid import UUID
 
 from kio.static.constants import EntityType
 
-from kafka_emu.broker.protocol.varint import InvalidRequestError, read_uvarint, skip_tagged_fields, write_uvarint
+from kafka_emu.broker.protocol.fast_wire import DECODE_ERRORS, Malformed, count, uvarint, write_count, write_string
+from kafka_emu.broker.protocol.varint import skip_tagged_fields
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -74,10 +75,6 @@ class ProduceRequestData:
     topic_data: tuple[TopicProduceData, ...]
 
 
-class _Malformed(Exception):
-    """Internal: hand the frame to kio, which reports the error as Kafka would."""
-
-
 def decode_produce_request(version: int, frame: bytes, offset: int) -> ProduceRequestData | None:
     """The ProduceRequest body at ``offset``, or None when kio should decide (see module doc).
 
@@ -88,23 +85,15 @@ def decode_produce_request(version: int, frame: bytes, offset: int) -> ProduceRe
         return None
     try:
         return _decode(version, frame, offset)
-    except (_Malformed, InvalidRequestError, struct.error, IndexError, UnicodeDecodeError):
+    except DECODE_ERRORS:
         return None
-
-
-def _uvarint(buf: bytes, off: int) -> tuple[int, int]:
-    """``read_uvarint`` with the one-byte case (nearly every length and count) first."""
-    b = buf[off]
-    if b < 0x80:
-        return b, off + 1
-    return read_uvarint(buf, off)
 
 
 def _length(buf: bytes, off: int, end: int, flexible: bool, nullable: bool, wide: bool = False) -> tuple[int, int]:
     """A string/bytes length (-1: null) and the offset after it; raises where a null is not
     allowed or the bytes run past ``end``."""
     if flexible:
-        n, off = _uvarint(buf, off)
+        n, off = uvarint(buf, off)
         n -= 1
     elif wide:
         n = _I32.unpack_from(buf, off)[0]
@@ -113,20 +102,7 @@ def _length(buf: bytes, off: int, end: int, flexible: bool, nullable: bool, wide
         n = _I16.unpack_from(buf, off)[0]
         off += 2
     if n < -1 or (n == -1 and not nullable) or off + n > end:
-        raise _Malformed
-    return n, off
-
-
-def _count(buf: bytes, off: int, end: int, flexible: bool) -> tuple[int, int]:
-    """An array length (never null here) and the offset after it."""
-    if flexible:
-        n, off = _uvarint(buf, off)
-        n -= 1
-    else:
-        n = _I32.unpack_from(buf, off)[0]
-        off += 4
-    if n < 0 or n > end - off:
-        raise _Malformed
+        raise Malformed
     return n, off
 
 
@@ -144,12 +120,12 @@ def _decode(version: int, buf: bytes, off: int) -> ProduceRequestData:
     acks, timeout = _ACKS_TIMEOUT.unpack_from(buf, off)
     off += 6
     topics = []
-    n_topics, off = _count(buf, off, end, flexible)
+    n_topics, off = count(buf, off, end, flexible)
     for _ in range(n_topics):
         if version >= 13:
             raw = buf[off:off + 16]
             if len(raw) != 16:
-                raise _Malformed
+                raise Malformed
             off += 16
             topic_id = UUID(bytes=raw) if raw != _ZERO_UUID else None
             name = None
@@ -158,7 +134,7 @@ def _decode(version: int, buf: bytes, off: int) -> ProduceRequestData:
             name, topic_id = buf[off:off + n].decode("utf-8"), None
             off += n
         parts = []
-        n_parts, off = _count(buf, off, end, flexible)
+        n_parts, off = count(buf, off, end, flexible)
         for _ in range(n_parts):
             index = _I32.unpack_from(buf, off)[0]
             n, off = _length(buf, off + 4, end, flexible, True, wide=True)
@@ -173,7 +149,7 @@ def _decode(version: int, buf: bytes, off: int) -> ProduceRequestData:
     if flexible:
         off = _skip_tags(buf, off)
     if off > end:
-        raise _Malformed
+        raise Malformed
     return ProduceRequestData(transactional_id, acks, timeout, tuple(topics))
 
 
@@ -192,10 +168,7 @@ def encode_produce_body(version: int, topics: Iterable[tuple[Any, list[Partition
     flexible = version >= 9
     topics = list(topics)
     out = bytearray()
-    if flexible:
-        write_uvarint(out, len(topics) + 1)
-    else:
-        out += _I32.pack(len(topics))
+    write_count(out, len(topics), flexible)
     for key, parts in topics:
         if version >= 13:
             raw_id = bytes(16) if key is None else getattr(key, "bytes", None)
@@ -203,16 +176,9 @@ def encode_produce_body(version: int, topics: Iterable[tuple[Any, list[Partition
                 return None
             out += raw_id
         else:
-            name = (key or "").encode()
-            if flexible:
-                write_uvarint(out, len(name) + 1)
-            else:
-                out += _I16.pack(len(name))
-            out += name
-        if flexible:
-            write_uvarint(out, len(parts) + 1)
-        else:
-            out += _I32.pack(len(parts))
+            if not write_string(out, key or "", flexible):
+                return None
+        write_count(out, len(parts), flexible)
         for index, code, base_offset, log_append_time, log_start_offset, msg, record_errors in parts:
             if version >= 5:
                 out += _PART_V5.pack(index, code, base_offset, log_append_time, log_start_offset)
@@ -222,17 +188,14 @@ def encode_produce_body(version: int, topics: Iterable[tuple[Any, list[Partition
                 if not record_errors:
                     out += b"\x01" if flexible else b"\x00\x00\x00\x00"
                 else:
-                    if flexible:
-                        write_uvarint(out, len(record_errors) + 1)
-                    else:
-                        out += _I32.pack(len(record_errors))
+                    write_count(out, len(record_errors), flexible)
                     for batch_index, batch_message in record_errors:
                         out += _I32.pack(batch_index)
-                        if not _nullable_string(out, batch_message, flexible):
+                        if not write_string(out, batch_message, flexible):
                             return None
                         if flexible:
                             out.append(0)
-                if not _nullable_string(out, msg, flexible):
+                if not write_string(out, msg, flexible):
                     return None
             if flexible:
                 out.append(0)   # no tagged fields (current_leader at its default)
@@ -242,22 +205,6 @@ def encode_produce_body(version: int, topics: Iterable[tuple[Any, list[Partition
     if flexible:
         out.append(0)           # no tagged fields (no node_endpoints)
     return bytes(out)
-
-
-def _nullable_string(out: bytearray, value: str | None, flexible: bool) -> bool:
-    """Append a nullable (compact) string; false if it does not fit the format."""
-    if value is None:
-        out += b"\x00" if flexible else b"\xff\xff"
-        return True
-    raw = value.encode()
-    if flexible:
-        write_uvarint(out, len(raw) + 1)
-    elif len(raw) > 0x7FFF:
-        return False
-    else:
-        out += _I16.pack(len(raw))
-    out += raw
-    return True
 
 
 @lru_cache(maxsize=None)

@@ -123,26 +123,29 @@ def frame_of(body: object) -> bytes:
     return encode_request(body, 5, "c")[4:]
 
 
+def decode_both(body: object) -> tuple[FetchRequestData | None, object]:
+    """(the fast decoder's, kio's) decoding of ``body`` encoded by kio."""
+    frame = frame_of(body)
+    header = decode_request_header(frame)
+    return decode_fetch_request(header.api_version, frame, header.size), decode_request(header, frame)
+
+
 @pytest.mark.parametrize("version", FETCH_VERSIONS)
 def test_decoder_agrees_with_kio(version: int) -> None:
     rng = random.Random(2000 + version)
     for _ in range(60):
         body = request_sample(version, rng)
+        fast, slow = decode_both(body)
+        assert fast is not None and same(fast, slow)
         frame = frame_of(body)
-        header = decode_request_header(frame)
-        fast = decode_fetch_request(version, frame, header.size)
-        assert fast is not None and same(fast, decode_request(header, frame))
-        assert isinstance(decode_request_fast(header, frame), FetchRequestData)
+        assert isinstance(decode_request_fast(decode_request_header(frame), frame), FetchRequestData)
 
 
 @settings(max_examples=200, deadline=None)
 @given(version=st.sampled_from(list(FETCH_VERSIONS)), seed=st.integers(0, 2**32))
 def test_decoder_agrees_with_kio_property(version: int, seed: int) -> None:
-    body = request_sample(version, random.Random(seed))
-    frame = frame_of(body)
-    header = decode_request_header(frame)
-    fast = decode_fetch_request(version, frame, header.size)
-    assert fast is not None and same(fast, decode_request(header, frame))
+    fast, slow = decode_both(request_sample(version, random.Random(seed)))
+    assert fast is not None and same(fast, slow)
 
 
 @pytest.mark.parametrize("version", FETCH_VERSIONS)
@@ -162,11 +165,8 @@ def test_handler_reads_the_same_request(version: int) -> None:
         if version >= 13 and body.topics:
             body = dataclasses.replace(body, topics=(dataclasses.replace(body.topics[0], topic_id=known),
                                                      *body.topics[1:]))
-        frame = frame_of(body)
-        header = decode_request_header(frame)
-        fast = decode_fetch_request(version, frame, header.size)
-        assert parse_fetch_request(fast, version, Metadata) == parse_fetch_request(
-            decode_request(header, frame), version, Metadata)
+        fast, slow = decode_both(body)
+        assert parse_fetch_request(fast, version, Metadata) == parse_fetch_request(slow, version, Metadata)
 
 
 @pytest.mark.parametrize("version", [4, 7, 11, 12, 13, 15, 17, 18])
@@ -253,12 +253,9 @@ def test_error_responses_mirror_the_same_request(version: int) -> None:
 
     rng = random.Random(4000 + version)
     for _ in range(10):
-        body = request_sample(version, rng)
-        frame = frame_of(body)
-        header = decode_request_header(frame)
-        fast = decode_fetch_request(version, frame, header.size)
+        fast, slow = decode_both(request_sample(version, rng))
         assert build_error_response(API_KEY, version, fast, Errors.UNKNOWN_SERVER_ERROR) == \
-            build_error_response(API_KEY, version, decode_request(header, frame), Errors.UNKNOWN_SERVER_ERROR)
+            build_error_response(API_KEY, version, slow, Errors.UNKNOWN_SERVER_ERROR)
 
 
 def test_replica_state_tag_is_read() -> None:
@@ -267,10 +264,8 @@ def test_replica_state_tag_is_read() -> None:
     mod = sys.modules[cls.__module__]
     body = cls(max_wait=timedelta(0), min_bytes=1, topics=(), forgotten_topics_data=(),
                replica_state=mod.ReplicaState(replica_id=2, replica_epoch=77))
-    frame = frame_of(body)
-    header = decode_request_header(frame)
-    fast = decode_fetch_request(15, frame, header.size)
-    assert fast is not None and same(fast, decode_request(header, frame))
+    fast, slow = decode_both(body)
+    assert fast is not None and same(fast, slow)
     assert (fast.replica_state.replica_id, fast.replica_state.replica_epoch) == (2, 77)
 
 

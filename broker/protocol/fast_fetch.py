@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 
 FETCH = 1
 FIRST_VERSION = 4        # the oldest layout handled here (v0-v3: kio with broker.protocol.legacy_schema)
+LAST_VERSION = 18        # the newest layout known here (a newer one goes to kio until added)
 FIRST_FLEXIBLE = 12
 FIRST_SESSION = 7        # session_id, session_epoch, forgotten topics; the response's error_code, session_id
 FIRST_TOPIC_ID = 13
@@ -146,7 +147,7 @@ def decode_fetch_request(version: int, frame: bytes, offset: int) -> FetchReques
 
     ``version`` is one the network layer admitted (``broker.apis.fetch`` declares them);
     ``tests/wire/test_fast_fetch.py`` checks this codec against kio for each of them."""
-    if version < FIRST_VERSION:
+    if not FIRST_VERSION <= version <= LAST_VERSION:
         return None
     try:
         return _decode(version, frame, offset)
@@ -334,31 +335,30 @@ def _decode(version: int, buf: bytes, off: int) -> FetchRequestData:
 TopicResults = tuple["str | UUID | None", "str | None", Sequence[tuple[int, "LogReadResult", bool]]]
 
 
-def encode_fetch_body(version: int, topics: Sequence[TopicResults], error: int = 0,
-                      throttle_ms: int = 0, session_id: int = 0) -> bytes | None:
+def encode_fetch_body(version: int, topics: Sequence[TopicResults], error: int = 0) -> bytes | None:
     """A FetchResponse body. A result's ``diverging_epoch`` and, where its hint flag is set,
     (``leader_id``, ``leader_epoch``) are written as the tagged ``diverging_epoch`` and
     ``current_leader`` (v12+) unless at their defaults (-1, -1), as kio writes them. None when a value does not fit the wire format (the caller
     falls back to kio)."""
     try:
-        return _encode(version, topics, error, throttle_ms, session_id)
+        return _encode(version, topics, error)
     except struct.error:   # a value out of its field's range: kio's writer says which
         return None
 
 
-def _encode(version: int, topics: Sequence[TopicResults], error: int, throttle_ms: int,
-            session_id: int) -> bytes | None:
-    if version < FIRST_VERSION:
+def _encode(version: int, topics: Sequence[TopicResults], error: int) -> bytes | None:
+    if not FIRST_VERSION <= version <= LAST_VERSION:
         return None
     flexible = version >= FIRST_FLEXIBLE
     by_id = version >= FIRST_TOPIC_ID
     with_log_start = version >= 5
     with_replica = version >= 11
     out = bytearray()
+    # never throttled (no quotas); session 0: every consumer fetch is a full one
     if version >= FIRST_SESSION:
-        out += _RESP_TOP_V7.pack(throttle_ms, error, session_id)
+        out += _RESP_TOP_V7.pack(0, error, 0)
     else:
-        out += _I32.pack(throttle_ms)
+        out += _I32.pack(0)
     write_count(out, len(topics), flexible)
     for key, name, parts in topics:
         if by_id:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 from uuid import UUID
 
 from kafka_emu.broker.protocol.fast_wire import DECODE_ERRORS, Malformed, count, uvarint, write_count, write_string
@@ -193,7 +193,7 @@ def _topic_key(buf: bytes, off: int, end: int, by_id: bool, flexible: bool) -> t
     return name, None, off
 
 
-def _tags(buf: bytes, off: int, end: int, known: _TagReaders | None) -> tuple[dict[str, object] | None, int]:
+def _tags(buf: bytes, off: int, end: int, known: _TagReaders | None) -> tuple[dict[str, Any] | None, int]:
     """A tagged-field section: (field name -> value of the ``known`` tags present, or None if
     there are none) and the offset after it. Unknown tags are skipped; tags out of order, or a
     known one whose value does not fill exactly its declared size, are left to kio."""
@@ -201,7 +201,7 @@ def _tags(buf: bytes, off: int, end: int, known: _TagReaders | None) -> tuple[di
     if n == 0:
         return None, off + 1
     n, off = uvarint(buf, off)
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}   # field -> value (str, UUID, int, ReplicaState: the field's type)
     last = -1
     for _ in range(n):
         tag, off = uvarint(buf, off)
@@ -313,18 +313,17 @@ def _decode(version: int, buf: bytes, off: int) -> FetchRequestData:
     rack_id = ""
     if version >= 11:
         rack_id, off = _string(buf, off, end, flexible)
-    cluster_id = None
+    cluster_id: str | None = None
     replica_state = DEFAULT_REPLICA_STATE
     if flexible:
         tagged, off = _tags(buf, off, end, _TOP_TAGS_V15 if version >= FIRST_REPLICA_STATE else _TOP_TAGS)
         if tagged is not None:
-            cluster_id = tagged.get("cluster_id")                        # type: ignore[assignment]
-            replica_state = tagged.get("replica_state", replica_state)   # type: ignore[assignment]
+            cluster_id = tagged.get("cluster_id")
+            replica_state = tagged.get("replica_state", replica_state)
     if off > end:
         raise Malformed
     return FetchRequestData(replica_id, replica_state, max_wait, min_bytes, max_bytes, isolation,
-                            session_id, session_epoch, tuple(topics), tuple(forgotten), rack_id,  # type: ignore[arg-type]
-                            cluster_id)
+                            session_id, session_epoch, tuple(topics), tuple(forgotten), rack_id, cluster_id)
 
 
 # --- responses -----------------------------------------------------------------------------------

@@ -69,6 +69,10 @@ def test_reassignment_moves_the_replica(kafka_cluster: Any, admin: Any) -> None:
     assert kafka_cluster.broker(first).partition(topic, 0) is None
     values = [v for _, _, v in kafka_cluster.read_all(topic, 0, broker_id=spare)]
     assert values == [b"v%d" % i for i in range(20)]
+    # the controller's state changes before the brokers apply it (as a KRaft broker lags the
+    # metadata log): produce once the new leader has taken the partition over
+    wait_until(lambda: getattr(kafka_cluster.broker(second).partition(topic, 0), "is_leader", False),
+               what="new leader applied")
     assert kafka_cluster.produce(topic, 0, [(b"k", b"after")], acks=-1)[0] == Errors.NONE
     wait_until(lambda: kafka_cluster.logs[spare][(topic, 0)].log_end_offset == 21, what="replicating")
 

@@ -145,7 +145,7 @@ class _IdleHandler:
 
     A sender wakes it with ``os.eventfd_write``, a system call made without the interpreter
     lock, so the handler can take the lock at once (see ``RequestChannel``). Wake-ups coalesce
-    in the eventfd's counter, and a stale one only makes the next wait return early.
+    in the eventfd's counter.
     The fd is closed when the object is collected (its thread has ended)."""
 
     __slots__ = ("fd", "_poll", "__weakref__")
@@ -159,12 +159,16 @@ class _IdleHandler:
     def wake(self) -> None:
         os.eventfd_write(self.fd, 1)
 
+    def drain(self) -> None:
+        """Forget earlier wake-ups. Called before the handler's last look at the queue, not after
+        its wait: a wake-up is then drained off the request's path (see "Lost wake-ups")."""
+        try:
+            os.eventfd_read(self.fd)
+        except BlockingIOError:
+            pass
+
     def wait(self, timeout_s: float) -> None:
-        if self._poll.poll(timeout_s * 1000.0):
-            try:
-                os.eventfd_read(self.fd)
-            except BlockingIOError:
-                pass
+        self._poll.poll(timeout_s * 1000.0)
 
 
 class RequestChannel:
@@ -187,9 +191,10 @@ class RequestChannel:
     queue). Once it has taken a request, the next request wakes another idle handler, so a
     handler that blocks in a long request does not hold up the others.
 
-    Lost wake-ups: a handler pushes itself on ``_idle`` before it checks the deque a last time,
-    a sender appends before it pops ``_idle``, so a request is always either seen by that check
-    or followed by a wake-up. Deque and list operations are atomic in CPython.
+    Lost wake-ups: a handler pushes itself on ``_idle`` and drains its eventfd before it checks
+    the deque a last time, a sender appends before it pops ``_idle`` and writes the eventfd, so a
+    request is always either seen by that check or followed by a wake-up the handler's wait
+    sees. Deque and list operations are atomic in CPython.
 
     Locking: ``_not_full`` (a condition) is used only by senders waiting for room (the rare slow
     path); ``request_listeners`` is only appended to at start-up.
@@ -293,6 +298,7 @@ class RequestChannel:
             if me is None:
                 me = self._handler_local.idle = _IdleHandler()
             self._idle.append(me)
+            me.drain()
             try:
                 item = queue.popleft()   # the last look (see "Lost wake-ups")
             except IndexError:

@@ -172,6 +172,7 @@ class Processor(ShutdownableThread):
         self._fd_channels: dict[int, KafkaChannel] = {}
         self._ready: deque[KafkaChannel] = deque()   # unmuted channels with buffered bytes
         self._conn_index = itertools.count()
+        self._supported: set[tuple[int, int]] = set()   # (api key, version) pairs is_supported said yes to
         self._last_idle_check = time.monotonic()
         # Idle connections are looked for every second, or every quarter of the limit if shorter.
         self._idle_check_interval_s = min(1.0, server.connections_max_idle_ms / 4000.0)
@@ -337,7 +338,8 @@ class Processor(ShutdownableThread):
         at every one (two thread switches per request). This way the handlers get the requests
         of one poll as a batch and run them back to back."""
         ready = self._ready
-        while ready and not self.is_shutdown_initiated():
+        stopping = self._shutdown_initiated.is_set
+        while ready and not stopping():
             channel = ready.popleft()
             if not channel.closed and not channel.muted:
                 try:
@@ -498,15 +500,19 @@ class Processor(ShutdownableThread):
         except InvalidRequestError as exc:
             self._malformed(channel, str(exc))
             return
-        if not is_supported(header.api_key, header.api_version, self.server.api_compatibility):
-            if header.api_key == API_VERSIONS_KEY:
+        key = (header.api_key, header.api_version)
+        if key not in self._supported:
+            if is_supported(header.api_key, header.api_version, self.server.api_compatibility):
+                self._supported.add(key)   # only served versions: a finite set, whatever clients send
+            elif header.api_key == API_VERSIONS_KEY:
                 self._submit(channel, header, None, start_ns)
                 return
-            # Kafka's SocketServer.parseRequestHeader: a version the broker does not enable is an
-            # InvalidRequestException, and the connection is closed
-            self._malformed(channel, f"version {header.api_version} of api key {header.api_key} is not enabled",
-                            api=api_name(header.api_key), api_version=header.api_version)
-            return
+            else:
+                # Kafka's SocketServer.parseRequestHeader: a version the broker does not enable is
+                # an InvalidRequestException, and the connection is closed
+                self._malformed(channel, f"version {header.api_version} of api key {header.api_key} is not enabled",
+                                api=api_name(header.api_key), api_version=header.api_version)
+                return
         try:
             body = decode_request_fast(header, frame)
         except InvalidRequestError as exc:
@@ -544,7 +550,7 @@ class Processor(ShutdownableThread):
             respond=_Responder(self, channel.connection_id, header.correlation_id, header.api_key),
             connection_id=channel.connection_id,
             processor_id=self.processor_id,
-            client_host=channel.peer.rpartition(":")[0],
+            client_host=channel.client_host,
             listener=self.listener,
             start_time_ns=start_ns,
         )
@@ -676,14 +682,14 @@ class _Responder:
                          correlation_id=self.correlation_id, api=api_name(self.api_key))
             return
         self.done = True
-        req = getattr(response, "request", None)
-        if req is not None and not getattr(req, "response_complete_time_ns", 0):
-            req.response_complete_time_ns = time.monotonic_ns()  # refined below once encoded
-        if getattr(response, "close_connection", False):
+        req = response.request
+        if response.close_connection:
+            self._stamp(req)
             self.processor.enqueue_response(CloseConnectionResponse(self.connection_id, req))
             return
-        body = getattr(response, "body", None)
+        body = response.body
         if body is None:
+            self._stamp(req)
             self.processor.enqueue_response(NoOpResponse(self.connection_id, req))
             return
         try:
@@ -691,8 +697,14 @@ class _Responder:
         except Exception as exc:  # noqa: BLE001 - a bad entity from a handler closes only this link
             _log.error("response_encode_failed", connection_id=self.connection_id,
                        api=api_name(self.api_key), correlation_id=self.correlation_id, reason=repr(exc))
+            self._stamp(req)
             self.processor.enqueue_response(CloseConnectionResponse(self.connection_id, req))
             return
-        if req is not None:
+        if req is not None:   # once encoded: encoding is part of the response's completion
             req.response_complete_time_ns = time.monotonic_ns()
         self.processor.respond(self.connection_id, data, req)
+
+    @staticmethod
+    def _stamp(request: Request | None) -> None:
+        if request is not None and not request.response_complete_time_ns:
+            request.response_complete_time_ns = time.monotonic_ns()

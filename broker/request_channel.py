@@ -159,16 +159,13 @@ class _IdleHandler:
     def wake(self) -> None:
         os.eventfd_write(self.fd, 1)
 
-    def drain(self) -> None:
-        """Forget earlier wake-ups. Called before the handler's last look at the queue, not after
-        its wait: a wake-up is then drained off the request's path (see "Lost wake-ups")."""
-        try:
-            os.eventfd_read(self.fd)
-        except BlockingIOError:
-            pass
-
     def wait(self, timeout_s: float) -> None:
-        self._poll.poll(timeout_s * 1000.0)
+        """Until woken (at once if a wake-up came since the last wait) or ``timeout_s``."""
+        if self._poll.poll(timeout_s * 1000.0):
+            try:
+                os.eventfd_read(self.fd)
+            except BlockingIOError:
+                pass
 
 
 class RequestChannel:
@@ -186,15 +183,15 @@ class RequestChannel:
 
     Batching: a network processor enqueues the requests of one poll with ``send_request(...,
     wake=False)`` and wakes handlers once with ``wake_handlers()``; they then run the batch back
-    to back. One handler is woken at a time: ``_woken`` is the handler woken last until it takes
-    an item, and no other is woken meanwhile (it could only find the GIL taken, or an empty
-    queue). Once it has taken a request, the next request wakes another idle handler, so a
-    handler that blocks in a long request does not hold up the others.
+    to back. One handler per call: more would only find the GIL taken or the queue empty. A
+    handler blocked in a long request does not hold up the others: the processor runs while it
+    blocks, and its next batch wakes another idle handler.
 
-    Lost wake-ups: a handler pushes itself on ``_idle`` and drains its eventfd before it checks
-    the deque a last time, a sender appends before it pops ``_idle`` and writes the eventfd, so a
-    request is always either seen by that check or followed by a wake-up the handler's wait
-    sees. Deque and list operations are atomic in CPython.
+    Lost wake-ups: a handler pushes itself on ``_idle`` before it checks the deque a last time,
+    and a sender appends before it pops ``_idle`` and writes the popped handler's eventfd, so a
+    request is always either seen by that check or followed by a wake-up that handler's wait
+    sees (only the wait drains the eventfd). A handler woken for nothing goes round again
+    (``_wait_for_item``). Deque and list operations are atomic in CPython.
 
     Locking: ``_not_full`` (a condition) is used only by senders waiting for room (the rare slow
     path); ``request_listeners`` is only appended to at start-up.
@@ -207,7 +204,6 @@ class RequestChannel:
         # None items are the shutdown markers (``put_shutdown_markers``)
         self._queue: deque[Request | _Wakeup | None] = deque()
         self._idle: list[_IdleHandler] = []
-        self._woken: _IdleHandler | None = None   # woken, and has not taken an item yet
         self._handler_local = threading.local()
         self._not_full = threading.Condition()
         self._full_waiters = 0
@@ -252,14 +248,12 @@ class RequestChannel:
         return True
 
     def wake_handlers(self) -> None:
-        """Wake one idle handler if requests wait and no handler woken earlier is still on its
-        way to the queue (see "Batching")."""
-        if self._queue and self._idle and self._woken is None:
+        """Wake one idle handler if requests wait (see "Batching")."""
+        if self._queue and self._idle:
             try:
                 handler = self._idle.pop()
             except IndexError:
                 return
-            self._woken = handler
             handler.wake()
 
     def handle_inline(self, request: Request) -> bool:
@@ -291,28 +285,8 @@ class RequestChannel:
         queue = self._queue
         try:
             item = queue.popleft()
-            if self._woken is not None and self._woken is getattr(self._handler_local, "idle", None):
-                self._woken = None   # woken while it took an item at its last look
         except IndexError:
-            me: _IdleHandler | None = getattr(self._handler_local, "idle", None)
-            if me is None:
-                me = self._handler_local.idle = _IdleHandler()
-            self._idle.append(me)
-            me.drain()
-            try:
-                item = queue.popleft()   # the last look (see "Lost wake-ups")
-            except IndexError:
-                me.wait(timeout_s)
-                try:
-                    item = queue.popleft()
-                except IndexError:
-                    item = None
-            try:
-                self._idle.remove(me)   # still there unless a sender popped it to wake it
-            except ValueError:
-                pass
-            if self._woken is me:
-                self._woken = None
+            item = self._wait_for_item(timeout_s)
         if self._full_waiters:
             with self._not_full:
                 self._not_full.notify()
@@ -322,6 +296,39 @@ class RequestChannel:
         if item is not None:
             item.dequeue_time_ns = _time.monotonic_ns()
         return item
+
+    def _wait_for_item(self, timeout_s: float) -> Request | _Wakeup | None:
+        """Sleep as an idle handler until an item can be taken (None at the deadline).
+
+        Each round: push itself on ``_idle``, look at the queue once more, then wait on its
+        eventfd (see "Lost wake-ups"). A wake-up can find nothing to take (the request went to a
+        handler that was not asleep yet, or it is a stale one from an earlier round in which
+        this handler found its request at the last look): it then goes round again."""
+        me: _IdleHandler | None = getattr(self._handler_local, "idle", None)
+        if me is None:
+            me = self._handler_local.idle = _IdleHandler()
+        queue, idle = self._queue, self._idle
+        deadline = _time.monotonic() + timeout_s
+        while True:
+            idle.append(me)
+            try:
+                try:
+                    return queue.popleft()   # the last look
+                except IndexError:
+                    pass
+                remaining = deadline - _time.monotonic()
+                if remaining <= 0:
+                    return None
+                me.wait(remaining)
+                try:
+                    return queue.popleft()
+                except IndexError:
+                    pass
+            finally:
+                try:
+                    idle.remove(me)   # still there unless a sender popped it to wake it
+                except ValueError:
+                    pass
 
     def send_response(self, request: Request, body: object, close_connection: bool = False) -> None:
         control = self.control

@@ -336,22 +336,24 @@ class Processor(ShutdownableThread):
         Called after every ready socket of a poll has been read, not per socket: each recv
         releases the interpreter lock, and a handler woken by an earlier hand-off would take it
         at every one (two thread switches per request). This way the handlers get the requests
-        of one poll as a batch and run them back to back."""
+        of one poll as a batch and run them back to back; one is woken after the batch."""
         ready = self._ready
         stopping = self._shutdown_initiated.is_set
-        while ready and not stopping():
-            channel = ready.popleft()
-            if not channel.closed and not channel.muted:
+        try:
+            while ready and not stopping():
+                channel = ready.popleft()
+                if not channel.closed and not channel.muted:
+                    try:
+                        self._try_complete_frame(channel)
+                    except Exception as exc:  # noqa: BLE001 - one connection must not end the thread
+                        self._close(channel, f"unexpected error: {exc!r}", level="warning")
+        finally:
+            if self._wake_handlers is not None:   # the batch's requests wait for this wake-up
+                self._handing_off = True
                 try:
-                    self._try_complete_frame(channel)
-                except Exception as exc:  # noqa: BLE001 - one connection must not end the thread
-                    self._close(channel, f"unexpected error: {exc!r}", level="warning")
-        if self._wake_handlers is not None:
-            self._handing_off = True
-            try:
-                self._wake_handlers()
-            finally:
-                self._handing_off = False
+                    self._wake_handlers()
+                finally:
+                    self._handing_off = False
 
     def _close_idle_connections(self, now: float) -> None:
         """Kafka's ``connections.max.idle.ms`` (checked every ``_idle_check_interval_s``)."""

@@ -183,9 +183,9 @@ class RequestChannel:
 
     Batching: a network processor enqueues the requests of one poll with ``send_request(...,
     wake=False)`` and wakes handlers once with ``wake_handlers()``; they then run the batch back
-    to back. One handler per call: more would only find the GIL taken or the queue empty. A
-    handler blocked in a long request does not hold up the others: the processor runs while it
-    blocks, and its next batch wakes another idle handler.
+    to back. One handler per call, and a handler that takes a request while more wait wakes the
+    next idle one: so a batch is shared as Kafka's handlers share the queue, and a handler that
+    blocks in a long request (a TV2 implicit add) never leaves requests waiting behind it.
 
     Lost wake-ups: a handler pushes itself on ``_idle`` before it checks the deque a last time,
     and a sender appends before it pops ``_idle`` and writes the popped handler's eventfd, so a
@@ -287,6 +287,8 @@ class RequestChannel:
             item = queue.popleft()
         except IndexError:
             item = self._wait_for_item(timeout_s)
+        if queue and self._idle:
+            self.wake_handlers()   # more waiting: another handler takes them if this one blocks
         if self._full_waiters:
             with self._not_full:
                 self._not_full.notify()

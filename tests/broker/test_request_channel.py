@@ -4,7 +4,7 @@ The channel wakes idle handlers through per-handler eventfds (``_IdleHandler``) 
 "push yourself idle, then look once more" protocol instead of a ``queue.SimpleQueue``; these
 tests pin what that protocol must keep: Kafka's ``RequestChannel`` contract (every queued
 request reaches exactly one handler; the channel is bounded) and the emulator's batching (the
-requests of one processor poll wake one handler, which runs them back to back).
+requests of one processor poll wake one handler, and more only while more wait).
 """
 from __future__ import annotations
 
@@ -92,23 +92,44 @@ def test_every_request_reaches_exactly_one_handler(senders: int, handlers: int, 
     assert ids == sorted(s * 1_000_000 + i for s in range(senders) for i in range(per_sender))
 
 
-def test_a_batch_wakes_one_handler_which_runs_it_back_to_back() -> None:
+def test_a_batch_is_shared_and_a_blocked_handler_holds_nothing_up() -> None:
     """The requests of one processor poll, sent with ``wake=False`` and followed by one
-    ``wake_handlers()``, go to a single handler; the other idle handlers stay asleep."""
+    ``wake_handlers()``, are all taken in order; while the handler that took the first is
+    blocked in it (as a TV2 implicit add blocks), the rest are taken by the other handlers at
+    once, not after a handler's poll timeout (``LONG_WAIT_S``): Kafka's handlers all serve the
+    one queue."""
     channel = RequestChannel(queue_size=100)
-    pool = _Handlers(channel, 3)
-    pool.wait_idle(3)
+    release = threading.Event()
+    taken: list[tuple[str, int]] = []
+    lock = threading.Lock()
+
+    def handler() -> None:
+        while (item := channel.receive_request(LONG_WAIT_S)) is not None:
+            with lock:
+                taken.append((threading.current_thread().name, item.correlation_id))
+            if item.correlation_id == 0:
+                release.wait(LONG_WAIT_S)   # the long request
+
+    threads = [threading.Thread(target=handler, name=f"test-handler-{i}", daemon=True) for i in range(3)]
+    for t in threads:
+        t.start()
+    idle = threading.Event()
+    while len(channel._idle) < 3:
+        idle.wait(0.001)
     for i in range(5):
         channel.send_request(_request(i), wake=False)
-    assert channel.size() == 5 and not pool.taken   # nobody woken yet
+    assert channel.size() == 5 and not taken   # nobody woken yet
     channel.wake_handlers()
-    done = threading.Event()
-    while len(pool.taken) < 5:
-        done.wait(0.001)
-    pool.wait_idle(3)
-    assert len({name for name, _ in pool.taken}) == 1
-    assert [cid for _, cid in pool.taken] == [0, 1, 2, 3, 4]   # FIFO
-    pool.stop()
+    while len(taken) < 5:
+        idle.wait(0.001)
+    assert sorted(cid for _, cid in taken) == [0, 1, 2, 3, 4] and taken[0][1] == 0
+    blocked = taken[0][0]
+    assert all(name != blocked for name, cid in taken[1:])   # served around the blocked one
+    release.set()
+    channel.put_shutdown_markers(len(threads))
+    for t in threads:
+        t.join(10)
+        assert not t.is_alive()
 
 
 def test_a_wakeup_marker_reaches_an_idle_handler() -> None:

@@ -15,7 +15,7 @@ from kafka_emu.broker.request_channel import Request
 
 
 class KafkaChannel:
-    __slots__ = ("sock", "connection_id", "peer", "client_host", "rbuf", "send_buf", "muted", "in_flight",
+    __slots__ = ("sock", "connection_id", "peer", "rbuf", "send_buf", "muted", "in_flight",
                  "last_active", "armed", "closed", "fd", "requests", "sending", "write_lock")
 
     def __init__(self, sock: socket.socket, connection_id: str, peer: str) -> None:
@@ -23,7 +23,6 @@ class KafkaChannel:
         self.fd = sock.fileno()
         self.connection_id = connection_id
         self.peer = peer
-        self.client_host = peer.rpartition(":")[0]   # each request carries it
         self.rbuf = bytearray()
         self.send_buf: memoryview | None = None
         self.sending: Request | None = None  # the request whose response send_buf holds

@@ -134,11 +134,7 @@ class Processor(ShutdownableThread):
     is in (or about to enter) ``epoll.poll`` (``_polling``): the processor sets the flag before
     it looks at the deques, a responder appends before it reads the flag, so a response is
     always either seen by that look or followed by a wakeup. ``_wakeup_lock`` guards
-    ``_wakeup_pending`` (at most one wakeup byte in flight). The requests of one poll go to the
-    request channel as a batch, and its handlers are woken once after it (``wake_handlers``);
-    while this thread is in that call (``_handing_off``) a responder may write directly as when
-    it polls: the woken handler usually runs at once, on this thread's CPU, while this thread
-    waits in the system call that woke it, and this thread looks at its queue before it polls.
+    ``_wakeup_pending`` (at most one wakeup byte in flight).
 
     Request metrics (as Kafka's ``Processor``): the processor stamps ``response_dequeue_time_ns``
     when it takes a response and ``end_time_ns`` when the write finishes (or when a no-body or
@@ -162,17 +158,12 @@ class Processor(ShutdownableThread):
         self.direct_writes = True
         self._in_flight = 0
         self._polling = False
-        self._handing_off = False   # in the request channel's wake_handlers (see ``respond``)
-        # A RequestChannel takes the requests of one poll and wakes its handlers once after them;
-        # another channel (a benchmark's) is sent each request alone.
-        self._wake_handlers = getattr(server.request_channel, "wake_handlers", None)
         self._new_connections: deque[tuple[socket.socket, tuple[Any, ...]]] = deque()
         self._responses: deque[NetworkResponse] = deque()
         self._channels: dict[str, KafkaChannel] = {}
         self._fd_channels: dict[int, KafkaChannel] = {}
         self._ready: deque[KafkaChannel] = deque()   # unmuted channels with buffered bytes
         self._conn_index = itertools.count()
-        self._supported: set[tuple[int, int]] = set()   # (api key, version) pairs is_supported said yes to
         self._last_idle_check = time.monotonic()
         # Idle connections are looked for every second, or every quarter of the limit if shorter.
         self._idle_check_interval_s = min(1.0, server.connections_max_idle_ms / 4000.0)
@@ -207,9 +198,7 @@ class Processor(ShutdownableThread):
         # queued response would cost a full wakeup and gain nothing. A busy processor, or one
         # with other requests in flight, takes queued responses in batches without a wakeup
         # (measured: direct writes on 16 busy connections lowered the request rate by ~15%).
-        # ``_handing_off`` counts as idle: this thread is then parked in the system call that woke
-        # the handler, and looks at its queue before it polls again.
-        direct = self.direct_writes and (self._polling or self._handing_off) and self._in_flight == 1
+        direct = self.direct_writes and self._polling and self._in_flight == 1
         channel = self._channels.get(connection_id) if direct else None
         if channel is None:
             self.enqueue_response(SendResponse(connection_id, request, data))
@@ -336,24 +325,15 @@ class Processor(ShutdownableThread):
         Called after every ready socket of a poll has been read, not per socket: each recv
         releases the interpreter lock, and a handler woken by an earlier hand-off would take it
         at every one (two thread switches per request). This way the handlers get the requests
-        of one poll as a batch and run them back to back; one is woken after the batch."""
+        of one poll as a batch and run them back to back."""
         ready = self._ready
-        stopping = self._shutdown_initiated.is_set
-        try:
-            while ready and not stopping():
-                channel = ready.popleft()
-                if not channel.closed and not channel.muted:
-                    try:
-                        self._try_complete_frame(channel)
-                    except Exception as exc:  # noqa: BLE001 - one connection must not end the thread
-                        self._close(channel, f"unexpected error: {exc!r}", level="warning")
-        finally:
-            if self._wake_handlers is not None:   # the batch's requests wait for this wake-up
-                self._handing_off = True
+        while ready and not self.is_shutdown_initiated():
+            channel = ready.popleft()
+            if not channel.closed and not channel.muted:
                 try:
-                    self._wake_handlers()
-                finally:
-                    self._handing_off = False
+                    self._try_complete_frame(channel)
+                except Exception as exc:  # noqa: BLE001 - one connection must not end the thread
+                    self._close(channel, f"unexpected error: {exc!r}", level="warning")
 
     def _close_idle_connections(self, now: float) -> None:
         """Kafka's ``connections.max.idle.ms`` (checked every ``_idle_check_interval_s``)."""
@@ -502,19 +482,15 @@ class Processor(ShutdownableThread):
         except InvalidRequestError as exc:
             self._malformed(channel, str(exc))
             return
-        key = (header.api_key, header.api_version)
-        if key not in self._supported:
-            if is_supported(header.api_key, header.api_version, self.server.api_compatibility):
-                self._supported.add(key)   # only served versions: a finite set, whatever clients send
-            elif header.api_key == API_VERSIONS_KEY:
+        if not is_supported(header.api_key, header.api_version, self.server.api_compatibility):
+            if header.api_key == API_VERSIONS_KEY:
                 self._submit(channel, header, None, start_ns)
                 return
-            else:
-                # Kafka's SocketServer.parseRequestHeader: a version the broker does not enable is
-                # an InvalidRequestException, and the connection is closed
-                self._malformed(channel, f"version {header.api_version} of api key {header.api_key} is not enabled",
-                                api=api_name(header.api_key), api_version=header.api_version)
-                return
+            # Kafka's SocketServer.parseRequestHeader: a version the broker does not enable is an
+            # InvalidRequestException, and the connection is closed
+            self._malformed(channel, f"version {header.api_version} of api key {header.api_key} is not enabled",
+                            api=api_name(header.api_key), api_version=header.api_version)
+            return
         try:
             body = decode_request_fast(header, frame)
         except InvalidRequestError as exc:
@@ -552,15 +528,14 @@ class Processor(ShutdownableThread):
             respond=_Responder(self, channel.connection_id, header.correlation_id, header.api_key),
             connection_id=channel.connection_id,
             processor_id=self.processor_id,
-            client_host=channel.client_host,
+            client_host=channel.peer.rpartition(":")[0],
             listener=self.listener,
             start_time_ns=start_ns,
         )
         channel_ = self.server.request_channel
         # A full channel blocks this processor, as in Kafka (back-pressure on every connection it
         # owns); the timeout only lets a shutdown or a closed channel end the wait.
-        while not (channel_.send_request(request, timeout_s=0.5, wake=False) if self._wake_handlers is not None
-                   else channel_.send_request(request, timeout_s=0.5)):
+        while not channel_.send_request(request, timeout_s=0.5):
             if getattr(channel_, "closed", False) or self.is_shutdown_initiated():
                 self._close(channel, "request channel closed (broker stopping)", level="debug")
                 return
@@ -684,14 +659,14 @@ class _Responder:
                          correlation_id=self.correlation_id, api=api_name(self.api_key))
             return
         self.done = True
-        req = response.request
-        if response.close_connection:
-            self._stamp(req)
+        req = getattr(response, "request", None)
+        if req is not None and not getattr(req, "response_complete_time_ns", 0):
+            req.response_complete_time_ns = time.monotonic_ns()  # refined below once encoded
+        if getattr(response, "close_connection", False):
             self.processor.enqueue_response(CloseConnectionResponse(self.connection_id, req))
             return
-        body = response.body
+        body = getattr(response, "body", None)
         if body is None:
-            self._stamp(req)
             self.processor.enqueue_response(NoOpResponse(self.connection_id, req))
             return
         try:
@@ -699,14 +674,8 @@ class _Responder:
         except Exception as exc:  # noqa: BLE001 - a bad entity from a handler closes only this link
             _log.error("response_encode_failed", connection_id=self.connection_id,
                        api=api_name(self.api_key), correlation_id=self.correlation_id, reason=repr(exc))
-            self._stamp(req)
             self.processor.enqueue_response(CloseConnectionResponse(self.connection_id, req))
             return
-        if req is not None:   # once encoded: encoding is part of the response's completion
+        if req is not None:
             req.response_complete_time_ns = time.monotonic_ns()
         self.processor.respond(self.connection_id, data, req)
-
-    @staticmethod
-    def _stamp(request: Request | None) -> None:
-        if request is not None and not request.response_complete_time_ns:
-            request.response_complete_time_ns = time.monotonic_ns()

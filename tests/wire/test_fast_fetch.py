@@ -47,6 +47,7 @@ from kafka_emu.broker.protocol.fast_fetch import (
     error_counts,
 )
 from kafka_emu.broker.record_batch import build_batch
+from fast_codec_checks import check_every_prefix, check_frame, mutated
 from kafka_emu.coordinator.errors import Errors
 from kafka_emu.metrics.error_counts import error_counts as entity_error_counts
 
@@ -180,19 +181,7 @@ def test_truncated_frames_never_decode_fast_where_kio_refuses(version: int) -> N
     body = request_sample(version, rng)
     while not body.topics or not body.topics[0].partitions:
         body = request_sample(version, rng)
-    frame = frame_of(body)
-    header = decode_request_header(frame)
-    for cut in range(header.size, len(frame)):
-        prefix = frame[:cut]
-        fast = decode_fetch_request(version, prefix, header.size)
-        try:
-            slow = decode_request(header, prefix)
-        except InvalidRequestError:
-            assert fast is None, f"cut at {cut}: fast decoder accepted a frame kio refuses"
-            with pytest.raises(InvalidRequestError):
-                decode_request_fast(header, prefix)
-            continue
-        assert fast is None or same(fast, slow)
+    check_every_prefix(version, frame_of(body), decode_fetch_request, same)
 
 
 @settings(max_examples=400, deadline=None)
@@ -202,19 +191,7 @@ def test_truncated_frames_never_decode_fast_where_kio_refuses(version: int) -> N
 def test_mutated_frames_never_decode_fast_where_kio_refuses(version: int, seed: int,
                                                              flips: list[tuple[int, int]]) -> None:
     body = request_sample(version, random.Random(seed))
-    frame = bytearray(frame_of(body))
-    header = decode_request_header(bytes(frame))
-    for pos, value in flips:
-        if header.size + pos < len(frame):
-            frame[header.size + pos] = value
-    frame_b = bytes(frame)
-    fast = decode_fetch_request(version, frame_b, header.size)
-    try:
-        slow = decode_request(header, frame_b)
-    except InvalidRequestError:
-        assert fast is None
-        return
-    assert fast is None or same(fast, slow)
+    check_frame(version, mutated(frame_of(body), flips), decode_fetch_request, same)
 
 
 def _with_tags(frame: bytes, at: int, tags: bytes) -> bytes:

@@ -93,14 +93,13 @@ def test_unusual_shapes_fall_back_to_kio() -> None:
 from hypothesis import given, settings, strategies as st  # noqa: E402
 
 from kafka_emu.broker.protocol.codec import (  # noqa: E402
-    InvalidRequestError,
     decode_request,
-    decode_request_fast,
     decode_request_header,
     encode_request,
 )
 from kafka_emu.broker.protocol.fast_produce import ProduceRequestData, decode_produce_request  # noqa: E402
 from kafka_emu.broker.record_batch import build_batch  # noqa: E402
+from fast_codec_checks import check_every_prefix, check_frame, mutated  # noqa: E402
 
 
 def request_sample(version: int, rng: random.Random) -> object:
@@ -153,19 +152,7 @@ def test_truncated_frames_never_decode_fast_where_kio_refuses(version: int) -> N
     body = request_sample(version, random.Random(7))
     while not body.topic_data:
         body = request_sample(version, random.Random(version))
-    frame = encode_request(body, 5, "c")[4:]
-    header = decode_request_header(frame)
-    for cut in range(header.size, len(frame)):
-        prefix = frame[:cut]
-        fast = decode_produce_request(version, prefix, header.size)
-        try:
-            slow = decode_request(header, prefix)
-        except InvalidRequestError:
-            assert fast is None, f"cut at {cut}: fast decoder accepted a frame kio refuses"
-            with pytest.raises(InvalidRequestError):
-                decode_request_fast(header, prefix)
-            continue
-        assert fast is None or same_request(fast, slow)
+    check_every_prefix(version, encode_request(body, 5, "c")[4:], decode_produce_request, same_request)
 
 
 @settings(max_examples=300, deadline=None)
@@ -174,19 +161,7 @@ def test_truncated_frames_never_decode_fast_where_kio_refuses(version: int) -> N
 def test_mutated_frames_never_decode_fast_where_kio_refuses(version: int, seed: int,
                                                              flips: list[tuple[int, int]]) -> None:
     body = request_sample(version, random.Random(seed))
-    frame = bytearray(encode_request(body, 5, "c")[4:])
-    header = decode_request_header(bytes(frame))
-    for pos, value in flips:
-        if frame and header.size + pos < len(frame):
-            frame[header.size + pos] = value
-    frame_b = bytes(frame)
-    fast = decode_produce_request(version, frame_b, header.size)
-    try:
-        slow = decode_request(header, frame_b)
-    except InvalidRequestError:
-        assert fast is None
-        return
-    assert fast is None or same_request(fast, slow)
+    check_frame(version, mutated(encode_request(body, 5, "c")[4:], flips), decode_produce_request, same_request)
 
 
 def test_unknown_tagged_fields_are_skipped() -> None:

@@ -30,11 +30,10 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 from uuid import UUID
 
-from kafka_emu.broker.protocol.fast_wire import DECODE_ERRORS, Malformed, count, uvarint, write_count, write_string
+from kafka_emu.broker.protocol.fast_wire import DECODE_ERRORS, Malformed, count, length, uvarint, write_count, write_string
 
 if TYPE_CHECKING:
     from kafka_emu.broker.partition import LogReadResult
@@ -47,7 +46,6 @@ FIRST_SESSION = 7        # session_id, session_epoch, forgotten topics; the resp
 FIRST_TOPIC_ID = 13
 FIRST_REPLICA_STATE = 15   # replica id and epoch move into the tagged replica_state
 
-_I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _HEAD_V4 = struct.Struct(">iiiib")      # replica_id, max_wait, min_bytes, max_bytes, isolation_level
@@ -158,18 +156,10 @@ def decode_fetch_request(version: int, frame: bytes, offset: int) -> FetchReques
 def _string(buf: bytes, off: int, end: int, flexible: bool) -> tuple[str, int]:
     """A non-null (compact) string and the offset after it; raises on a null (Kafka's
     FetchRequest has no nullable string kio reads as one) or bytes past ``end``."""
-    if flexible:
-        n, off = uvarint(buf, off)
-        n -= 1
-    else:
-        n = _I16.unpack_from(buf, off)[0]
-        off += 2
-    if n < 0 or off + n > end:
-        raise Malformed
+    n, off = length(buf, off, end, flexible, nullable=False)
     return buf[off:off + n].decode("utf-8"), off + n
 
 
-@lru_cache(maxsize=4096)
 def _uuid(raw: bytes) -> UUID | None:
     """kio reads the all-zero id as None."""
     return None if raw == _ZERO_UUID else UUID(bytes=raw)

@@ -32,10 +32,9 @@ from uuid import UUID
 
 from kio.static.constants import EntityType
 
-from kafka_emu.broker.protocol.fast_wire import DECODE_ERRORS, Malformed, count, uvarint, write_count, write_string
+from kafka_emu.broker.protocol.fast_wire import DECODE_ERRORS, Malformed, count, length, write_count, write_string
 from kafka_emu.broker.protocol.varint import skip_tagged_fields
 
-_I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _PART_V3 = struct.Struct(">ihqq")        # index, error_code, base_offset, log_append_time
@@ -89,23 +88,6 @@ def decode_produce_request(version: int, frame: bytes, offset: int) -> ProduceRe
         return None
 
 
-def _length(buf: bytes, off: int, end: int, flexible: bool, nullable: bool, wide: bool = False) -> tuple[int, int]:
-    """A string/bytes length (-1: null) and the offset after it; raises where a null is not
-    allowed or the bytes run past ``end``."""
-    if flexible:
-        n, off = uvarint(buf, off)
-        n -= 1
-    elif wide:
-        n = _I32.unpack_from(buf, off)[0]
-        off += 4
-    else:
-        n = _I16.unpack_from(buf, off)[0]
-        off += 2
-    if n < -1 or (n == -1 and not nullable) or off + n > end:
-        raise Malformed
-    return n, off
-
-
 def _skip_tags(buf: bytes, off: int) -> int:
     """After a flexible struct's tagged fields (none, one zero byte, is the usual case)."""
     return off + 1 if buf[off] == 0 else skip_tagged_fields(buf, off)
@@ -114,7 +96,7 @@ def _skip_tags(buf: bytes, off: int) -> int:
 def _decode(version: int, buf: bytes, off: int) -> ProduceRequestData:
     flexible = version >= 9
     end = len(buf)
-    n, off = _length(buf, off, end, flexible, True)
+    n, off = length(buf, off, end, flexible, True)
     transactional_id = None if n < 0 else buf[off:off + n].decode("utf-8")
     off += max(n, 0)
     acks, timeout = _ACKS_TIMEOUT.unpack_from(buf, off)
@@ -130,14 +112,14 @@ def _decode(version: int, buf: bytes, off: int) -> ProduceRequestData:
             topic_id = UUID(bytes=raw) if raw != _ZERO_UUID else None
             name = None
         else:
-            n, off = _length(buf, off, end, flexible, False)
+            n, off = length(buf, off, end, flexible, False)
             name, topic_id = buf[off:off + n].decode("utf-8"), None
             off += n
         parts = []
         n_parts, off = count(buf, off, end, flexible)
         for _ in range(n_parts):
             index = _I32.unpack_from(buf, off)[0]
-            n, off = _length(buf, off + 4, end, flexible, True, wide=True)
+            n, off = length(buf, off + 4, end, flexible, True, wide=True)
             records = None if n < 0 else buf[off:off + n]
             off += max(n, 0)
             if flexible:

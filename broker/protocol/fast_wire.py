@@ -35,6 +35,23 @@ def uvarint(buf: bytes, off: int) -> tuple[int, int]:
     return value, off
 
 
+def length(buf: bytes, off: int, end: int, flexible: bool, nullable: bool, wide: bool = False) -> tuple[int, int]:
+    """A string/bytes length (-1: null) and the offset after it; raises where a null is not
+    allowed or the bytes run past ``end``."""
+    if flexible:
+        n, off = uvarint(buf, off)
+        n -= 1
+    elif wide:
+        n = _I32.unpack_from(buf, off)[0]
+        off += 4
+    else:
+        n = _I16.unpack_from(buf, off)[0]
+        off += 2
+    if n < -1 or (n == -1 and not nullable) or off + n > end:
+        raise Malformed
+    return n, off
+
+
 def count(buf: bytes, off: int, end: int, flexible: bool) -> tuple[int, int]:
     """A non-null array length and the offset after it; raises when negative or larger than
     the bytes left before ``end`` (every element takes at least one)."""

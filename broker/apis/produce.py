@@ -15,6 +15,7 @@ ADD_PARTITION) it adds a partition not yet in the transaction (``add_to_transact
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -25,7 +26,7 @@ from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.delayed_produce import ProducePartitionStatus
 from kafka_emu.broker.log_validator import TRANSACTIONAL_BIT
 from kafka_emu.broker.legacy_records import up_convert
-from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
+from kafka_emu.broker.protocol.adapter import constructor, has_field, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
 from kafka_emu.broker.protocol.fast_produce import PartitionResult, ProduceRequestData, encode_produce_body
 from kafka_emu.coordinator.errors import Errors, KafkaError
@@ -154,29 +155,33 @@ def partition_results(order: TopicOrder, statuses: dict[TopicPartition, ProduceP
 def build_response(version: int, order: TopicOrder, statuses: dict[TopicPartition, ProducePartitionStatus],
                    pre: dict[TopicPartition, tuple[int, str | None]]) -> object:
     """The response as a kio entity (in-process requests, and bodies kio decoded)."""
-    cls, topic_cls, part_cls, error_cls = _response_classes(version)
+    make_response, make_topic, make_partition, make_error = _response_constructors(version)
     topics = []
     for key, results in partition_results(order, statuses, pre):
-        presp = tuple(build(part_cls, index=idx, error_code=code, base_offset=base,
-                            log_append_time=None if append_ms < 0 else datetime.fromtimestamp(append_ms / 1000, UTC),
-                            log_start_offset=lso, error_message=msg,
-                            record_errors=tuple(build(error_cls, batch_index=i, batch_index_error_message=m)
-                                                for i, m in errors) if error_cls is not None else ())
-                      for idx, code, base, append_ms, lso, msg, errors in results)
-        name = key if isinstance(key, str) else ""
-        topics.append(build(topic_cls, name=name, topic_id=key, partition_responses=presp))
-    return build(cls, responses=tuple(topics), throttle_time=ZERO_THROTTLE)
+        partitions = []
+        for idx, code, base, append_ms, lso, msg, errors in results:
+            partitions.append(make_partition(
+                idx, code, base, None if append_ms < 0 else datetime.fromtimestamp(append_ms / 1000, UTC), lso, msg,
+                tuple(make_error(i, m) for i, m in errors) if errors and make_error is not None else ()))
+        topics.append(make_topic(key if isinstance(key, str) else "", key, tuple(partitions)))
+    return make_response(tuple(topics), ZERO_THROTTLE)
 
 
 @lru_cache(maxsize=None)
-def _response_classes(version: int) -> tuple[type, type, type, type | None]:
-    """The response's entity classes at ``version``: response, topic, partition, record error
-    (None before v8), looked up once per version instead of once per response."""
+def _response_constructors(version: int) -> tuple[Callable[..., object], Callable[..., object],
+                                                  Callable[..., object], Callable[..., object] | None]:
+    """Constructors of the response's entities at ``version`` (response, topic, partition,
+    record error: None before v8), made once per version instead of sorting out each field of
+    each entity of each response (``adapter.constructor``)."""
     cls = response_schema(API_KEY, version)
     topic_cls = item_cls(cls, "responses")
     part_cls = item_cls(topic_cls, "partition_responses")
     error_cls = item_cls(part_cls, "record_errors") if has_field(part_cls, "record_errors") else None
-    return cls, topic_cls, part_cls, error_cls
+    return (constructor(cls, ("responses", "throttle_time")),
+            constructor(topic_cls, ("name", "topic_id", "partition_responses")),
+            constructor(part_cls, ("index", "error_code", "base_offset", "log_append_time", "log_start_offset",
+                                   "error_message", "record_errors")),
+            constructor(error_cls, ("batch_index", "batch_index_error_message")) if error_cls is not None else None)
 
 
 APIS = (ApiSpec(API_KEY, "Produce", 3, 13, handle_produce, kafka_3_9=(0, 11), advertised_min_version=0),)

@@ -16,9 +16,11 @@ Stateless apart from per-class caches; safe from any thread.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import MISSING, Field, fields
 from datetime import timedelta
 from functools import lru_cache
+from keyword import iskeyword
 from typing import Any
 from uuid import UUID
 
@@ -78,18 +80,11 @@ def field_plan(cls: type) -> tuple[tuple[Field, FieldClass], ...]:
     return tuple((f, classify_field(f)) for f in fields(cls))
 
 
-# (given names to drop, (required name, default) pairs to fill, error-code names to convert)
-_Plan = tuple[tuple[str, ...], tuple[tuple[str, Any], ...], tuple[str, ...]]
-
-
 class _Shape:
-    """What :func:`build` needs of one entity class, with a plan per set of given names.
+    """What :func:`build` needs of one entity class: its field names, the required fields with
+    their value when not given, the error-code fields."""
 
-    Callers pass the same names in the same order on every call of a code path, so the plan is
-    found by the tuple of names (one plan per call site: a bounded number) and a build is three
-    short loops. Plans are added under the GIL and never change; a racing duplicate is harmless."""
-
-    __slots__ = ("names", "defaults", "error_fields", "plans")
+    __slots__ = ("names", "defaults", "error_fields")
 
     def __init__(self, cls: type) -> None:
         self.defaults: dict[str, Any] = {}   # required fields and their value when not given
@@ -108,18 +103,7 @@ class _Shape:
             elif get_field_tag(f) is None:
                 self.defaults[f.name] = primitive_default(f, fc.type_)
         self.names = frozenset(f.name for f in fields(cls))
-        self.error_fields = tuple(error_fields)
-        self.plans: dict[tuple[str, ...], _Plan] = {}
-
-    def plan(self, given: tuple[str, ...]) -> _Plan:
-        plan = self.plans.get(given)
-        if plan is None:
-            present = self.names.intersection(given)
-            plan = self.plans[given] = (
-                tuple(n for n in given if n not in self.names),
-                tuple((n, v) for n, v in self.defaults.items() if n not in present),
-                tuple(n for n in self.error_fields if n in present or n in self.defaults))
-        return plan
+        self.error_fields = frozenset(error_fields)
 
 
 @lru_cache(maxsize=None)
@@ -127,17 +111,48 @@ def _shape(cls: type) -> _Shape:
     return _Shape(cls)
 
 
+# (class, given names in call order) -> its constructor (see ``constructor``)
+_constructors: dict[tuple[type, tuple[str, ...]], Callable[..., Any]] = {}
+
+
+def constructor(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
+    """A function taking ``names`` (positionally or by name) that returns an instance of
+    ``cls``: names ``cls`` lacks are ignored, its missing required fields defaulted, error codes
+    turned into kio's enum.
+
+    Generated once per (class, names), as ``dataclasses`` generates ``__init__``: a build then
+    costs one call plus kio's own constructor, where sorting the given values out at every call
+    cost as much again (a Produce response builds three entities). Callers pass the same names
+    on every call of a code path, so the cache holds one entry per call site and version.
+    Entries are added under the GIL and never change; a racing duplicate is harmless."""
+    key = (cls, names)
+    make = _constructors.get(key)
+    if make is None:
+        shape = _shape(cls)
+        for n in names:
+            if not n.isidentifier() or iskeyword(n) or n.startswith("_"):
+                raise TypeError(f"{n!r} is not a field name")
+        # the generated code's own names start with "_", which no field name does
+        scope: dict[str, Any] = {"_cls": cls, "_errors": _KIO_ERRORS}
+        args = [f"{n}=_errors[{n}]" if n in shape.error_fields else f"{n}={n}" for n in names if n in shape.names]
+        for n, default in shape.defaults.items():
+            if n not in names:
+                scope[f"_default_{n}"] = _KIO_ERRORS[default] if n in shape.error_fields else default
+                args.append(f"{n}=_default_{n}")
+        source = f"def make({', '.join(names)}):\n    return _cls({', '.join(args)})\n"
+        exec(source, scope)   # noqa: S102 - only checked identifiers become code, never values
+        make = _constructors[key] = scope["make"]
+    return make
+
+
 def build(cls: type, **values: Any) -> Any:
     """An instance of ``cls`` from ``values`` (extra names ignored, missing ones defaulted,
     error codes converted to kio's enum)."""
-    drop, fill, errors = _shape(cls).plan(tuple(values))
-    for name in drop:
-        del values[name]
-    for name, default in fill:
-        values[name] = default
-    for name in errors:
-        values[name] = _KIO_ERRORS[values[name]]
-    return cls(**values)
+    key = (cls, tuple(values))
+    make = _constructors.get(key)
+    if make is None:
+        make = constructor(cls, key[1])
+    return make(**values)
 
 
 def has_field(cls: type, name: str) -> bool:
@@ -166,7 +181,7 @@ def response_schema(api_key: int, api_version: int) -> type:
 
 
 __all__ = [
-    "EntityField", "EntityTupleField", "FieldClass", "PrimitiveTupleField", "build", "classify_field",
+    "EntityField", "EntityTupleField", "FieldClass", "PrimitiveTupleField", "build", "classify_field", "constructor",
     "field_plan", "get_field_reader", "get_field_tag", "has_field", "is_error_code", "is_optional", "item_cls",
     "kio_error", "primitive_default", "response_schema",
 ]

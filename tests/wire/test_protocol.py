@@ -154,3 +154,25 @@ def test_api_versions_response_uses_header_v0() -> None:
     assert data[8] == 0       # error code high byte follows the correlation id directly
     md = build_error_response(3, 12, None, 0)
     assert encode_response(9, md)[8] == 0     # header v1: empty tag section after the id
+
+
+def test_build_keeps_the_version_fields_defaults_the_rest_and_converts_error_codes() -> None:
+    """``adapter.build`` (and the ``constructor`` it caches per call site): names the version
+    lacks are ignored, required fields get Kafka's "no value", error codes become kio's enum;
+    positional and keyword calls build the same entity."""
+    from kafka_emu.broker.protocol.adapter import build, constructor, item_cls
+
+    v3 = item_cls(item_cls(load_response_schema(0, 3), "responses"), "partition_responses")
+    v9 = item_cls(item_cls(load_response_schema(0, 9), "responses"), "partition_responses")
+    given = dict(index=2, error_code=87, base_offset=-1, log_append_time=None, log_start_offset=7,
+                 error_message="bad", record_errors=())
+    old = build(v3, **given)
+    assert (old.index, old.error_code, old.base_offset) == (2, ErrorCode.invalid_record, -1)
+    assert not hasattr(old, "log_start_offset")   # v5+: dropped, not refused
+    new = build(v9, **given)
+    assert (new.log_start_offset, new.error_message, new.error_code) == (7, "bad", ErrorCode.invalid_record)
+    assert constructor(v9, tuple(given))(*given.values()) == new
+    sparse = build(v9, index=1)   # the rest defaulted: error none, offsets -1
+    assert (sparse.error_code, sparse.base_offset, sparse.log_start_offset) == (ErrorCode.none, -1, -1)
+    with pytest.raises(TypeError):
+        constructor(v9, ("index", "_cls"))   # never a name of the generated code

@@ -44,6 +44,7 @@ NO_TIMESTAMP = -1
 INT_MAX = (1 << 31) - 1
 OFFSET_INDEX_ENTRY_SIZE = 8   # int32 relative offset, int32 position
 TIME_INDEX_ENTRY_SIZE = 12    # int64 timestamp, int32 relative offset
+RECENT_APPENDS = 32           # appends a segment remembers the positions of, at least
 
 _BASE_LEN = struct.Struct(">qi")
 _I32 = struct.Struct(">i")
@@ -220,10 +221,12 @@ class LogSegment:
         self.offset_of_max_timestamp_so_far = base_offset
         self.next_offset = base_offset
         self._bytes_since_last_index_entry = 0
-        # where the last append started: reads at the tail (followers, caught-up consumers) scan
-        # from here instead of from the last index entry
-        self._tail_offset = base_offset
-        self._tail_position = 0
+        # The first offset and the position of each recent append, oldest first (at most
+        # 2 * RECENT_APPENDS): a read near the end (a follower, a caught-up consumer, a few appends
+        # behind) starts its scan at the append holding its offset, not at the sparse index's
+        # entry up to index.interval.bytes of batches before it.
+        self._recent_offsets = [base_offset]
+        self._recent_positions = [0]
 
     @property
     def size(self) -> int:
@@ -245,8 +248,12 @@ class LogSegment:
             raise ValueError(f"offset {largest_offset} cannot be stored in segment {self.base_offset}")
         self.records += records
         self.last_modified_ms = now_ms
-        self._tail_offset = self.next_offset
-        self._tail_position = position
+        recent = self._recent_offsets
+        recent.append(self.next_offset)
+        self._recent_positions.append(position)
+        if len(recent) > 2 * RECENT_APPENDS:
+            del recent[:RECENT_APPENDS]
+            del self._recent_positions[:RECENT_APPENDS]
         self.next_offset = largest_offset + 1
         if largest_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = largest_timestamp
@@ -261,8 +268,9 @@ class LogSegment:
     # ------------------------------------------------------------------ reads
     def translate_offset(self, offset: int, starting_position: int = 0) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset`` (index lookup, then a scan)."""
-        if offset >= self._tail_offset:
-            position = self._tail_position
+        recent = self._recent_offsets
+        if offset >= recent[0]:
+            position = self._recent_positions[bisect_right(recent, offset) - 1]
         else:
             _, position = self.offset_index.lookup(offset)
         if starting_position > position:
@@ -387,18 +395,19 @@ class LogSegment:
         return removed
 
     def _recompute_after_truncation(self) -> None:
-        self.next_offset = self._tail_offset = self.base_offset
-        self._tail_position = 0
+        self.next_offset = tail_offset = self.base_offset
+        tail_position = 0
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp_so_far = self.base_offset
         if not self.records:
             self.rolling_based_timestamp = None
         for h in iter_headers(self.records):
             self.next_offset = h.last_offset + 1
-            self._tail_offset, self._tail_position = h.base_offset, h.position
+            tail_offset, tail_position = h.base_offset, h.position
             if h.max_timestamp > self.max_timestamp_so_far:
                 self.max_timestamp_so_far = h.max_timestamp
                 self.offset_of_max_timestamp_so_far = h.last_offset
+        self._recent_offsets, self._recent_positions = [tail_offset], [tail_position]
 
     def rebuild_indexes(self) -> None:
         """Recreate both indexes from the stored batches (Kafka's ``recover`` minus validation);
@@ -406,12 +415,12 @@ class LogSegment:
         self.offset_index.reset()
         self.time_index.reset()
         self._bytes_since_last_index_entry = 0
-        self._tail_offset, self._tail_position = self.base_offset, 0
+        tail_offset, tail_position = self.base_offset, 0
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp_so_far = self.base_offset
         self.rolling_based_timestamp = None
         for h in iter_headers(self.records):
-            self._tail_offset, self._tail_position = h.base_offset, h.position
+            tail_offset, tail_position = h.base_offset, h.position
             if self.rolling_based_timestamp is None:
                 self.rolling_based_timestamp = h.max_timestamp
             if h.max_timestamp > self.max_timestamp_so_far:
@@ -422,6 +431,7 @@ class LogSegment:
                 self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
                 self._bytes_since_last_index_entry = 0
             self._bytes_since_last_index_entry += h.size
+        self._recent_offsets, self._recent_positions = [tail_offset], [tail_position]
 
     def __repr__(self) -> str:
         return f"LogSegment(base={self.base_offset}, next={self.next_offset}, size={self.size})"

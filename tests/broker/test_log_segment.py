@@ -296,3 +296,40 @@ def test_read_returns_whole_batches_within_bounds(sizes, interval, data):
         expect.append(i)
         size += n
     assert got == expect
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 3), st.integers(1, 200)), min_size=1, max_size=160),
+       st.integers(0, 3000), st.data())
+def test_translate_offset_finds_the_holding_batch(batches, interval, data):
+    """Property: whether the offset lies among the recent appends (a scan from that append) or
+    further back (the sparse index, then a scan), ``translate_offset`` returns the batch holding
+    it, also after a truncation, more appends and an index rebuild (compaction's)."""
+    seg = LogSegment(0, index_interval_bytes=interval)
+    spans = []   # (base, last) of every stored batch
+
+    def add(count, size):
+        base = spans[-1][1] + 1 if spans else 0
+        seg.append(base + count - 1, 0, base + count - 1,
+                   build_batch([(None, b"x" * size)] * count, base_offset=base))
+        spans.append((base, base + count - 1))
+
+    def check():
+        for base, last in spans:
+            offset = data.draw(st.integers(base, last))
+            h = seg.translate_offset(offset)
+            assert (h.base_offset, h.last_offset) == (base, last)
+        assert seg.translate_offset(spans[-1][1] + 1 if spans else 0) is None
+
+    for count, size in batches:
+        add(count, size)
+    check()
+    cut = data.draw(st.integers(0, len(spans) - 1))
+    seg.truncate_to(spans[cut][0])
+    del spans[cut:]
+    check()
+    for count, size in batches[:data.draw(st.integers(0, len(batches)))]:
+        add(count, size)
+    check()
+    seg.rebuild_indexes()
+    check()

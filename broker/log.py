@@ -235,10 +235,11 @@ class Log:
         if not data:
             return 0
         infos = parse_batches(data, check_crc=False)
-        new = [info for info in infos if info.base_offset >= self.log_end_offset]
-        if not new:
-            return 0   # already have them (a response that raced a truncation)
         expected = self.log_end_offset
+        # all of them new (the usual case), else those past the LEO (a response that raced a truncation)
+        new = infos if infos and infos[0].base_offset >= expected else [i for i in infos if i.base_offset >= expected]
+        if not new:
+            return 0
         max_ts, shallow = -1, expected
         for info in new:
             if info.base_offset != expected:

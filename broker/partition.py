@@ -140,7 +140,7 @@ class Partition:
                         self.followers[r] = FollowerState(r)
                 for r in [r for r in self.followers if r not in self.replicas]:
                     del self.followers[r]
-            hw_moved = self._maybe_increment_leader_hw(now)
+            hw_moved = self._maybe_increment_leader_hw()
             return new_leader, hw_moved
 
     def make_follower(self, state: "PartitionState") -> bool:
@@ -183,7 +183,7 @@ class Partition:
                                              verification_guard=verification_guard)
             if info.duplicate:
                 return info, False
-            return info, self._maybe_increment_leader_hw(self.time.milliseconds())
+            return info, self._maybe_increment_leader_hw()
 
     def maybe_start_transaction_verification(self, producer_id: int, producer_epoch: int,
                                              supports_epoch_bump: bool = False) -> VerificationGuard | None:
@@ -195,28 +195,36 @@ class Partition:
                                  f"broker {self.broker_id} is not the leader of {self.topic}-{self.partition}")
             return self.log.maybe_start_transaction_verification(producer_id, producer_epoch, supports_epoch_bump)
 
-    def _maybe_increment_leader_hw(self, now_ms: int) -> bool:
-        """Lock held. HW := min LEO over the ISR; frozen while under min ISR (KAFKA-15583)."""
-        if not self.is_leader or len(self.isr) < self.effective_min_isr:
+    def _maybe_increment_leader_hw(self) -> bool:
+        """Lock held. HW := min LEO over the ISR; frozen while under min ISR (KAFKA-15583).
+
+        The ISR's followers are read first and the first one whose LEO is not past the HW ends
+        the check: on a leader append that is every time (the followers have not fetched it
+        yet), so the append pays for one follower, not for the ISR and the min-ISR rule."""
+        log = self.log
+        hw = log.high_watermark
+        candidate = log.log_end_offset
+        if candidate <= hw or not self.is_leader:
             return False
-        candidate = self.log.log_end_offset
+        followers = self.followers
+        me = self.broker_id
         for r in self.isr:
-            if r == self.broker_id:
-                continue
-            st = self.followers.get(r)
-            leo = st.log_end_offset if st is not None else -1
-            if leo < candidate:
-                candidate = leo
-        if candidate <= self.log.high_watermark:   # negative too: a follower with no fetch yet
-            return False   # (every append while followers lag: no call)
-        return self.log.maybe_increment_high_watermark(candidate)
+            if r != me:
+                st = followers.get(r)
+                if st is None or st.log_end_offset <= hw:   # no fetch yet, or not past the HW
+                    return False
+                if st.log_end_offset < candidate:
+                    candidate = st.log_end_offset
+        if len(self.isr) < self.effective_min_isr:
+            return False
+        return log.maybe_increment_high_watermark(candidate)
 
     def update_log_config(self, config: "LogConfig") -> bool:
         """New topic configs for the log (Kafka's ``UnifiedLog.updateConfig``); returns whether
         the HW moved (a lower ``min.insync.replicas`` may unfreeze it)."""
         with self.lock:
             self.log.update_config(config)
-            return self._maybe_increment_leader_hw(self.time.milliseconds())
+            return self._maybe_increment_leader_hw()
 
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
         """(done, error) for a DelayedProduce waiting for ``required_offset``."""
@@ -310,12 +318,12 @@ class Partition:
             st.last_fetch_leader_leo = max(st.last_fetch_leader_leo, leader_leo)
             hw_moved = False
             if replica_id not in self.isr:
-                hw_moved = self._maybe_expand_isr(st, fetch_time_ms)
+                hw_moved = self._maybe_expand_isr(st)
             if old_leo != fetch_offset:
-                hw_moved = self._maybe_increment_leader_hw(fetch_time_ms) or hw_moved
+                hw_moved = self._maybe_increment_leader_hw() or hw_moved
             return hw_moved or low_watermark_moved
 
-    def _maybe_expand_isr(self, st: FollowerState, now_ms: int) -> bool:
+    def _maybe_expand_isr(self, st: FollowerState) -> bool:
         leo = st.log_end_offset
         if leo < self.log.high_watermark or leo < self.log.epoch_start_offset(self.leader_epoch):
             return False
@@ -327,7 +335,7 @@ class Partition:
         self.stats.record_isr_expand()
         _log.info("isr_expanded", broker_id=self.broker_id, topic=self.topic,
                   partition=self.partition, isr=list(new_isr), follower=st.broker_id)
-        return self._maybe_increment_leader_hw(now_ms)
+        return self._maybe_increment_leader_hw()
 
     def _alter_isr(self, new_isr: tuple[int, ...]) -> bool:
         if self.metadata is None:
@@ -365,7 +373,7 @@ class Partition:
             self.stats.record_isr_shrink()
             _log.info("isr_shrunk", broker_id=self.broker_id, topic=self.topic, partition=self.partition,
                       isr=list(new_isr), out_of_sync=out, leo=leo, hw=self.log.high_watermark)
-            return self._maybe_increment_leader_hw(now)
+            return self._maybe_increment_leader_hw()
 
     def is_under_replicated(self) -> bool:
         return self.is_leader and len(self.isr) < len(self.replicas)

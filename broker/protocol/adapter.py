@@ -148,11 +148,7 @@ def constructor(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
 def build(cls: type, **values: Any) -> Any:
     """An instance of ``cls`` from ``values`` (extra names ignored, missing ones defaulted,
     error codes converted to kio's enum)."""
-    key = (cls, tuple(values))
-    make = _constructors.get(key)
-    if make is None:
-        make = constructor(cls, key[1])
-    return make(**values)
+    return constructor(cls, tuple(values))(**values)
 
 
 def has_field(cls: type, name: str) -> bool:

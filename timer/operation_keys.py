@@ -7,7 +7,7 @@ which tests use freely.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 class DelayedOperationKey:
@@ -18,10 +18,20 @@ class DelayedOperationKey:
 
 @dataclass(frozen=True, slots=True)
 class TopicPartitionOperationKey(DelayedOperationKey):
-    """Produce, fetch and delete-records operations watch the partitions they touch."""
+    """Produce, fetch and delete-records operations watch the partitions they touch.
+
+    The hash is computed once: every append and every follower fetch hashes its partition's
+    key several times (the purgatory shard, then the shard's watcher map)."""
 
     topic: str
     partition: int
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.topic, self.partition)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 @dataclass(frozen=True, slots=True)

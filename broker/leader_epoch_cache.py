@@ -48,13 +48,13 @@ class LeaderEpochFileCache:
     def assign(self, epoch: int, start_offset: int) -> bool:
         """Kafka's ``assign``: record that ``epoch`` starts at ``start_offset``; true if the
         cache changed. Negative values are refused (ValueError), as Kafka refuses them."""
-        if epoch < 0 or start_offset < 0:
-            raise ValueError(f"leader epoch {epoch} and start offset {start_offset} must be >= 0")
         entries = self._entries
         if entries:   # the same epoch again (every append of a leader): fields by index, not name (3.11)
             last = entries[-1]
             if last[0] == epoch and last[1] <= start_offset:
-                return False
+                return False   # both valid then: the entry's were checked when it was assigned
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"leader epoch {epoch} and start offset {start_offset} must be >= 0")
         while entries and (entries[-1].epoch >= epoch or entries[-1].start_offset >= start_offset):
             entries.pop()
         entries.append(EpochEntry(epoch, start_offset))

@@ -212,11 +212,11 @@ class Log:
         if leader_epoch >= 0:   # _assign_epoch, inlined on the hot path
             self.leader_epoch_cache.assign(leader_epoch, first)
         segment = self._append(records, last_offset, max_timestamp, shallow_offset_of_max_timestamp, now)
-        if producers:
+        if producers:   # only producer state moves the first unstable offset
             for info in batches:
                 if info.producer_id != NO_PRODUCER_ID:
                     self._update_producer_state(records, info, segment)
-        self._maybe_update_first_unstable_offset()
+            self._maybe_update_first_unstable_offset()
         return new_tuple(LogAppendInfo, (first, last_offset, last_offset + 1 - first, len(records), False,
                                          log_append_time))
 
@@ -257,10 +257,13 @@ class Log:
         end = new[-1].position + new[-1].size
         with memoryview(data) as view:
             segment = self._append(view[start:end], expected - 1, max_ts, shallow, self.time.milliseconds())
+        producers = False
         for info in new:
             if info.producer_id != NO_PRODUCER_ID:
                 self._update_producer_state(data, info, segment)
-        self._maybe_update_first_unstable_offset()
+                producers = True
+        if producers:   # only producer state moves the first unstable offset
+            self._maybe_update_first_unstable_offset()
         return len(new)
 
     # ------------------------------------------------------------------ producer state

@@ -37,7 +37,7 @@ import struct
 from bisect import bisect_right
 from typing import Iterator, NamedTuple
 
-from kafka_emu.broker.record_batch import HEADER_SIZE, LOG_OVERHEAD
+from kafka_emu.broker.record_batch import HEADER_SIZE, LOG_OVERHEAD, new_tuple
 from kafka_emu.broker.transaction_index import TransactionIndex
 
 NO_TIMESTAMP = -1
@@ -71,7 +71,7 @@ def iter_headers(buf: bytes | bytearray | memoryview, position: int = 0,
         if position + size > end:
             return
         last = base + _I32.unpack_from(buf, position + 23)[0]
-        yield BatchHeader(position, size, base, last, _I64.unpack_from(buf, position + 35)[0])
+        yield new_tuple(BatchHeader, (position, size, base, last, _I64.unpack_from(buf, position + 35)[0]))
         position += size
 
 
@@ -285,7 +285,7 @@ class LogSegment:
                 return None
             last = base + _I32.unpack_from(buf, position + 23)[0]
             if last >= offset:
-                return BatchHeader(position, size, base, last, _I64.unpack_from(buf, position + 35)[0])
+                return new_tuple(BatchHeader, (position, size, base, last, _I64.unpack_from(buf, position + 35)[0]))
             position += size
         return None
 

@@ -29,6 +29,7 @@ import structlog
 from kafka_emu.broker.log import UNDEFINED_EPOCH, Log, LogAppendInfo
 from kafka_emu.broker.log_segment import iter_headers
 from kafka_emu.broker.producer_state import AppendOrigin, VerificationGuard
+from kafka_emu.broker.record_batch import new_tuple
 from kafka_emu.broker.transaction_index import AbortedTxn
 from kafka_emu.coordinator.errors import Errors, KafkaError
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from kafka_emu.timer.time import Time
 
 _log = structlog.get_logger("broker.partition")
+_NONE = Errors.NONE   # read once: an Enum member read costs about a function call (3.11)
 
 ISOLATION_LOG_END = 0       # follower fetches
 ISOLATION_HIGH_WATERMARK = 1  # read_uncommitted consumers
@@ -411,8 +413,9 @@ class Partition:
             if isolation == ISOLATION_TXN_COMMITTED:
                 aborted = tuple(log.collect_aborted_transactions(fetch_offset, _end_offset_of(records))) \
                     if records else ()
-            return LogReadResult(records, Errors.NONE, hw, lso, log.log_start_offset, leo, None,
-                                 self.leader_id, self.leader_epoch, aborted)
+            # the read every fetch makes: built as a tuple, past the NamedTuple's Python __new__
+            return new_tuple(LogReadResult, (records, _NONE, hw, lso, log.log_start_offset, leo, None,
+                                             self.leader_id, self.leader_epoch, aborted))
 
     def end_offset_for(self, isolation: int) -> int:
         """The offset reads stop at: LEO for followers, HW for read_uncommitted, LSO for

@@ -48,7 +48,7 @@ from __future__ import annotations
 import struct
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Sequence
 from uuid import UUID
 
 import structlog
@@ -145,8 +145,10 @@ class FetchParams:
         return self.replica_id >= 0
 
 
-@dataclass(frozen=True)
-class PartitionFetchInfo:
+class PartitionFetchInfo(NamedTuple):
+    """One partition of a fetch (a NamedTuple: built for every partition of every fetch, and a
+    frozen dataclass's constructor sets each field through a call)."""
+
     fetch_offset: int
     max_bytes: int
     log_start_offset: int = -1

@@ -38,7 +38,7 @@ from kio.serial._introspect import (
 )
 from kio.serial._parse import get_field_reader
 
-from kafka_emu.broker.protocol.legacy_schema import LEGACY_RESPONSES
+from kafka_emu.broker.protocol.legacy_schema import legacy_response
 
 _KIO_ERRORS: dict[int, ErrorCode] = {int(e): e for e in ErrorCode}
 # integer fields whose "no value" is -1 in Kafka's responses (the rest default to zero)
@@ -172,7 +172,7 @@ def response_schema(api_key: int, api_version: int) -> type:
     """The kio response class of (api_key, api_version), cached (kio's own lookup imports a
     module by name on every call); for a version Kafka 4.0 removed, the class
     ``broker.protocol.legacy_schema`` derives."""
-    legacy = LEGACY_RESPONSES.get((api_key, api_version))
+    legacy = legacy_response(api_key, api_version)
     return legacy if legacy is not None else load_response_schema(api_key, api_version)
 
 

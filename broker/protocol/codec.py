@@ -37,7 +37,7 @@ from kafka_emu.broker.protocol.adapter import (
     is_optional,
     response_schema,
 )
-from kafka_emu.broker.protocol.legacy_schema import LEGACY_REQUESTS
+from kafka_emu.broker.protocol.legacy_schema import legacy_request
 from kafka_emu.broker.protocol.fast_fetch import FETCH, decode_fetch_request
 from kafka_emu.broker.protocol.fast_produce import PRODUCE, decode_produce_request, encode_produce_response
 from kafka_emu.broker.protocol.varint import InvalidRequestError
@@ -99,7 +99,7 @@ def get_codec(api_key: int, api_version: int) -> ApiCodec:
     name = api_key_map.get(api_key)
     if name is None:
         raise UnknownApiKeyError(f"unknown api key {api_key}")
-    legacy = LEGACY_REQUESTS.get((api_key, api_version))
+    legacy = legacy_request(api_key, api_version)
     if legacy is not None:
         return ApiCodec(api_key, api_version, legacy, response_schema(api_key, api_version),
                         entity_reader(legacy), False)

@@ -8,16 +8,17 @@ a few added), as Kafka 3.9's message schemas (``ProduceRequest.json`` ...) state
 module derives kio-style entity classes for them from kio's classes of the next version, so
 kio's own reader and writer (which introspect the dataclass fields and their ``kafka_type``)
 encode and decode them, ``broker.protocol.adapter.build`` fills them, and the handlers treat
-them as any other version: ``LEGACY_REQUESTS``/``LEGACY_RESPONSES`` are looked up by
+them as any other version: ``legacy_request``/``legacy_response`` are asked by
 ``broker.protocol.codec.get_codec`` and ``broker.protocol.adapter.response_schema`` when kio
 has no class. Each derived layout is tested byte for byte against kafka-python's classes for
 those versions (``tests/wire/test_legacy_codec.py``).
 
-Stateless once built (at import); safe from any thread.
+Each class is derived on first use, under a lock; safe from any thread.
 """
 from __future__ import annotations
 
 import dataclasses
+import threading
 from dataclasses import MISSING, Field, fields
 from types import NoneType, UnionType
 from typing import Any, Mapping, NamedTuple, Union, get_args, get_origin
@@ -140,39 +141,70 @@ _EPOCH_V0 = {"OffsetForLeaderPartition": Change(drop=("current_leader_epoch",))}
 _EPOCH_RESPONSE_V1 = {"OffsetForLeaderEpochResponse": Change(drop=("throttle_time",))}
 _EPOCH_RESPONSE_V0 = {**_EPOCH_RESPONSE_V1, "EpochEndOffset": Change(drop=("leader_epoch",))}
 
-LEGACY_REQUESTS: Mapping[tuple[int, int], type] = {
-    **{(PRODUCE, v): derive(load_request_schema(PRODUCE, 3), v, _NO_TXN_ID) for v in (0, 1, 2)},
-    **{(FETCH, v): derive(load_request_schema(FETCH, 4), v, _FETCH_V0) for v in (0, 1, 2)},
-    (FETCH, 3): derive(load_request_schema(FETCH, 4), 3, _FETCH_V3),
-    (LIST_OFFSETS, 0): derive(load_request_schema(LIST_OFFSETS, 1), 0, _LIST_OFFSETS_V0),
-    (OFFSET_COMMIT, 0): derive(load_request_schema(OFFSET_COMMIT, 2), 0, _OFFSET_COMMIT_V0),
-    (OFFSET_COMMIT, 1): derive(load_request_schema(OFFSET_COMMIT, 2), 1, _OFFSET_COMMIT_V1),
-    (OFFSET_FETCH, 0): derive(load_request_schema(OFFSET_FETCH, 1), 0),
-    (CREATE_TOPICS, 0): derive(load_request_schema(CREATE_TOPICS, 2), 0, _CREATE_TOPICS_V0),
-    (CREATE_TOPICS, 1): derive(load_request_schema(CREATE_TOPICS, 2), 1),
-    (DELETE_TOPICS, 0): derive(load_request_schema(DELETE_TOPICS, 1), 0),
-    (DESCRIBE_CONFIGS, 0): derive(load_request_schema(DESCRIBE_CONFIGS, 1), 0, _DESCRIBE_CONFIGS_V0),
-    **{(OFFSET_FOR_LEADER_EPOCH, v): derive(load_request_schema(OFFSET_FOR_LEADER_EPOCH, 2), v, _EPOCH_V0)
-       for v in (0, 1)},
-    (DESCRIBE_LOG_DIRS, 0): derive(load_request_schema(DESCRIBE_LOG_DIRS, 1), 0),   # "v1 is the same as v0"
+# (api key, version) -> (the kept version whose layout it is derived from, the changes)
+_Layouts = Mapping[tuple[int, int], tuple[int, Mapping[str, Change] | None]]
+_REQUEST_LAYOUTS: _Layouts = {
+    **{(PRODUCE, v): (3, _NO_TXN_ID) for v in (0, 1, 2)},
+    **{(FETCH, v): (4, _FETCH_V0) for v in (0, 1, 2)},
+    (FETCH, 3): (4, _FETCH_V3),
+    (LIST_OFFSETS, 0): (1, _LIST_OFFSETS_V0),
+    (OFFSET_COMMIT, 0): (2, _OFFSET_COMMIT_V0),
+    (OFFSET_COMMIT, 1): (2, _OFFSET_COMMIT_V1),
+    (OFFSET_FETCH, 0): (1, None),
+    (CREATE_TOPICS, 0): (2, _CREATE_TOPICS_V0),
+    (CREATE_TOPICS, 1): (2, None),
+    (DELETE_TOPICS, 0): (1, None),
+    (DESCRIBE_CONFIGS, 0): (1, _DESCRIBE_CONFIGS_V0),
+    **{(OFFSET_FOR_LEADER_EPOCH, v): (2, _EPOCH_V0) for v in (0, 1)},
+    (DESCRIBE_LOG_DIRS, 0): (1, None),   # "v1 is the same as v0"
 }
-LEGACY_RESPONSES: Mapping[tuple[int, int], type] = {
-    (PRODUCE, 0): derive(load_response_schema(PRODUCE, 3), 0,
-                         {**_NO_APPEND_TIME, "ProduceResponse": Change(drop=("throttle_time",))}),
-    (PRODUCE, 1): derive(load_response_schema(PRODUCE, 3), 1, _NO_APPEND_TIME),
-    (PRODUCE, 2): derive(load_response_schema(PRODUCE, 3), 2),
-    (FETCH, 0): derive(load_response_schema(FETCH, 4), 0, _FETCH_RESPONSE_V0),
-    **{(FETCH, v): derive(load_response_schema(FETCH, 4), v, _FETCH_RESPONSE_V1) for v in (1, 2, 3)},
-    (LIST_OFFSETS, 0): derive(load_response_schema(LIST_OFFSETS, 1), 0, _LIST_OFFSETS_RESPONSE_V0),
-    **{(OFFSET_COMMIT, v): derive(load_response_schema(OFFSET_COMMIT, 2), v) for v in (0, 1)},
-    (OFFSET_FETCH, 0): derive(load_response_schema(OFFSET_FETCH, 1), 0),
-    (CREATE_TOPICS, 0): derive(load_response_schema(CREATE_TOPICS, 2), 0, _CREATE_TOPICS_RESPONSE_V0),
-    (CREATE_TOPICS, 1): derive(load_response_schema(CREATE_TOPICS, 2), 1, _CREATE_TOPICS_RESPONSE_V1),
-    (DELETE_TOPICS, 0): derive(load_response_schema(DELETE_TOPICS, 1), 0, _DELETE_TOPICS_RESPONSE_V0),
-    (DESCRIBE_CONFIGS, 0): derive(load_response_schema(DESCRIBE_CONFIGS, 1), 0, _DESCRIBE_CONFIGS_RESPONSE_V0),
-    (OFFSET_FOR_LEADER_EPOCH, 0): derive(load_response_schema(OFFSET_FOR_LEADER_EPOCH, 2), 0, _EPOCH_RESPONSE_V0),
-    (OFFSET_FOR_LEADER_EPOCH, 1): derive(load_response_schema(OFFSET_FOR_LEADER_EPOCH, 2), 1, _EPOCH_RESPONSE_V1),
-    (DESCRIBE_LOG_DIRS, 0): derive(load_response_schema(DESCRIBE_LOG_DIRS, 1), 0),
+_RESPONSE_LAYOUTS: _Layouts = {
+    (PRODUCE, 0): (3, {**_NO_APPEND_TIME, "ProduceResponse": Change(drop=("throttle_time",))}),
+    (PRODUCE, 1): (3, _NO_APPEND_TIME),
+    (PRODUCE, 2): (3, None),
+    (FETCH, 0): (4, _FETCH_RESPONSE_V0),
+    **{(FETCH, v): (4, _FETCH_RESPONSE_V1) for v in (1, 2, 3)},
+    (LIST_OFFSETS, 0): (1, _LIST_OFFSETS_RESPONSE_V0),
+    **{(OFFSET_COMMIT, v): (2, None) for v in (0, 1)},
+    (OFFSET_FETCH, 0): (1, None),
+    (CREATE_TOPICS, 0): (2, _CREATE_TOPICS_RESPONSE_V0),
+    (CREATE_TOPICS, 1): (2, _CREATE_TOPICS_RESPONSE_V1),
+    (DELETE_TOPICS, 0): (1, _DELETE_TOPICS_RESPONSE_V0),
+    (DESCRIBE_CONFIGS, 0): (1, _DESCRIBE_CONFIGS_RESPONSE_V0),
+    (OFFSET_FOR_LEADER_EPOCH, 0): (2, _EPOCH_RESPONSE_V0),
+    (OFFSET_FOR_LEADER_EPOCH, 1): (2, _EPOCH_RESPONSE_V1),
+    (DESCRIBE_LOG_DIRS, 0): (1, None),
 }
+# the (api key, version) pairs this module derives, for requests and responses alike
+LEGACY_VERSIONS = frozenset(_REQUEST_LAYOUTS)
 
-__all__ = ["Change", "LEGACY_REQUESTS", "LEGACY_RESPONSES", "derive"]
+# Derived on first use, not at import: deriving every layout (about 60 dataclasses) took a
+# tenth of a second of every broker's cold start, for versions few clients still send.
+_derived: dict[tuple[bool, int, int], type] = {}
+_derive_lock = threading.Lock()   # guards _derived: one class per layout, whichever thread asks first
+
+
+def _layout(request: bool, api_key: int, version: int) -> type | None:
+    layout = (_REQUEST_LAYOUTS if request else _RESPONSE_LAYOUTS).get((api_key, version))
+    if layout is None:
+        return None
+    with _derive_lock:
+        cls = _derived.get((request, api_key, version))
+        if cls is None:
+            base_version, changes = layout
+            load = load_request_schema if request else load_response_schema
+            cls = _derived[(request, api_key, version)] = derive(load(api_key, base_version), version, changes)
+        return cls
+
+
+def legacy_request(api_key: int, version: int) -> type | None:
+    """The request class of a version Kafka 4.0 removed, None for any other version."""
+    return _layout(True, api_key, version)
+
+
+def legacy_response(api_key: int, version: int) -> type | None:
+    """The response class of a version Kafka 4.0 removed, None for any other version."""
+    return _layout(False, api_key, version)
+
+
+__all__ = ["Change", "LEGACY_VERSIONS", "derive", "legacy_request", "legacy_response"]

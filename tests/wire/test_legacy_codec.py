@@ -20,7 +20,7 @@ from kafka.protocol.old import produce as kp_produce
 from kafka.protocol.old.types import Array, Boolean, Bytes, Int8, Int16, Int32, Int64, Schema, String
 from kio.serial import entity_reader, entity_writer
 
-from kafka_emu.broker.protocol.legacy_schema import LEGACY_REQUESTS, LEGACY_RESPONSES
+from kafka_emu.broker.protocol.legacy_schema import LEGACY_VERSIONS, legacy_request, legacy_response
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -92,7 +92,7 @@ def _ours(cls: type, data: bytes) -> bytes:
 def test_legacy_layout_matches_kafka_python(key_version: tuple[int, int], side: str, data: st.DataObject) -> None:
     kp_request, kp_response = KAFKA_PYTHON[key_version]
     kp_cls = kp_request if side == "request" else kp_response
-    ours = (LEGACY_REQUESTS if side == "request" else LEGACY_RESPONSES)[key_version]
+    ours = (legacy_request if side == "request" else legacy_response)(*key_version)
     values = data.draw(values_for(kp_cls.SCHEMA))
     if side == "response" and key_version[0] == 1:
         # a null record set is written by kafka-python as length -1; Kafka writes empty records
@@ -109,6 +109,11 @@ def _non_null_records(value: Any) -> Any:
 
 
 def test_versions_and_flexibility() -> None:
-    """Every derived class carries its own version and Kafka's non-flexible encoding."""
-    for (key, version), cls in {**LEGACY_REQUESTS, **LEGACY_RESPONSES}.items():
-        assert (cls.__api_key__, cls.__version__, cls.__flexible__) == (key, version, False)
+    """Every derived class carries its own version and Kafka's non-flexible encoding, and is
+    derived once (on first use); kio's own versions are not derived."""
+    for key, version in LEGACY_VERSIONS:
+        for derived in (legacy_request, legacy_response):
+            cls = derived(key, version)
+            assert (cls.__api_key__, cls.__version__, cls.__flexible__) == (key, version, False)
+            assert derived(key, version) is cls   # derived once
+    assert legacy_request(0, 3) is None and legacy_response(1, 4) is None   # kio's own versions

@@ -7,7 +7,6 @@ reference implementation."""
 from __future__ import annotations
 
 import dataclasses
-import io
 import random
 import sys
 import time
@@ -18,7 +17,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 from kio.index import load_request_schema
-from kio.serial import entity_writer
 
 from kafka_emu.broker.apis import APIS
 from kafka_emu.broker.apis.fetch import (
@@ -47,18 +45,12 @@ from kafka_emu.broker.protocol.fast_fetch import (
     error_counts,
 )
 from kafka_emu.broker.record_batch import build_batch
-from fast_codec_checks import check_every_prefix, check_frame, mutated
+from fast_codec_checks import check_every_prefix, check_frame, kio_bytes, mutated
 from kafka_emu.coordinator.errors import Errors
 from kafka_emu.metrics.error_counts import error_counts as entity_error_counts
 
 # the versions the 4.x broker admits (v0-v3 stay on kio: down-conversion, emulator.api.compatibility=3.9)
 FETCH_VERSIONS = range(APIS[API_KEY].min_version, APIS[API_KEY].max_version + 1)
-
-
-def kio_bytes(body: object) -> bytes:
-    buf = io.BytesIO()
-    entity_writer(type(body))(buf, body)
-    return buf.getvalue()
 
 
 # --- requests ------------------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 """The fast ProduceResponse encoder writes exactly kio's bytes, for every version and shape."""
 from __future__ import annotations
 
-import io
 import random
 import sys
 import uuid
@@ -10,7 +9,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_writer
 
 from kafka_emu.broker.apis import APIS
 from kafka_emu.broker.apis.produce import API_KEY, build_response
@@ -20,12 +18,6 @@ from kafka_emu.broker.replica_manager import ProducePartitionStatus
 
 # every version the broker admits, so the fast codec is checked wherever it can be used
 PRODUCE_VERSIONS = range(APIS[API_KEY].min_version, APIS[API_KEY].max_version + 1)
-
-
-def kio_bytes(body: object) -> bytes:
-    buf = io.BytesIO()
-    entity_writer(type(body))(buf, body)
-    return buf.getvalue()
 
 
 def sample(version: int, rng: random.Random) -> object:
@@ -99,7 +91,7 @@ from kafka_emu.broker.protocol.codec import (  # noqa: E402
 )
 from kafka_emu.broker.protocol.fast_produce import ProduceRequestData, decode_produce_request  # noqa: E402
 from kafka_emu.broker.record_batch import build_batch  # noqa: E402
-from fast_codec_checks import check_every_prefix, check_frame, mutated  # noqa: E402
+from fast_codec_checks import check_every_prefix, check_frame, kio_bytes, mutated  # noqa: E402
 
 
 def request_sample(version: int, rng: random.Random) -> object:

@@ -71,40 +71,55 @@ class Member:
 
 
 class OffsetWatcher(threading.Thread):
-    """Polls the group's committed offsets; records every decrease it sees."""
+    """Polls the group's committed offsets; records every decrease it sees.
 
-    def __init__(self, admin: Any) -> None:
+    ``covered`` is set once every partition of the topic has a committed offset, so the storm can
+    end by waiting for it rather than stopping a member that was given a partition a moment ago.
+    """
+
+    def __init__(self, admin: Any, partitions: int) -> None:
         super().__init__(name="stress-rebalance-offsets", daemon=True)
         self.admin = admin
+        self.partitions = partitions
         self.stop_event = threading.Event()
+        self.covered = threading.Event()
         self.highest: dict[tuple[str, int], int] = {}
         self.backwards: list[str] = []
         self.polls = 0
 
     def run(self) -> None:
-        from confluent_kafka import ConsumerGroupTopicPartitions
-
         reason = "stopped"
         try:
-            while not self.stop_event.wait(0.2):
-                try:
-                    fut = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(GROUP)],
-                                                                 request_timeout=5)[GROUP]
-                    parts = fut.result(6).topic_partitions
-                except Exception:
-                    continue    # coordinator moving or group not created yet: next poll
-                self.polls += 1
-                for p in parts:
-                    if p.offset < 0:
-                        continue
-                    key = (p.topic, p.partition)
-                    if p.offset < self.highest.get(key, -1):
-                        self.backwards.append(f"{p.topic}-{p.partition}: {self.highest[key]} -> {p.offset}")
-                    self.highest[key] = max(p.offset, self.highest.get(key, -1))
+            stopping = False
+            while not stopping:
+                # The members' last commits (on SIGTERM) land after the previous poll: one more
+                # poll once stopped, so the verdict judges the final offsets too.
+                stopping = self.stop_event.wait(0.2)
+                self._poll()
         except Exception as exc:
             reason = f"error: {exc!r}"
         finally:
             _log.info("thread_stopped", thread=self.name, reason=reason)
+
+    def _poll(self) -> None:
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        try:
+            fut = self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(GROUP)],
+                                                         request_timeout=5)[GROUP]
+            parts = fut.result(6).topic_partitions
+        except Exception:
+            return      # coordinator moving or group not created yet: next poll
+        self.polls += 1
+        for p in parts:
+            if p.offset < 0:
+                continue
+            key = (p.topic, p.partition)
+            if p.offset < self.highest.get(key, -1):
+                self.backwards.append(f"{p.topic}-{p.partition}: {self.highest[key]} -> {p.offset}")
+            self.highest[key] = max(p.offset, self.highest.get(key, -1))
+        if len(self.highest) == self.partitions:
+            self.covered.set()
 
 
 def wait_stable(admin: Any, live: list[str], partitions: int, timeout_s: float) -> tuple[bool, float, str]:
@@ -163,7 +178,7 @@ def run_stress(duration_s: float | None, rounds: int | None, members: int, parti
 
         producer_thread = threading.Thread(target=produce, name="stress-rebalance-producer", daemon=True)
         producer_thread.start()
-        watcher = OffsetWatcher(admin)
+        watcher = OffsetWatcher(admin, partitions)
         watcher.start()
         next_id = 0
 
@@ -204,6 +219,10 @@ def run_stress(duration_s: float | None, rounds: int | None, members: int, parti
                 results.append((rnd, ok, took, state))
                 bar.n = rnd if rounds is not None else min(int(time.monotonic() - started), int(limit))
                 bar.refresh()
+            if ok:
+                # The last round's members have had their partitions for moments only: let the
+                # stable group commit every partition before stopping it (judged below).
+                watcher.covered.wait(settle_timeout)
         finally:
             bar.close()
     finally:
@@ -243,6 +262,9 @@ def run_stress(duration_s: float | None, rounds: int | None, members: int, parti
         v.stats["not_stable"] = not_stable[:3]
     if watcher.backwards:
         v.stats["backwards"] = watcher.backwards[:5]
+    uncommitted = [p for p in range(partitions) if (TOPIC, p) not in watcher.highest]
+    if uncommitted:
+        v.stats["partitions_never_committed"] = uncommitted
     return v
 
 

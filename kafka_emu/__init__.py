@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafka_emu.compiled import install_source_finder
+
+install_source_finder()   # before any other submodule is imported: see kafka_emu.compiled
+
 if TYPE_CHECKING:
     from kafka_emu.broker.cluster import EmbeddedCluster
 

@@ -12,3 +12,8 @@ if ! command -v prometheus >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1 
 fi
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
 python3 -m pytest "$@"
+if [ $# -eq 0 ]; then
+  # The compiled modules' own suites again, uncompiled (kafka_emu.compiled, setup.py): the code
+  # is the same, and both ways of running it must pass.
+  KAFKA_EMU_PURE=1 python3 -m pytest tests/timer tests/broker tests/wire
+fi

@@ -1,0 +1,94 @@
+"""Compiles the broker's hot path with Cython; everything else about the build is in pyproject.toml.
+
+The modules in ``COMPILED`` are ordinary Python, read and tested as such; Cython turns each into a
+C extension that runs the same code without the interpreter's per-bytecode dispatch, a large
+part of a request's cost here (``kafka-emu bench replication`` and ``bench wire`` print
+``compiled_modules``; the README has the before and after). Python picks the extension over the
+``.py`` beside it; ``KAFKA_EMU_PURE=1`` at run time makes it take the ``.py`` again
+(``kafka_emu.compiled``), which is how CI tests both.
+
+Annotations are not used as C types (``annotation_typing``): they are hints for readers and
+mypy, and Cython would otherwise make ``float`` a C double and ``list[...]`` an exact-type
+check, which the same code uncompiled does not do. ``binding`` keeps functions introspectable
+and picklable by name, as plain functions are.
+
+``KAFKA_EMU_COMPILE=0`` installs without compiling. A failed compile (no C compiler, no Python
+headers) is a warning, not a failed install: the extensions are optional and the pure modules run.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from setuptools import Extension, setup
+
+# Folder of each package in the repository (pyproject's package-dir, for the compiled ones).
+PACKAGE_DIRS = {"timer": "kafka_emu.timer", "broker": "kafka_emu.broker"}
+
+# What every produce, fetch and delayed operation runs through (bench replication, bench wire).
+COMPILED = [
+    "timer/delayed_operation.py",
+    "timer/operation_keys.py",
+    "timer/purgatory.py",
+    "timer/reaper.py",
+    "timer/shutdownable_thread.py",
+    "timer/system_timer.py",
+    "timer/time.py",
+    "timer/timer_task.py",
+    "timer/timer_task_list.py",
+    "timer/timing_wheel.py",
+    "broker/action_queue.py",
+    "broker/delayed_fetch.py",
+    "broker/delayed_produce.py",
+    "broker/fetch_session.py",
+    "broker/kafka_apis.py",
+    "broker/leader_epoch_cache.py",
+    "broker/log.py",
+    "broker/log_segment.py",
+    "broker/log_validator.py",
+    "broker/partition.py",
+    "broker/producer_state.py",
+    "broker/record_batch.py",
+    "broker/replica_fetcher.py",
+    "broker/replica_manager.py",
+    "broker/request_channel.py",
+    "broker/request_handler.py",
+    "broker/stats.py",
+    "broker/apis/_common.py",
+    "broker/apis/fetch.py",
+    "broker/apis/produce.py",
+    "broker/network/kafka_channel.py",
+    "broker/network/processor.py",
+    "broker/protocol/adapter.py",
+    "broker/protocol/codec.py",
+    "broker/protocol/fast_fetch.py",
+    "broker/protocol/fast_produce.py",
+    "broker/protocol/fast_wire.py",
+    "broker/protocol/varint.py",
+]
+
+
+def _module_name(path: str) -> str:
+    folder, *rest = path[: -len(".py")].split("/")
+    return ".".join([PACKAGE_DIRS[folder], *rest])
+
+
+def _extensions() -> list[Extension]:
+    if os.environ.get("KAFKA_EMU_COMPILE", "1") == "0":
+        return []
+    try:
+        from Cython.Build import cythonize
+    except ImportError:   # a build without isolation, in an environment without Cython
+        print("kafka-emu: Cython is not installed, installing the hot path uncompiled", file=sys.stderr)
+        return []
+
+    extensions = cythonize([Extension(_module_name(path), [path]) for path in COMPILED],
+                           nthreads=os.cpu_count() or 1, quiet=True,
+                           compiler_directives={"language_level": 3, "annotation_typing": False, "binding": True})
+    for extension in extensions:
+        extension.optional = True   # set after cythonize, which does not carry it over
+    return extensions
+
+
+if __name__ == "__main__":   # as setuptools runs it; tests import COMPILED (tests/packaging/test_compiled.py)
+    setup(ext_modules=_extensions(), options={"build_ext": {"parallel": os.cpu_count() or 1}})

@@ -12,7 +12,8 @@ comparator — a thread-per-connection blocking server that decodes with kio, ch
 appends under one lock and encodes the response, its threads on the same CPU as the broker's —
 and the ratio is printed.
 
-(c) ``bench_wire_fetch``: end-to-end latency on replication factor 3 against 1, the
+(c) ``bench_wire_fetch``: confluent-kafka's produce-and-flush loop on one broker (one record,
+acks=1, round trip after round trip), end-to-end latency on replication factor 3 against 1, the
 ``--partitions`` scaling curve, and the peers (``bench_wire_peers``: librdkafka's mock cluster
 and noida-db) measured with the same load generator, each ratio printed. Every target is printed
 as met or unmet.

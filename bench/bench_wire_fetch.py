@@ -1,4 +1,6 @@
-"""The fetch-side cases of ``kafka-emu bench wire``: end-to-end latency and partition scaling.
+"""The fetch-side cases of ``kafka-emu bench wire``: end-to-end latency and partition scaling,
+and the produce-and-flush loop (``measure_flush_loop``: one record, acks=1, flushed before the
+next, on one broker and on each peer).
 
 End to end (``measure_end_to_end``): a confluent-kafka producer sends at a fixed rate (default
 2,000 msg/s, acks=all, each value carrying its send time), a confluent-kafka consumer reads along
@@ -29,6 +31,7 @@ TARGET_E2E_P99_MS = 10.0
 TARGET_IDLE_CPU_PCT = 5.0
 TARGET_METADATA_MS = 30.0
 TARGET_SPREAD_PRODUCE_RATIO = 0.5
+TARGET_FLUSH_LOOP_PER_S = 5000
 
 
 # --- end to end latency (child processes) ----------------------------------------------------------
@@ -104,6 +107,42 @@ def measure_end_to_end(cluster: Any, replication_factor: int, rate: int, seconds
             "broker_cpu_us_per_record": round(cpu * 1e6 / max(len(lat), 1)),
             "p50_ms": round(percentile(lat, 50), 2), "p99_ms": round(percentile(lat, 99), 2),
             "max_ms": round(lat[-1], 2) if lat else None}
+
+
+# --- produce-and-flush loop (child process) ----------------------------------------------------------
+
+def _flush_loop(bootstrap: str, topic: str, warmup: float, seconds: float, out: Any) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0})
+    value = b"x" * 100
+    n, start = 0, time.perf_counter()
+    began = start + warmup
+    while True:
+        p.produce(topic, value, partition=0)
+        p.flush(10)
+        now = time.perf_counter()
+        if now >= began:
+            if n == 0:
+                began = now
+            n += 1
+            if now - began >= seconds:
+                break
+    out.put(n / (time.perf_counter() - began))
+
+
+def measure_flush_loop(cluster: Any, warmup: float, seconds: float) -> float:
+    """Round trips per second of confluent-kafka producing one 100 B record (acks=1) and flushing,
+    one at a time: what a test doing produce-then-assert waits for, request after request."""
+    topic = f"bench-wire-flush-{time.time_ns()}"
+    cluster.create_topic(topic, 1, 1)
+    q = mp.get_context("spawn").Queue()
+    proc = mp.get_context("spawn").Process(target=_flush_loop, name="bench-wire-flush-loop",
+                                           args=(cluster.bootstrap_servers, topic, warmup, seconds, q))
+    proc.start()
+    rate = q.get(timeout=warmup + seconds + 60)
+    proc.join(10)
+    return rate
 
 
 # --- partition scaling -------------------------------------------------------------------------------
@@ -208,6 +247,11 @@ def run(args: Any, ours_rate: dict[str, Any], measure_rate: Any, warmup: float
     result: dict[str, Any] = {}
     checks: dict[str, bool] = {}
     lines: list[str] = []
+    with EmbeddedCluster(brokers=1) as cluster:
+        result["flush_loop_per_s"] = ours_flush = round(measure_flush_loop(cluster, warmup, args.duration))
+    checks["1_broker_flush_loop"] = ours_flush >= TARGET_FLUSH_LOOP_PER_S
+    lines.append(f"confluent-kafka produce-and-flush loop, 1 broker: {ours_flush} round trips/s "
+                 f"(target ≥ {TARGET_FLUSH_LOOP_PER_S})")
     if args.e2e_seconds > 0:
         with EmbeddedCluster(brokers=3, config={"offsets.topic.replication.factor": 3}) as cluster:
             e2e = {f"rf{rf}": measure_end_to_end(cluster, rf, args.e2e_rate, args.e2e_seconds) for rf in (1, 3)}
@@ -249,6 +293,8 @@ def run(args: Any, ours_rate: dict[str, Any], measure_rate: Any, warmup: float
                         ours = ours_rate.get(str(conns))
                         if ours and rate:
                             entry["ratio"][str(conns)] = round(ours / rate, 2)
+                    entry["flush_loop_per_s"] = flush = round(measure_flush_loop(cluster, warmup, args.duration))
+                    entry["flush_loop_ratio"] = round(ours_flush / flush, 2) if flush else None
                     if args.e2e_seconds > 0:
                         rf = min(brokers, 3)
                         entry["end_to_end"] = measure_end_to_end(cluster, rf, args.e2e_rate, args.e2e_seconds)
@@ -259,7 +305,8 @@ def run(args: Any, ours_rate: dict[str, Any], measure_rate: Any, warmup: float
             peers[name] = entry
             lines.append(f"peer {name} ({brokers} broker(s)): " + ", ".join(
                 f"{c} conn {r} req/s (emulator 1 broker / peer: {entry['ratio'].get(c)})"
-                for c, r in entry["rate"].items()))
+                for c, r in entry["rate"].items()) + f"; produce-and-flush loop {entry['flush_loop_per_s']}/s "
+                f"(emulator / peer: {entry['flush_loop_ratio']})")
             if "end_to_end" in entry:
                 lines.append("  " + _e2e_line(f"end to end on {name}, RF {entry['end_to_end']['replication_factor']}",
                                               entry["end_to_end"]))

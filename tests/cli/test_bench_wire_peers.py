@@ -23,3 +23,13 @@ def test_missing_noida_db_is_a_clear_error(monkeypatch):
     with pytest.raises(RuntimeError, match="noida-db is not installed"):
         with peer("noida-db", 1):
             pass
+
+
+def test_flush_loop_counts_round_trips_on_a_peer():
+    """``bench wire``'s produce-and-flush loop: a child confluent-kafka producer waits for each
+    record's acknowledgement before the next, so the rate is the round trip's inverse."""
+    from kafka_emu.bench.bench_wire_fetch import measure_flush_loop
+
+    with peer("librdkafka-mock", 1) as cluster:
+        rate = measure_flush_loop(cluster, warmup=0.1, seconds=0.3)
+    assert 100 < rate < 1_000_000

@@ -115,20 +115,19 @@ def _flush_loop(bootstrap: str, topic: str, warmup: float, seconds: float, out: 
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0})
-    value = b"x" * 100
-    n, start = 0, time.perf_counter()
-    began = start + warmup
-    while True:
-        p.produce(topic, value, partition=0)
+
+    def round_trip() -> None:
+        p.produce(topic, b"x" * 100, partition=0)
         p.flush(10)
-        now = time.perf_counter()
-        if now >= began:
-            if n == 0:
-                began = now
-            n += 1
-            if now - began >= seconds:
-                break
-    out.put(n / (time.perf_counter() - began))
+
+    warm_until = time.perf_counter() + warmup
+    while time.perf_counter() < warm_until:
+        round_trip()
+    n, began = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - began) < seconds:
+        round_trip()
+        n += 1
+    out.put(n / elapsed)
 
 
 def measure_flush_loop(cluster: Any, warmup: float, seconds: float) -> float:

@@ -1,9 +1,9 @@
-"""Compiles the broker's hot path with Cython; everything else about the build is in pyproject.toml.
+"""Compiles the broker's byte-crunching modules with Cython; the rest of the build is in pyproject.toml.
 
 The modules in ``COMPILED`` are ordinary Python, read and tested as such; Cython turns each into a
-C extension that runs the same code without the interpreter's per-bytecode dispatch, a large
-part of a request's cost here (``kafka-emu bench replication`` and ``bench wire`` print
-``compiled_modules``; the README has the before and after). Python picks the extension over the
+C extension that runs the same code without the interpreter's per-bytecode dispatch
+(``kafka-emu bench replication`` and ``bench wire`` print ``compiled_modules``; the README has
+the before and after, and why the list stops where it does). Python picks the extension over the
 ``.py`` beside it; ``KAFKA_EMU_PURE=1`` at run time makes it take the ``.py`` again
 (``kafka_emu.compiled``), which is how CI tests both.
 
@@ -23,42 +23,18 @@ import sys
 from setuptools import Extension, setup
 
 # Folder of each package in the repository (pyproject's package-dir, for the compiled ones).
-PACKAGE_DIRS = {"timer": "kafka_emu.timer", "broker": "kafka_emu.broker"}
+PACKAGE_DIRS = {"broker": "kafka_emu.broker"}
 
-# What every produce, fetch and delayed operation runs through (bench replication, bench wire).
+# Where a request's work is loops over bytes and records: batch parsing, the LogValidator's
+# record walk, the segment's scans, the wire codecs. Compiled, these run 1.2-1.5x faster under
+# load. The object plumbing around them (threads, purgatory, delayed operations, partitions,
+# replica manager, handlers) stays interpreted: CPython 3.11 specialises its attribute lookups
+# per bytecode, and compiled it cost 15 % more CPU per request at low rates (README, Measured
+# numbers).
 COMPILED = [
-    "timer/delayed_operation.py",
-    "timer/operation_keys.py",
-    "timer/purgatory.py",
-    "timer/reaper.py",
-    "timer/shutdownable_thread.py",
-    "timer/system_timer.py",
-    "timer/time.py",
-    "timer/timer_task.py",
-    "timer/timer_task_list.py",
-    "timer/timing_wheel.py",
-    "broker/action_queue.py",
-    "broker/delayed_fetch.py",
-    "broker/delayed_produce.py",
-    "broker/fetch_session.py",
-    "broker/kafka_apis.py",
-    "broker/leader_epoch_cache.py",
-    "broker/log.py",
     "broker/log_segment.py",
     "broker/log_validator.py",
-    "broker/partition.py",
-    "broker/producer_state.py",
     "broker/record_batch.py",
-    "broker/replica_fetcher.py",
-    "broker/replica_manager.py",
-    "broker/request_channel.py",
-    "broker/request_handler.py",
-    "broker/stats.py",
-    "broker/apis/_common.py",
-    "broker/apis/fetch.py",
-    "broker/apis/produce.py",
-    "broker/network/kafka_channel.py",
-    "broker/network/processor.py",
     "broker/protocol/adapter.py",
     "broker/protocol/codec.py",
     "broker/protocol/fast_fetch.py",

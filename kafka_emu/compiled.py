@@ -1,15 +1,14 @@
 """Which of kafka-emu's modules run compiled, and which ``.py`` wins over its compiled extension.
 
-The install compiles the broker's hot path with Cython (``setup.py`` lists the modules and says
-why); each compiled module lies as an extension beside its ``.py``, and Python's path finder
+The install compiles the broker's byte-crunching modules with Cython (``setup.py`` lists them
+and says why those); each compiled module lies as an extension beside its ``.py``, and Python's path finder
 would always take the extension. ``kafka_emu`` puts :class:`SourceFinder` first on
 ``sys.meta_path`` before any of its submodules is imported; it hands a module to the finders
 after it (so to its extension) except when
 
 - ``KAFKA_EMU_PURE=1`` is set: every module is loaded from its ``.py``, the same code uncompiled
   (CI's second test run, a debugger or profiler that wants Python frames, measuring what
-  compiling gives, and requests that never overlap, which CPython's own specialised attribute
-  lookups serve a little faster than the compiled modules' generic ones);
+  compiling gives);
 - the ``.py`` is newer than its extension in a source tree (an editable install whose module was
   edited after the build): the edit runs, uncompiled, with a warning naming the module, rather
   than the stale extension running silently. An installed wheel's files are never edited, so

@@ -1,11 +1,12 @@
-"""Helpers shared by the timer and purgatory benchmarks (not used by the timer itself)."""
+"""Helpers shared by the benchmarks (not used by the broker itself)."""
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
 import resource
 import sys
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -29,6 +30,19 @@ def percentile(sorted_values: Sequence[float], pct: float) -> float:
         return 0.0
     rank = max(0, min(len(sorted_values) - 1, int(round(pct / 100.0 * len(sorted_values) + 0.5)) - 1))
     return float(sorted_values[rank])
+
+
+def child_result(target: Callable[..., None], args: tuple[Any, ...], name: str, timeout_s: float) -> Any:
+    """Run ``target(*args, queue)`` in a ``spawn`` child, so a load generator does not share the
+    measured brokers' interpreter lock, and return the one value it puts on the queue."""
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=target, args=(*args, q), name=name)
+    proc.start()
+    try:
+        return q.get(timeout=timeout_s)
+    finally:
+        proc.join(30)
 
 
 def mib(n_bytes: float) -> float:

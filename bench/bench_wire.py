@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import selectors
 import socket
 import struct
@@ -43,6 +42,7 @@ from datetime import timedelta
 from typing import Any, Callable, TypeVar
 
 from kafka_emu.bench import bench_wire_fetch
+from kafka_emu.bench.bench_util import child_result
 from kafka_emu.metrics.progress import progress, progress_enabled
 
 TARGET_RATE_1 = 5000
@@ -169,14 +169,7 @@ def _rate_client(targets: list[tuple[str, int, str, int]], warmup: float, durati
 
 
 def measure_rate(targets: list[tuple[str, int, str, int]], warmup: float, duration: float) -> float:
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    p = ctx.Process(target=_rate_client, args=(targets, warmup, duration, q), name="bench-wire-client")
-    p.start()
-    try:
-        res = q.get(timeout=warmup + duration + 60)
-    finally:
-        p.join(10)
+    res = child_result(_rate_client, (targets, warmup, duration), "bench-wire-client", warmup + duration + 60)
     return res["requests"] / res["seconds"]
 
 
@@ -390,16 +383,8 @@ def measure_confluent(cluster: Any, n: int) -> dict[str, Any]:
     topic = f"bench-wire-clients-{time.time_ns()}"
     brokers = len(cluster.metadata.live_broker_ids())
     cluster.metadata.create_topic(topic, brokers, brokers)
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    p = ctx.Process(target=_confluent_produce, args=(cluster.bootstrap_servers, topic, n, q))
-    p.start()
-    prod = q.get(timeout=600)
-    p.join(30)
-    c = ctx.Process(target=_confluent_consume, args=(cluster.bootstrap_servers, topic, n, q))
-    c.start()
-    cons = q.get(timeout=600)
-    c.join(30)
+    prod = child_result(_confluent_produce, (cluster.bootstrap_servers, topic, n), "bench-wire-producer", 600)
+    cons = child_result(_confluent_consume, (cluster.bootstrap_servers, topic, n), "bench-wire-consumer", 600)
     mb = n * len(RECORD) / 1e6
     return {
         "messages": n, "message_bytes": len(RECORD), "acks": "all", "replication_factor": brokers,
@@ -455,7 +440,6 @@ def run(args: argparse.Namespace) -> int:
         entry: dict[str, Any] = {"ours": {}, "naive": {}, "ratio": {}, "replication_factor": 1}
         with EmbeddedCluster(brokers=nb, config={"offsets.topic.replication.factor": nb}) as cluster:
             result["broker_cpus"] = sorted(cluster.cpus) if cluster.cpus else None
-            result["compiled_modules"] = len(compiled_modules())
             for conns in conn_counts:
                 topic = f"bench-wire-rate-{nb}-{conns}"
                 cluster.metadata.create_topic(topic, conns, 1)
@@ -491,6 +475,7 @@ def run(args: argparse.Namespace) -> int:
                 if entry["naive"].get(k):
                     entry["ratio"][k] = round(v / entry["naive"][k], 2)
         result["request_rate"][f"{nb}_broker"] = entry
+    result["compiled_modules"] = len(compiled_modules())   # every broker module is imported by now
     result["network_layer_only"] = measured("network layer alone (canned Produce responses)",
                                             lambda: measure_network_only(conn_counts, warmup, args.duration))
     bar.close()

@@ -27,7 +27,7 @@ import os
 import time
 from typing import Any
 
-from kafka_emu.bench.bench_util import percentile
+from kafka_emu.bench.bench_util import child_result, percentile
 
 TARGET_E2E_P99_MS = 10.0
 TARGET_IDLE_CPU_PCT = 5.0
@@ -86,8 +86,8 @@ def _e2e_producer(bootstrap: str, topic: str, rate: int, seconds: float, out: An
                   on_delivery=functools.partial(acked, time.perf_counter()))
         p.poll(0)
     p.produce(topic, b"end", partition=0)
-    p.flush(30)
-    out.put(sorted(acked_ms))
+    unacknowledged = p.flush(30)
+    out.put((sorted(acked_ms), unacknowledged))
 
 
 def measure_end_to_end(cluster: Any, replication_factor: int, rate: int, seconds: float) -> dict[str, Any]:
@@ -107,7 +107,7 @@ def measure_end_to_end(cluster: Any, replication_factor: int, rate: int, seconds
                     name="bench-wire-e2e-producer")
     cpu0 = time.process_time()
     p.start()
-    acked = done.get(timeout=seconds + 60)
+    acked, unacknowledged = done.get(timeout=seconds + 60)
     lat = sorted(q.get(timeout=seconds + 60))
     cpu = time.process_time() - cpu0
     p.join(10)
@@ -117,7 +117,8 @@ def measure_end_to_end(cluster: Any, replication_factor: int, rate: int, seconds
             "broker_cpu_us_per_record": round(cpu * 1e6 / max(len(lat), 1)),
             "p50_ms": round(percentile(lat, 50), 2), "p99_ms": round(percentile(lat, 99), 2),
             "max_ms": round(lat[-1], 2) if lat else None,
-            "acks_all_p50_ms": round(percentile(acked, 50), 2), "acks_all_p99_ms": round(percentile(acked, 99), 2)}
+            "acks_all_p50_ms": round(percentile(acked, 50), 2), "acks_all_p99_ms": round(percentile(acked, 99), 2),
+            "unacknowledged": unacknowledged}
 
 
 # --- produce-and-flush loop (child process) ----------------------------------------------------------
@@ -146,13 +147,8 @@ def measure_flush_loop(cluster: Any, warmup: float, seconds: float) -> float:
     one at a time: what a test doing produce-then-assert waits for, request after request."""
     topic = f"bench-wire-flush-{time.time_ns()}"
     cluster.create_topic(topic, 1, 1)
-    q = mp.get_context("spawn").Queue()
-    proc = mp.get_context("spawn").Process(target=_flush_loop, name="bench-wire-flush-loop",
-                                           args=(cluster.bootstrap_servers, topic, warmup, seconds, q))
-    proc.start()
-    rate = q.get(timeout=warmup + seconds + 60)
-    proc.join(10)
-    return rate
+    return child_result(_flush_loop, (cluster.bootstrap_servers, topic, warmup, seconds), "bench-wire-flush-loop",
+                        warmup + seconds + 60)
 
 
 # --- partition scaling -------------------------------------------------------------------------------
@@ -195,13 +191,7 @@ def measure_spread_produce(cluster: Any, topic: str, n: int) -> float:
     producing ``n`` × 100 B to ``topic``: delivered msg/s."""
     from kafka_emu.bench.bench_wire import _confluent_produce
 
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    p = ctx.Process(target=_confluent_produce, args=(cluster.bootstrap_servers, topic, n, q),
-                    name="bench-wire-spread-producer")
-    p.start()
-    res = q.get(timeout=900)
-    p.join(10)
+    res = child_result(_confluent_produce, (cluster.bootstrap_servers, topic, n), "bench-wire-spread-producer", 900)
     return round((n - res["failed"] - res["undelivered"]) / res["seconds"])
 
 
@@ -244,7 +234,8 @@ def configure(parser: Any) -> None:
 def _e2e_line(label: str, r: dict[str, Any]) -> str:
     return (f"{label}: p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms, max {r['max_ms']} ms over {r['records']} "
             f"records ({r['broker_cpu_us_per_record']} µs broker CPU each, load {r['load_average']}); "
-            f"acks=all acknowledgement p50 {r['acks_all_p50_ms']} ms, p99 {r['acks_all_p99_ms']} ms")
+            f"acks=all acknowledgement p50 {r['acks_all_p50_ms']} ms, p99 {r['acks_all_p99_ms']} ms"
+            + (f", {r['unacknowledged']} never acknowledged" if r["unacknowledged"] else ""))
 
 
 def run(args: Any, ours_rate: dict[str, Any], measure_rate: Any, warmup: float

@@ -40,7 +40,8 @@ class SourceFinder(importlib.abc.MetaPathFinder):
 
     def __init__(self, pure: bool) -> None:
         self.pure = pure
-        # per package folder: its .py finder and its extension finder (each lists the folder once)
+        # Per package folder: its .py finder and its extension finder (each lists the folder once).
+        # No lock: threads importing at once may each build a folder's pair; the last one stays.
         self._finders: dict[str, tuple[FileFinder, FileFinder]] = {}
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,

@@ -1,4 +1,4 @@
-"""The compiled hot path (setup.py) and the finder that decides which modules run compiled
+"""The compiled modules (setup.py) and the finder that decides which modules run compiled
 (``kafka_emu.compiled``): the install compiles every module it lists, ``KAFKA_EMU_PURE=1`` runs
 them all from their ``.py``, and an edited ``.py`` in a source tree wins over its stale extension."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_emu.compiled import SourceFinder, pure_requested
+from kafka_emu.compiled import PURE_ENV, SourceFinder, pure_requested
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,9 +41,9 @@ def _loaded_compiled(env: dict[str, str], names: list[str]) -> list[str]:
 def test_every_listed_module_runs_compiled_and_pure_runs_none() -> None:
     setup = _setup_module()
     names = [setup._module_name(path) for path in setup.COMPILED]
-    env = {k: v for k, v in os.environ.items() if k != "KAFKA_EMU_PURE"}
+    env = {k: v for k, v in os.environ.items() if k != PURE_ENV}
     assert _loaded_compiled(env, names) == sorted(names)
-    assert _loaded_compiled({**env, "KAFKA_EMU_PURE": "1"}, names) == []
+    assert _loaded_compiled({**env, PURE_ENV: "1"}, names) == []
 
 
 @pytest.mark.timeout(10)

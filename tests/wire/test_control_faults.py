@@ -215,18 +215,20 @@ def test_latency_slows_one_broker_only_and_a_short_request_timeout_recovers(kafk
 def test_intercept_metadata_with_a_made_up_leader(kafka_cluster: Any) -> None:
     """An interceptor answers Metadata naming broker 2 as leader of a partition broker 0 leads:
     the producer sends there, gets NOT_LEADER_OR_FOLLOWER, asks for metadata again (answered by
-    the broker once the interceptor is gone) and delivers to the real leader."""
+    the broker once broker 2 has refused the produce) and delivers to the real leader.
+
+    The lie lasts until the refusal rather than for one answer: librdkafka may ask for the
+    topic's metadata on two connections at start-up, and a true answer arriving after the
+    made-up one would send the first produce to the real leader."""
     topic = unique("intercept")
     kafka_cluster.create_topic(topic, partitions=1, replication_factor=3)
     kafka_cluster.move_leader(topic, 0, 0)
     wrong = 2
-    calls = {"n": 0}
 
     def fake_metadata(req: Any) -> Any:
         names = [t.name for t in (req.topics or ())]
-        if topic not in names or calls["n"] >= 1:
+        if topic not in names or kafka_cluster.requests(api="Produce", broker=wrong, client_id="intercepted"):
             return None
-        calls["n"] += 1
         brokers = [{"node_id": b, "host": h.rsplit(":", 1)[0], "port": int(h.rsplit(":", 1)[1])}
                    for b, h in ((b, kafka_cluster.broker(b).bootstrap_server) for b in range(3))]
         state = kafka_cluster.partition_state(topic, 0)

@@ -127,19 +127,27 @@ def _flush_loop(bootstrap: str, topic: str, warmup: float, seconds: float, out: 
     from confluent_kafka import Producer
 
     p = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0})
+    errors: list[str] = []
 
-    def round_trip() -> None:
-        p.produce(topic, b"x" * 100, partition=0)
-        p.flush(10)
+    def delivered(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    def round_trip() -> bool:
+        """True if the record was acknowledged without error."""
+        p.produce(topic, b"x" * 100, partition=0, on_delivery=delivered)
+        if p.flush(10):
+            errors.append("not acknowledged within 10 s")
+        return not errors
 
     warm_until = time.perf_counter() + warmup
-    while time.perf_counter() < warm_until:
-        round_trip()
+    while time.perf_counter() < warm_until and round_trip():
+        pass
     n, began = 0, time.perf_counter()
-    while (elapsed := time.perf_counter() - began) < seconds:
-        round_trip()
-        n += 1
-    out.put(n / elapsed)
+    while not errors and time.perf_counter() - began < seconds:
+        if round_trip():
+            n += 1
+    out.put((n / (time.perf_counter() - began), errors[:1]))
 
 
 def measure_flush_loop(cluster: Any, warmup: float, seconds: float) -> float:
@@ -147,8 +155,11 @@ def measure_flush_loop(cluster: Any, warmup: float, seconds: float) -> float:
     one at a time: what a test doing produce-then-assert waits for, request after request."""
     topic = f"bench-wire-flush-{time.time_ns()}"
     cluster.create_topic(topic, 1, 1)
-    return child_result(_flush_loop, (cluster.bootstrap_servers, topic, warmup, seconds), "bench-wire-flush-loop",
-                        warmup + seconds + 60)
+    rate, errors = child_result(_flush_loop, (cluster.bootstrap_servers, topic, warmup, seconds),
+                                "bench-wire-flush-loop", warmup + seconds + 60)
+    if errors:   # a round trip that failed is not a round trip: no rate rather than a wrong one
+        raise RuntimeError(f"produce-and-flush loop on {cluster.bootstrap_servers}: {errors[0]}")
+    return rate
 
 
 # --- partition scaling -------------------------------------------------------------------------------

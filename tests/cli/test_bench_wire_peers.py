@@ -33,3 +33,15 @@ def test_flush_loop_counts_round_trips_on_a_peer():
     with peer("librdkafka-mock", 1) as cluster:
         rate = measure_flush_loop(cluster, warmup=0.1, seconds=0.3)
     assert 100 < rate < 1_000_000
+
+
+def test_flush_loop_refuses_to_report_a_rate_when_a_record_is_refused():
+    """A round trip whose record was not acknowledged is no round trip: the loop raises instead
+    of counting it (the broker answers the first Produce with a non-retriable error)."""
+    from kafka_emu.bench.bench_wire_fetch import measure_flush_loop
+    from kafka_emu.broker.cluster import EmbeddedCluster
+
+    with EmbeddedCluster(brokers=1) as cluster:
+        cluster.inject_errors("Produce", ["INVALID_RECORD"])
+        with pytest.raises(RuntimeError, match="produce-and-flush loop on .*INVALID_RECORD"):
+            measure_flush_loop(cluster, warmup=0.1, seconds=0.3)

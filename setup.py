@@ -32,9 +32,9 @@ PACKAGE_DIRS = {"broker": "kafka_emu.broker"}
 # CPython 3.11 specialises its attribute lookups per bytecode, and compiled it cost 15 % more CPU
 # per request at low rates (README, Measured numbers).
 COMPILED = [
-    "broker/log_segment.py",
-    "broker/log_validator.py",
-    "broker/record_batch.py",
+    "broker/storage/log_segment.py",
+    "broker/storage/log_validator.py",
+    "broker/storage/record_batch.py",
     "broker/protocol/adapter.py",
     "broker/protocol/codec.py",
     "broker/protocol/fast_fetch.py",

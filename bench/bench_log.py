@@ -3,7 +3,7 @@
 Three measurements in one run, on one thread (the log is always used under its partition lock):
 
 * append: ``--batches`` client batches of ``--records`` records of ``--value-bytes`` each,
-  uncompressed, appended with ``Log.append_as_leader`` (parse, CRC, LogValidator, producer
+  uncompressed, appended with ``UnifiedLog.append_as_leader`` (parse, CRC, LogValidator, producer
   state, segment roll and index) and with ``ListLog`` (parse, CRC, header rewrite, list append);
 * read: a consumer's sequential fetches (``--fetch-bytes`` each) over the whole log, then random
   fetch offsets, on both logs;
@@ -30,11 +30,11 @@ from typing import Any
 
 from kafka_emu.bench.bench_util import emit, mib, rss_bytes
 from kafka_emu.bench.list_log import ListLog
-from kafka_emu.broker.log import Log
-from kafka_emu.broker.log_config import LogConfig
-from kafka_emu.broker.log_manager import release_free_memory
-from kafka_emu.broker.persistent_log import PersistentLog
-from kafka_emu.broker.record_batch import build_batch
+from kafka_emu.broker.storage.unified_log import UnifiedLog
+from kafka_emu.broker.storage.log_config import LogConfig
+from kafka_emu.broker.storage.log_manager import release_free_memory
+from kafka_emu.broker.storage.persistent_log import PersistentLog
+from kafka_emu.broker.storage.record_batch import build_batch
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -106,7 +106,7 @@ def _read_random(log: Any, end: int, n: int, fetch_bytes: int, seed: int = 7) ->
 def _sustained(args: argparse.Namespace, batches: list[bytes]) -> dict[str, Any]:
     config = LogConfig.for_topic({"segment.bytes": args.segment_mib << 20,
                                   "retention.bytes": args.retention_mib << 20})
-    log = Log("bench", 0, config=config)
+    log = UnifiedLog("bench", 0, config=config)
     samples: list[tuple[float, int]] = []
     start = time.perf_counter()
     next_sample = start
@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     batch_bytes = len(batches[0])
     result: dict[str, Any] = {"bench": "log", "batch_bytes": batch_bytes, "records_per_batch": args.records,
                               "batches": args.batches}
-    seg_log = Log("bench", 0, config=LogConfig.for_topic({"segment.bytes": args.segment_mib << 20}))
+    seg_log = UnifiedLog("bench", 0, config=LogConfig.for_topic({"segment.bytes": args.segment_mib << 20}))
     list_log = ListLog()
     t_seg = _append(seg_log, batches, args.batches)
     t_list = _append(list_log, batches, args.batches)

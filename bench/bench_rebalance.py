@@ -28,11 +28,12 @@ import time
 import uuid
 from typing import Any, Callable
 
-from kafka_emu.coordinator import GroupCoordinator, errors
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.log import LogBatch
-from kafka_emu.coordinator.records import consumer_subscription, partition_for
-from kafka_emu.coordinator.results import JoinGroupResult, JoinGroupResultMember, SyncGroupResult
+from kafka_emu.coordinator.group import GroupCoordinator
+from kafka_emu.common import errors
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.coordinator_log import LogBatch
+from kafka_emu.coordinator.group.records import consumer_subscription, partition_for
+from kafka_emu.coordinator.group.results import JoinGroupResult, JoinGroupResultMember, SyncGroupResult
 from kafka_emu.metrics.progress import progress, progress_enabled
 from kafka_emu.bench.bench_util import emit
 

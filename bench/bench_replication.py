@@ -21,11 +21,11 @@ import threading
 import time
 from typing import Any
 
-from kafka_emu.broker.cluster import EmbeddedCluster
-from kafka_emu.broker.inprocess_client import produce_request, send_async
-from kafka_emu.broker.record_batch import build_batch
+from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+from kafka_emu.broker.cluster.inprocess_client import produce_request, send_async
+from kafka_emu.broker.storage.record_batch import build_batch
 from kafka_emu.compiled import compiled_modules
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 from kafka_emu.metrics.progress import progress_enabled, wait_with_progress
 
 

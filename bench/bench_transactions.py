@@ -26,10 +26,10 @@ from typing import Any
 from kio.index import load_request_schema
 
 from kafka_emu.bench.bench_util import emit, percentile
-from kafka_emu.broker.cluster import EmbeddedCluster
-from kafka_emu.broker.inprocess_client import send
-from kafka_emu.broker.record_batch import build_batch
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+from kafka_emu.broker.cluster.inprocess_client import send
+from kafka_emu.broker.storage.record_batch import build_batch
+from kafka_emu.common.errors import Errors
 
 TRANSACTIONAL = 0x10
 PRODUCE_VERSION = 9

@@ -76,7 +76,7 @@ def produce_frame(topic: str, partition: int, correlation_id: int = 0) -> bytes:
     from kio.schema.produce.v9 import request as pr
 
     from kafka_emu.broker.protocol.codec import encode_request
-    from kafka_emu.broker.record_batch import build_batch
+    from kafka_emu.broker.storage.record_batch import build_batch
 
     batch = build_batch([(None, RECORD)])
     req = pr.ProduceRequest(transactional_id=None, acks=1, timeout=timedelta(seconds=30),
@@ -291,7 +291,7 @@ class CannedChannel:
 
     def _run(self) -> None:
         from kafka_emu.broker.protocol.error_response import build_error_response
-        from kafka_emu.broker.request_channel import Response
+        from kafka_emu.broker.network.request_channel import Response
 
         while True:
             request = self._queue.get()
@@ -310,9 +310,9 @@ class CannedChannel:
 
 
 def measure_network_only(conn_counts: list[int], warmup: float, duration: float) -> dict[str, int]:
-    from kafka_emu.broker import cpu_affinity
-    from kafka_emu.broker.config import KafkaConfig
-    from kafka_emu.broker.network import SocketServer
+    from kafka_emu.broker.server import cpu_affinity
+    from kafka_emu.broker.server.config import KafkaConfig
+    from kafka_emu.broker.network.socket_server import SocketServer
 
     cpus = cpu_affinity.resolve(cpu_affinity.DEFAULT)   # the placement a cluster would get
     with cpu_affinity.pinned(cpus):
@@ -413,8 +413,8 @@ def _rate_targets(cluster: Any, topic: str, conns: int) -> list[tuple[str, int, 
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafka_emu.broker import cpu_affinity
-    from kafka_emu.broker.cluster import EmbeddedCluster
+    from kafka_emu.broker.server import cpu_affinity
+    from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
     from kafka_emu.compiled import compiled_modules
 
     if args.messages:

@@ -208,7 +208,7 @@ def measure_spread_produce(cluster: Any, topic: str, n: int) -> float:
 
 def measure_partition_scaling(counts: list[int], messages: int, idle_seconds: float) -> list[dict[str, Any]]:
     """One fresh 3-broker RF 3 cluster per partition count (see the module docstring)."""
-    from kafka_emu.broker.cluster import EmbeddedCluster
+    from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
 
     rows = []
     for n in counts:
@@ -255,7 +255,7 @@ def run(args: Any, ours_rate: dict[str, Any], measure_rate: Any, warmup: float
     ``ours_rate`` is the emulator's request-rate entry of the 1-broker cluster (compared with
     each peer's), ``measure_rate`` bench_wire's load generator."""
     from kafka_emu.bench.bench_wire_peers import peer
-    from kafka_emu.broker.cluster import EmbeddedCluster
+    from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
 
     result: dict[str, Any] = {}
     checks: dict[str, bool] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from kafka_emu.broker.record_batch import parse_batches, rewrite_batch_header
+from kafka_emu.broker.storage.record_batch import parse_batches, rewrite_batch_header
 
 
 class ListLog:

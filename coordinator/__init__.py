@@ -1,19 +1,6 @@
-"""The classic group coordinator (JoinGroup/SyncGroup/Heartbeat/LeaveGroup/offsets).
+"""The coordinators: groups (``group``: the group coordinator, its group types and offsets) and
+transactions (``transaction``), over ``CoordinatorLog`` (``coordinator_log``), the one way they
+reach their internal topics.
 
-Never imports ``broker``: it reaches ``__consumer_offsets`` only through ``CoordinatorLog``.
+Never imports ``broker``: the broker injects the logs and the partition leaders they need.
 """
-from kafka_emu.coordinator.group_coordinator import GroupCoordinator
-from kafka_emu.coordinator.group_metadata import GroupMetadata, GroupState, IllegalStateError
-from kafka_emu.coordinator.log import CoordinatorLog
-from kafka_emu.coordinator.member_metadata import MemberMetadata
-from kafka_emu.coordinator.results import (
-    GroupOverview, GroupSummary, JoinGroupResult, JoinGroupResultMember, LeaveGroupResult,
-    LeaveMemberResponse, MemberSummary, OffsetAndMetadata, OffsetFetchPartitionData, SyncGroupResult,
-)
-
-__all__ = [
-    "CoordinatorLog", "GroupCoordinator", "GroupMetadata", "GroupOverview", "GroupState",
-    "GroupSummary", "IllegalStateError", "JoinGroupResult", "JoinGroupResultMember",
-    "LeaveGroupResult", "LeaveMemberResponse", "MemberMetadata", "MemberSummary",
-    "OffsetAndMetadata", "OffsetFetchPartitionData", "SyncGroupResult",
-]

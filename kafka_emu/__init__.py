@@ -1,6 +1,6 @@
 """kafka-emu: a multithreaded, in-process Kafka cluster that real Kafka clients use over TCP.
 
-The public API is ``EmbeddedCluster`` (``kafka_emu.broker.cluster``). It and ``__version__``
+The public API is ``EmbeddedCluster`` (``kafka_emu.broker.cluster.embedded_cluster``). It and ``__version__``
 (read from the installed distribution's metadata) are looked up on first use, so
 ``import kafka_emu`` costs nothing for the pytest plugin and the command line.
 """
@@ -13,14 +13,14 @@ from kafka_emu.compiled import install_source_finder
 install_source_finder()   # before any other submodule is imported: see kafka_emu.compiled
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.cluster import EmbeddedCluster
+    from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
 
 __all__ = ["EmbeddedCluster", "__version__"]
 
 
 def __getattr__(name: str) -> object:
     if name == "EmbeddedCluster":
-        from kafka_emu.broker.cluster import EmbeddedCluster
+        from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
         return EmbeddedCluster
     if name == "__version__":
         from importlib.metadata import PackageNotFoundError, version

@@ -75,7 +75,7 @@ class Command:
 
 
 COMMANDS: dict[str, Command | dict[str, Command]] = {
-    "serve": Command("kafka_emu.broker.serve", "run an in-process Kafka cluster until SIGINT/SIGTERM"),
+    "serve": Command("kafka_emu.broker.cluster.serve", "run an in-process Kafka cluster until SIGINT/SIGTERM"),
     "load": Command("kafka_emu.loadgen.load", "Spark-driven synthetic load and report (needs [load])"),
     "bench": {
         "timer": Command("kafka_emu.bench.bench_timer",
@@ -215,7 +215,7 @@ def build_parser() -> CommandParser:
 def _user_errors() -> tuple[type[Exception], ...]:
     """``UsageError``, and the broker's ``ConfigException`` once its module is loaded (a command
     that never loaded it cannot have raised it, and importing it loads the coordinator too)."""
-    config = sys.modules.get("kafka_emu.broker.config")
+    config = sys.modules.get("kafka_emu.broker.server.config")
     return (UsageError,) if config is None else (UsageError, config.ConfigException)
 
 

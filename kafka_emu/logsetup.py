@@ -18,7 +18,7 @@ request type, correlation id and client id for the duration of its handling:
 
 Rendering: ``json`` writes one JSON object per line (the default for ``serve``), ``console`` a
 readable line for interactive use. Levels: one global level plus optional per-logger levels
-(``{"kafka_emu.broker.replica_manager": "debug"}``, longest dotted prefix wins), from the CLI
+(``{"kafka_emu.broker.server.replica_manager": "debug"}``, longest dotted prefix wins), from the CLI
 (``--log-level``, ``--log-format``, ``--log-logger-level NAME=LEVEL``), from a config mapping
 (``log.level``, ``log.format``, ``log.level.<logger>``) or from the environment
 (``KAFKA_EMU_LOG_LEVEL``, ``KAFKA_EMU_LOG_FORMAT``); the CLI beats the config, which beats the
@@ -74,7 +74,7 @@ MEMBER_ID = "member_id"
 
 
 class LoggedRequest(Protocol):
-    """What ``request_context`` reads of a request (``broker.request_channel.Request`` has it)."""
+    """What ``request_context`` reads of a request (``broker.network.request_channel.Request`` has it)."""
 
     @property
     def api_name(self) -> str: ...

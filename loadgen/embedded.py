@@ -21,7 +21,7 @@ CLUSTER_CONFIG: dict[str, Any] = {
 
 def embedded_cluster_class() -> Any:
     try:
-        from kafka_emu.broker.cluster import EmbeddedCluster
+        from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
     except ImportError as exc:
         raise LoadgenError(f"the embedded cluster is not available ({exc})") from None
     return EmbeddedCluster

@@ -1,7 +1,7 @@
 """What the collectors read: the snapshot shapes, as Protocols the components' snapshots satisfy.
 
 ``metrics`` imports nothing of ``broker`` or ``coordinator``; each component defines its own
-frozen snapshot next to its code (``RequestChannelSnapshot`` in ``broker.request_channel``,
+frozen snapshot next to its code (``RequestChannelSnapshot`` in ``broker.network.request_channel``,
 ``PurgatorySnapshot`` in ``timer.purgatory``...) and ``KafkaServer.snapshot()`` gathers them.
 These Protocols state, once, which fields a collector reads, so a type checker catches a
 snapshot field renamed on one side only. Every member is read-only (the snapshots are frozen).
@@ -174,7 +174,7 @@ class TransactionCoordinatorView(Protocol):
 
 
 class BrokerSnapshotView(Protocol):
-    """``broker.kafka_server.BrokerSnapshot``."""
+    """``broker.server.kafka_server.BrokerSnapshot``."""
 
     @property
     def broker_id(self) -> int: ...
@@ -197,7 +197,7 @@ class BrokerSnapshotView(Protocol):
 
 
 class RequestView(Protocol):
-    """A completed ``broker.request_channel.Request`` as request listeners see it."""
+    """A completed ``broker.network.request_channel.Request`` as request listeners see it."""
 
     @property
     def api_name(self) -> str: ...
@@ -225,7 +225,7 @@ RequestListener = Callable[[RequestView], None]
 
 
 class BrokerSource(Protocol):
-    """``broker.kafka_server.KafkaServer`` as its metrics see it."""
+    """``broker.server.kafka_server.KafkaServer`` as its metrics see it."""
 
     @property
     def broker_id(self) -> int: ...
@@ -238,7 +238,7 @@ class BrokerSource(Protocol):
 
 
 class ClusterSource(Protocol):
-    """``broker.cluster.EmbeddedCluster``: its brokers by id (restarts replace the object)."""
+    """``broker.cluster.embedded_cluster.EmbeddedCluster``: its brokers by id (restarts replace the object)."""
 
     @property
     def servers(self) -> Mapping[int, BrokerSource]: ...

@@ -41,7 +41,7 @@ from kafka_emu.broker.apis import (
     write_txn_markers,
 )
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.config import KAFKA_4X
+from kafka_emu.broker.server.config import KAFKA_4X
 
 _MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api_versions, admin,
             init_producer_id, create_partitions, alter_configs, delete_records, offset_for_leader_epoch,

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, Union
 from uuid import UUID
 
 from kafka_emu.broker.protocol.error_response import build_error_response
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.metadata import BrokerInfo, MetadataStore
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.server.metadata_store import BrokerInfo, MetadataStore
+    from kafka_emu.broker.network.request_channel import Request
 
 ZERO_THROTTLE = timedelta(0)
 AUTHORIZED_OPS_OMITTED = -2147483648   # Kafka's "not requested" marker for authorized operations

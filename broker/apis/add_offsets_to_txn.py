@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis.add_partitions_to_txn import error_code_answer
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.apis.find_coordinator import partition_for
-from kafka_emu.broker.metadata import OFFSETS_TOPIC
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
+from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import Request
 
 API_KEY = 25
 

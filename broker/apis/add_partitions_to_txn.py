@@ -6,7 +6,7 @@ added); otherwise the transaction coordinator's answer goes to every partition. 
 PRODUCER_FENCED as INVALID_PRODUCER_EPOCH.
 
 v4+ (batched, ``VerifyOnly``, broker to broker) is not served: the emulator's brokers verify,
-and under transaction version 2 add, in-process (``broker.txn_marker_sender.TransactionVerifier``),
+and under transaction version 2 add, in-process (``broker.server.txn_marker_sender.TransactionVerifier``),
 and no client sends it.
 """
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Callable
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import Request
 
 API_KEY = 24
 

@@ -6,10 +6,10 @@ Differences from Kafka on purpose:
   leaders exist when the response is sent.
 * Manual replica ``assignments`` are honoured only in shape (partition count and replication
   factor); placement is the controller's round robin.
-* DescribeConfigs reports what ``broker.config_helper`` says about the config tables and the
+* DescribeConfigs reports what ``broker.server.config_helper`` says about the config tables and the
   dynamic configs (its differences are listed there).
 * Topic configs the emulator does not implement are accepted with a warning (refused with
-  INVALID_CONFIG under ``emulator.strict.config=true``), see ``broker.log_config``.
+  INVALID_CONFIG under ``emulator.strict.config=true``), see ``broker.storage.log_config``.
 """
 from __future__ import annotations
 
@@ -23,17 +23,17 @@ from kafka_emu.broker.apis._common import (
     topic_name_error,
 )
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.config import STRICT_CONFIG, ConfigException
-from kafka_emu.broker.config_helper import ConfigEntry, describe_broker, describe_topic
-from kafka_emu.broker.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
-from kafka_emu.broker.log_config import validate_topic_configs
-from kafka_emu.broker.metadata import OFFSETS_TOPIC, ConfigResourceType
+from kafka_emu.broker.server.config import STRICT_CONFIG, ConfigException
+from kafka_emu.broker.server.config_helper import ConfigEntry, describe_broker, describe_topic
+from kafka_emu.broker.server.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
+from kafka_emu.broker.storage.log_config import validate_topic_configs
+from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC, ConfigResourceType
 from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import Request
 
 CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, DESCRIBE_CLUSTER = 19, 20, 32, 60
 
@@ -165,7 +165,7 @@ def handle_describe_cluster(apis: KafkaApis, request: Request) -> None:
 
 def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
     """Kafka's ``ConfigHelper.describeConfigs``; the entries come from the config tables
-    (``broker.config_helper``)."""
+    (``broker.server.config_helper``)."""
     body = request.body
     cls = response_schema(DESCRIBE_CONFIGS, request.api_version)
     result_cls = item_cls(cls, "results")

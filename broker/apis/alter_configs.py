@@ -26,17 +26,17 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, topic_name_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.config import KAFKA_CONFIG_DEF, STRICT_CONFIG
-from kafka_emu.broker.config_def import ConfigDef, ConfigException, ConfigValue, Type, render
-from kafka_emu.broker.dynamic_config import CLUSTER_DEFAULT, validate_broker_configs
-from kafka_emu.broker.log_config import LOG_CONFIG_DEF, validate_topic_configs
-from kafka_emu.broker.metadata import ConfigResourceType
+from kafka_emu.broker.server.config import KAFKA_CONFIG_DEF, STRICT_CONFIG
+from kafka_emu.common.config_def import ConfigDef, ConfigException, ConfigValue, Type, render
+from kafka_emu.broker.server.dynamic_config import CLUSTER_DEFAULT, validate_broker_configs
+from kafka_emu.broker.storage.log_config import LOG_CONFIG_DEF, validate_topic_configs
+from kafka_emu.broker.server.metadata_store import ConfigResourceType
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
-from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.common.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import Request
 
 ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 33, 44
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3     # Kafka's AlterConfigOp.OpType ids

@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from kafka_emu.broker.config import KAFKA_3_9, KAFKA_4X
+from kafka_emu.broker.server.config import KAFKA_3_9, KAFKA_4X
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import Request
 
 Handler = Callable[["KafkaApis", "Request"], None]
 VersionRange = tuple[int, int]   # (min, max), both served

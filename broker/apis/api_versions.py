@@ -27,16 +27,16 @@ from typing import TYPE_CHECKING
 import kafka_emu.broker.apis as registry   # the package: APIS is read at call time, after it is built
 from kafka_emu.broker.apis._common import ZERO_THROTTLE
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.config import API_COMPATIBILITY, KAFKA_4X
+from kafka_emu.broker.server.config import API_COMPATIBILITY, KAFKA_4X
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction.config import (
     MAX_TRANSACTION_VERSION, TRANSACTION_VERSION, TRANSACTION_VERSION_FEATURE,
 )
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import Request
 
 API_KEY = 18
 _SOFTWARE_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")

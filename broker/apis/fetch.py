@@ -3,7 +3,7 @@
 Topics are named from v4 and identified by topic id from v13 (UNKNOWN_TOPIC_ID for unknown
 ids). The replica id is a top-level field before v15 and ``replica_state.replica_id`` from v15.
 A consumer's fetch is a full fetch: ``session_id`` 0 in the answer (KIP-227 sessions are kept
-for the in-process followers only, ``broker.fetch_session``).
+for the in-process followers only, ``broker.server.fetch_session``).
 ``last_stable_offset`` is the partition's LSO; read_committed fetches (isolation level 1) read
 up to it and get ``aborted_transactions`` (producer id, first offset) of the aborted
 transactions overlapping the records returned, read_uncommitted ones read up to the HW and get
@@ -17,20 +17,20 @@ v4-v18 requests off the wire are decoded, and answered, by ``broker.protocol.fas
 bytes kio reads and writes, without kio's per-field cost) unless that codec leaves a frame to
 kio; v0-v3, and kio entities sent in process (tests, benchmarks), get a kio response entity.
 In-process replica fetchers send a ``ReplicaFetchRequestData`` and get ``fetch_messages``'s
-results back as they are (``broker.replica_fetcher`` says why), inside a
+results back as they are (``broker.server.replica_fetcher`` says why), inside a
 ``SessionFetchResponse`` when the request carries session fields.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafka_emu.broker import compression
-from kafka_emu.broker.legacy_records import MAGIC_V0, MAGIC_V1, down_convert
-from kafka_emu.broker.log_segment import iter_headers
-from kafka_emu.broker.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID
+from kafka_emu.broker.storage import compression
+from kafka_emu.broker.storage.legacy_records import MAGIC_V0, MAGIC_V1, down_convert
+from kafka_emu.broker.storage.log_segment import iter_headers
+from kafka_emu.broker.server.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, topic_key_and_name
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.partition import LogReadResult
+from kafka_emu.broker.server.partition import LogReadResult
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
 from kafka_emu.broker.protocol.fast_fetch import (
@@ -40,14 +40,14 @@ from kafka_emu.broker.protocol.fast_fetch import (
     encode_fetch_body,
     error_counts,
 )
-from kafka_emu.broker.replica_fetcher import ReplicaFetchRequestData
-from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo, isolation_for
-from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.broker.server.replica_fetcher import ReplicaFetchRequestData
+from kafka_emu.broker.server.replica_manager import FetchParams, PartitionFetchInfo, isolation_for
+from kafka_emu.common.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.metadata import MetadataStore
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.server.metadata_store import MetadataStore
+    from kafka_emu.broker.network.request_channel import Request
 
 API_KEY = 1
 TopicPartition = tuple[str, int]
@@ -137,7 +137,7 @@ def _down_converted(apis: KafkaApis, version: int, infos: FetchInfos,
                     results: dict[TopicPartition, LogReadResult]) -> dict[TopicPartition, LogReadResult]:
     """Kafka 3.9's ``KafkaApis.maybeConvertFetchedData`` for Fetch v0-v3: every partition this
     broker hosts a log of (errors included) gets its records down-converted to the format the
-    version reads (``broker.legacy_records.down_convert``). A zstd topic, or a first batch in
+    version reads (``broker.storage.legacy_records.down_convert``). A zstd topic, or a first batch in
     zstd, gets UNSUPPORTED_COMPRESSION_TYPE."""
     to_magic = MAGIC_V0 if version <= LAST_V0_FORMAT_VERSION else MAGIC_V1
     out = dict(results)

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, broker_endpoint, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.metadata import OFFSETS_TOPIC
+from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
-from kafka_emu.coordinator import records
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.coordinator.group import records
+from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction import TRANSACTION_STATE_TOPIC
 from kafka_emu.coordinator.transaction.transaction_log import partition_for as txn_partition_for
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import Request
 
 API_KEY = 10
 GROUP_KEY_TYPE = 0

@@ -2,7 +2,7 @@
 OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups and OffsetDelete.
 
 These are Kafka's ``KafkaApis.handleJoinGroupRequest`` & co.: unpack the versioned kio request
-into the coordinator's plain arguments, and map its result (``coordinator.results``) back onto
+into the coordinator's plain arguments, and map its result (``coordinator.group.results``) back onto
 the versioned kio response in the callback. JoinGroup and SyncGroup callbacks may fire later
 on another thread (a DelayedJoin completing, a follower's sync released by the leader's); the
 handler thread returns at once, as in Kafka.
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, duration_ms, respond, respond_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.results import (
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.results import (
     JoinGroupResult,
     LeaveGroupResult,
     OffsetAndMetadata,
@@ -37,9 +37,9 @@ from kafka_emu.coordinator.results import (
 )
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.request_channel import Request
-    from kafka_emu.coordinator.group_coordinator import GroupCoordinator
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import Request
+    from kafka_emu.coordinator.group.group_coordinator import GroupCoordinator
 
 PartitionOffsets = dict[str, list[tuple[int, "OffsetFetchPartitionData | None"]]]   # topic -> [(partition, data)]
 

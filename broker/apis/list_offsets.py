@@ -20,7 +20,7 @@ newer than the leader's gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (KIP-320
 v0 (served under ``emulator.api.compatibility=3.9`` only) answers with a list of segment
 offsets chosen by segment modification time, as Kafka 3.9 did (``_legacy_offsets``).
 
-The log answers by timestamp through its segments' time indexes (``Log.fetch_offset_by_timestamp``),
+The log answers by timestamp through its segments' time indexes (``UnifiedLog.fetch_offset_by_timestamp``),
 decompressing the one batch that holds the answer.
 """
 from __future__ import annotations
@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.partition import Partition
+from kafka_emu.broker.server.partition import Partition
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
-from kafka_emu.broker.replica_manager import isolation_for
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.server.replica_manager import isolation_for
+from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import Request
 
 API_KEY = 2
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5

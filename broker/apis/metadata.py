@@ -36,14 +36,14 @@ from kafka_emu.broker.apis._common import (
     topic_name_error,
 )
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.metadata import OFFSETS_TOPIC, MetadataStore, PartitionState, TopicInfo
+from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC, MetadataStore, PartitionState, TopicInfo
 from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import Request
 
 API_KEY = 3
 

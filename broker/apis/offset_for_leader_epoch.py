@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import Request
 
 API_KEY = 23
 

@@ -5,7 +5,7 @@ the client notices); acks=1 answers after the leader append; acks=-1 answers fro
 DelayedProduce. v13 names topics by id (UNKNOWN_TOPIC_ID when the id is not known).
 ProduceRequest's own check (``validateRecords``): zstd before v7 is UNSUPPORTED_COMPRESSION_TYPE.
 v0-v2 (served under ``emulator.api.compatibility=3.9`` only) may carry message format v0/v1:
-it is converted to a v2 batch first, as Kafka 3.x does (``broker.legacy_records.up_convert``).
+it is converted to a v2 batch first, as Kafka 3.x does (``broker.storage.legacy_records.up_convert``).
 Transactional batches need the request's ``transactional_id`` (Kafka answers their absence as
 an authorization failure, TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition); the replica
 manager verifies them with the transaction coordinator (``ReplicaManager.verify_transaction``);
@@ -20,20 +20,20 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from kafka_emu.broker import compression
+from kafka_emu.broker.storage import compression
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, topic_key_and_name
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.delayed_produce import ProducePartitionStatus
-from kafka_emu.broker.log_validator import TRANSACTIONAL_BIT
-from kafka_emu.broker.legacy_records import up_convert
+from kafka_emu.broker.server.delayed_produce import ProducePartitionStatus
+from kafka_emu.broker.storage.log_validator import TRANSACTIONAL_BIT
+from kafka_emu.broker.storage.legacy_records import up_convert
 from kafka_emu.broker.protocol.adapter import constructor, has_field, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
 from kafka_emu.broker.protocol.fast_produce import PartitionResult, ProduceRequestData, encode_produce_body
-from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.common.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import Request
 
 API_KEY = 0
 FIRST_ADD_PARTITION_VERSION = 12   # transaction version 2: the partition is added implicitly

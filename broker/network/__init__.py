@@ -1,7 +1,6 @@
-"""Kafka's network layer: acceptor and processor threads feeding the broker's RequestChannel."""
-from kafka_emu.broker.network.acceptor import Acceptor
-from kafka_emu.broker.network.kafka_channel import KafkaChannel
-from kafka_emu.broker.network.processor import Processor
-from kafka_emu.broker.network.socket_server import BindError, EndPoint, SocketServer, parse_listeners
+"""Kafka's network layer (``kafka.network``): the ``SocketServer`` with its acceptor and processor
+threads, and the ``RequestChannel`` that carries requests to the handler pool and responses back.
 
-__all__ = ["Acceptor", "BindError", "EndPoint", "KafkaChannel", "Processor", "SocketServer", "parse_listeners"]
+Import the modules themselves: this package imports none of them, so that taking the request
+channel's types does not start the socket server's imports.
+"""

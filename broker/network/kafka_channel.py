@@ -11,7 +11,7 @@ import socket
 import threading
 import time
 
-from kafka_emu.broker.request_channel import Request
+from kafka_emu.broker.network.request_channel import Request
 
 
 class KafkaChannel:

@@ -8,7 +8,7 @@ leave in request order. A response comes back through ``Request.respond`` (a ``_
 from whichever thread completed the request (a request handler, a purgatory reaper, a
 coordinator callback). That thread encodes it (spreading the encoding cost over the handler
 pool instead of the processor) and, when it can, writes it to the socket itself (see "direct
-response writes" below); otherwise it queues a ``NetworkResponse`` (``broker.request_channel``)
+response writes" below); otherwise it queues a ``NetworkResponse`` (``broker.network.request_channel``)
 on the owning processor, waking it through an eventfd; the processor never polls for
 responses.
 
@@ -63,7 +63,7 @@ from kafka_emu.broker.protocol.codec import (
     decode_request_header,
     encode_response,
 )
-from kafka_emu.broker.request_channel import (
+from kafka_emu.broker.network.request_channel import (
     CloseConnectionResponse,
     NetworkResponse,
     NoOpResponse,

@@ -10,7 +10,7 @@ Structure (as in Kafka's ``kafka.network.SocketServer``), one concept per module
   broker's ``RequestChannel`` and writes their responses (its module says how, and where it
   departs from Kafka);
 * ``kafka_channel.KafkaChannel``: one connection's state;
-* the responses a processor is handed, ``broker.request_channel.{SendResponse, NoOpResponse,
+* the responses a processor is handed, ``broker.network.request_channel.{SendResponse, NoOpResponse,
   CloseConnectionResponse, WrittenResponse}``.
 
 Differences from Kafka: no SSL/SASL, quotas, or per-IP connection limits.
@@ -25,10 +25,10 @@ from typing import Any, Callable, Mapping
 
 import structlog
 
-from kafka_emu.broker.config import API_COMPATIBILITY, KafkaConfig
+from kafka_emu.broker.server.config import API_COMPATIBILITY, KafkaConfig
 from kafka_emu.broker.network.acceptor import Acceptor
 from kafka_emu.broker.network.processor import Processor
-from kafka_emu.broker.request_channel import CloseConnectionResponse, Request
+from kafka_emu.broker.network.request_channel import CloseConnectionResponse, Request
 
 _log = structlog.get_logger("broker.network")
 

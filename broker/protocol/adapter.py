@@ -2,7 +2,7 @@
 
 kio has one frozen dataclass per (API, version), each with only the fields of that version, and
 its own ``ErrorCode`` enum. Handlers describe a response once, with every field any version has
-and error codes from ``coordinator.errors.Errors``; :func:`build` keeps the fields the target
+and error codes from ``common.errors.Errors``; :func:`build` keeps the fields the target
 class defines, fills the missing required ones (schema default, or Kafka's conventions: -1 for
 offsets, epochs, ids and timestamps, zero or empty otherwise) and turns error codes into kio's
 enum. :func:`item_cls` finds the class of an array or nested-entity field, so nested items are

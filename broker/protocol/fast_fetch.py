@@ -17,7 +17,7 @@ under ``emulator.api.compatibility=3.9`` only, with down-conversion) stay on kio
   does; the known ones (``cluster_id``, ``replica_state`` from v15, the partitions'
   ``replica_directory_id`` from v17 and ``high_watermark`` from v18) are read as kio reads them.
 * ``encode_fetch_body(version, topics, error)`` writes the response body (no header) from the
-  broker's read results (``broker.partition.LogReadResult``, resolved per partition by
+  broker's read results (``broker.server.partition.LogReadResult``, resolved per partition by
   ``broker.apis.fetch.partition_responses``); None where a value does not fit the format, and
   the caller uses kio. Tagged fields are written as kio writes them: only when not at their
   default (``diverging_epoch``, ``current_leader``; ``snapshot_id`` and ``node_endpoints`` are
@@ -36,7 +36,7 @@ from uuid import UUID
 from kafka_emu.broker.protocol.fast_wire import DECODE_ERRORS, Malformed, count, length, uvarint, write_count, write_string
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.partition import LogReadResult
+    from kafka_emu.broker.server.partition import LogReadResult
 
 FETCH = 1
 FIRST_VERSION = 4        # the oldest layout handled here (v0-v3: kio with broker.protocol.legacy_schema)

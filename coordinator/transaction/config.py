@@ -1,7 +1,7 @@
 """TransactionConfig: the transaction coordinator's settings under Kafka's property names.
 
 ``DEFAULTS`` states Kafka's default of each key once (``TransactionStateManagerConfig``,
-``TransactionLogConfig``); the broker's config table (``broker.config.KAFKA_CONFIG_DEF``) takes
+``TransactionLogConfig``); the broker's config table (``broker.server.config.KAFKA_CONFIG_DEF``) takes
 them from here, adds types and validation, and passes the coordinator typed values.
 ``from_mapping`` also accepts a partial mapping (coordinator tests).
 """

@@ -37,10 +37,10 @@ from typing import Any, Callable, Mapping, Protocol
 
 import structlog
 
-from kafka_emu.coordinator import errors
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.group_metadata_manager import InlineScheduler, Scheduler
-from kafka_emu.coordinator.log import CoordinatorLog
+from kafka_emu.common import errors
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.group_metadata_manager import InlineScheduler, Scheduler
+from kafka_emu.coordinator.coordinator_log import CoordinatorLog
 from kafka_emu.coordinator.transaction.config import TransactionConfig
 from kafka_emu.coordinator.transaction.transaction_marker_channel_manager import (
     TransactionMarkerChannelManager, TxnMarkerSender,
@@ -64,7 +64,7 @@ TV_2 = 2   # the client transaction version of EndTxn v5, Produce v12 and TxnOff
 
 
 class PeriodicScheduler(Protocol):
-    """The broker's scheduler (``broker.scheduler.KafkaScheduler``)."""
+    """The broker's scheduler (``broker.server.scheduler.KafkaScheduler``)."""
 
     def schedule(self, name: str, fn: Callable[[], None], period_ms: int, delay_ms: int | None = None) -> None:
         ...

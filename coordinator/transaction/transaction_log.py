@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 
-from kafka_emu.coordinator.records import java_string_hashcode, kafka_utils_abs
+from kafka_emu.coordinator.group.records import java_string_hashcode, kafka_utils_abs
 from kafka_emu.coordinator.transaction.transaction_metadata import (
     NO_PRODUCER_EPOCH, TransactionMetadata, TransactionState, TxnTransitMetadata,
 )

@@ -34,8 +34,8 @@ from typing import Callable, Protocol, Sequence
 
 import structlog
 
-from kafka_emu.coordinator import errors
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common import errors
+from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction.transaction_metadata import TransactionMetadata, TxnTransitMetadata
 from kafka_emu.coordinator.transaction.transaction_state_manager import TransactionStateManager
 from kafka_emu.coordinator.txn_marker import TxnMarkerEntry

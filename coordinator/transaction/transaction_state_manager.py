@@ -32,11 +32,11 @@ from typing import Callable, Iterable
 
 import structlog
 
-from kafka_emu.coordinator import errors
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common import errors
+from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group_lock import GroupLock
-from kafka_emu.coordinator.group_metadata_manager import InlineScheduler, Scheduler
-from kafka_emu.coordinator.log import CoordinatorLog
+from kafka_emu.coordinator.group.group_metadata_manager import InlineScheduler, Scheduler
+from kafka_emu.coordinator.coordinator_log import CoordinatorLog
 from kafka_emu.coordinator.transaction.config import TransactionConfig
 from kafka_emu.coordinator.transaction.transaction_log import (
     key_bytes, partition_for, read_key, read_value, value_bytes,

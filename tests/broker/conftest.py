@@ -5,7 +5,7 @@ from typing import Iterator
 
 import pytest
 
-from kafka_emu.broker.cluster import EmbeddedCluster
+from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
 from cluster_support import broker_threads, wait_until  # noqa: F401  (re-exported for fixtures)
 
 @pytest.fixture

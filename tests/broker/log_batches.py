@@ -6,8 +6,8 @@ import struct
 
 from crc32c import crc32c
 
-from kafka_emu.broker import compression
-from kafka_emu.broker.record_batch import MAGIC, NO_PRODUCER_ID, NO_SEQUENCE, write_record
+from kafka_emu.broker.storage import compression
+from kafka_emu.broker.storage.record_batch import MAGIC, NO_PRODUCER_ID, NO_SEQUENCE, write_record
 
 
 def encode_records(records, timestamps=None, offset_deltas=None, base_ts=None) -> tuple[bytes, int]:
@@ -42,7 +42,7 @@ def compressed_batch(codec: int, records, timestamps=None, offset_deltas=None, *
 def append_txn(log, pid: int, seq: int, n: int = 1, epoch: int = 0, timestamp_ms: int = 0):
     """A leader append of a transactional batch, verified as a coordinator would (the log's
     own verification guard)."""
-    from kafka_emu.broker.record_batch import build_batch
+    from kafka_emu.broker.storage.record_batch import build_batch
 
     guard = log.maybe_start_transaction_verification(pid, epoch)
     return log.append_as_leader(build_batch([(b"k", b"t")] * n, timestamp_ms=timestamp_ms, producer_id=pid,
@@ -52,8 +52,8 @@ def append_txn(log, pid: int, seq: int, n: int = 1, epoch: int = 0, timestamp_ms
 
 def append_end_txn(log, pid: int, commit: bool, epoch: int = 0, coordinator_epoch: int = 0, timestamp_ms: int = 0):
     """A leader append of a COMMIT/ABORT marker (origin COORDINATOR, as WriteTxnMarkers does)."""
-    from kafka_emu.broker.control_record import end_txn_marker_batch
-    from kafka_emu.broker.producer_state import AppendOrigin
+    from kafka_emu.broker.storage.control_record import end_txn_marker_batch
+    from kafka_emu.broker.storage.producer_state import AppendOrigin
 
     return log.append_as_leader(end_txn_marker_batch(pid, epoch, coordinator_epoch, commit, timestamp_ms), 0,
                                 origin=AppendOrigin.COORDINATOR)

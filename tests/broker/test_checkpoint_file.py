@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kafka_emu.broker.checkpoint_file import (
+from kafka_emu.broker.storage.checkpoint_file import (
     CorruptCheckpointError,
     LeaderEpochCheckpointFile,
     MetaProperties,
@@ -22,7 +22,7 @@ from kafka_emu.broker.checkpoint_file import (
     decode_uuid,
     encode_uuid,
 )
-from kafka_emu.broker.file_records import (
+from kafka_emu.broker.storage.file_records import (
     CorruptIndexError,
     encode_offset_index,
     encode_time_index,
@@ -31,7 +31,7 @@ from kafka_emu.broker.file_records import (
     read_offset_index,
     read_time_index,
 )
-from kafka_emu.broker.log_segment import OffsetIndex, TimeIndex
+from kafka_emu.broker.storage.log_segment import OffsetIndex, TimeIndex
 
 pytestmark = pytest.mark.timeout(60)
 

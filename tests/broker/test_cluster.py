@@ -4,10 +4,10 @@ from datetime import timedelta
 
 import pytest
 
-from kafka_emu.broker.inprocess_client import fetch_request, produce_request, send, send_async
-from kafka_emu.broker.record_batch import build_batch
-from kafka_emu.broker.request_channel import Request, RequestChannel
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.cluster.inprocess_client import fetch_request, produce_request, send, send_async
+from kafka_emu.broker.storage.record_batch import build_batch
+from kafka_emu.broker.network.request_channel import Request, RequestChannel
+from kafka_emu.common.errors import Errors
 from cluster_support import broker_threads, wait_until
 
 pytestmark = pytest.mark.timeout(30)

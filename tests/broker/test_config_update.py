@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from broker_harness import TOPIC, TP, Harness
-from kafka_emu.broker.config import KafkaConfig
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.server.config import KafkaConfig
+from kafka_emu.common.errors import Errors
 
 pytestmark = pytest.mark.timeout(30)
 

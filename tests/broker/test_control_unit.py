@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_emu.broker.cluster import EmbeddedCluster
-from kafka_emu.broker.control.faults import (
+from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+from kafka_emu.broker.cluster.control.faults import (
     DISCONNECT,
     ErrorInjection,
     FaultTable,
@@ -20,11 +20,11 @@ from kafka_emu.broker.control.faults import (
     new_injection,
     request_facts,
 )
-from kafka_emu.broker.control.plain import from_plain, to_plain
-from kafka_emu.broker.inprocess_client import produce_request
+from kafka_emu.broker.cluster.control.plain import from_plain, to_plain
+from kafka_emu.broker.cluster.inprocess_client import produce_request
 from kafka_emu.broker.protocol.adapter import response_schema
-from kafka_emu.broker.record_batch import build_batch
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.storage.record_batch import build_batch
+from kafka_emu.common.errors import Errors
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_emu.broker.metadata import OFFSETS_TOPIC
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.results import OffsetAndMetadata
+from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.results import OffsetAndMetadata
 
 from cluster_support import wait_until
 

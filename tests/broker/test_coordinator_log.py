@@ -3,8 +3,8 @@ import threading
 
 import pytest
 
-from kafka_emu.broker.metadata import OFFSETS_TOPIC
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
+from kafka_emu.common.errors import Errors
 from cluster_support import wait_until
 
 pytestmark = pytest.mark.timeout(30)

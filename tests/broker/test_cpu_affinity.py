@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from kafka_emu.broker import cpu_affinity
-from kafka_emu.broker.cpu_affinity import CONFIG_KEY, pinned, resolve
+from kafka_emu.broker.server import cpu_affinity
+from kafka_emu.broker.server.cpu_affinity import CONFIG_KEY, pinned, resolve
 from cluster_support import BROKER_THREAD_PREFIXES, wait_until
 
 needs_affinity = pytest.mark.skipif(

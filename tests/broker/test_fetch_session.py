@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_emu.broker.fetch_session import (
+from kafka_emu.broker.server.fetch_session import (
     EVICTION_MS,
     FINAL_EPOCH,
     INITIAL_EPOCH,
@@ -16,10 +16,10 @@ from kafka_emu.broker.fetch_session import (
     SessionFetchResponse,
     next_epoch,
 )
-from kafka_emu.broker.partition import ISOLATION_LOG_END
-from kafka_emu.broker.record_batch import build_batch, iter_records
-from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.server.partition import ISOLATION_LOG_END
+from kafka_emu.broker.storage.record_batch import build_batch, iter_records
+from kafka_emu.broker.server.replica_manager import FetchParams, PartitionFetchInfo
+from kafka_emu.common.errors import Errors
 from kafka_emu.timer import MockTime
 from broker_harness import TP, Harness
 

@@ -3,9 +3,9 @@ plus the log's use of the cache on truncation and log-start moves (UnifiedLogTes
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kafka_emu.broker.leader_epoch_cache import LeaderEpochFileCache
-from kafka_emu.broker.log import Log
-from kafka_emu.broker.record_batch import build_batch
+from kafka_emu.broker.storage.leader_epoch_cache import LeaderEpochFileCache
+from kafka_emu.broker.storage.unified_log import UnifiedLog
+from kafka_emu.broker.storage.record_batch import build_batch
 
 pytestmark = pytest.mark.timeout(30)
 UNDEFINED = (-1, -1)
@@ -207,7 +207,7 @@ def _batch(n):
 def test_log_truncation_truncates_the_cache():
     """UnifiedLogTest.testTruncateToEndOffsetClearsEpochCache / LeaderEpochIntegrationTest: the log's
     truncate_to trims the cache from the end, truncate_fully_and_start_at clears it."""
-    log = Log("t", 0)
+    log = UnifiedLog("t", 0)
     log.append_as_leader(_batch(2), 0)
     log.append_as_leader(_batch(2), 1)
     log.append_as_leader(_batch(2), 3)
@@ -223,7 +223,7 @@ def test_log_truncation_truncates_the_cache():
 def test_log_start_offset_moves_trim_the_cache():
     """UnifiedLogTest.testLogStartOffsetMovementDeletesSnapshots's epoch part: raising the log start
     offset keeps the epoch covering it, re-started at the new log start."""
-    log = Log("t", 0)
+    log = UnifiedLog("t", 0)
     log.append_as_leader(_batch(2), 0)
     log.append_as_leader(_batch(2), 1)
     log.append_as_leader(_batch(2), 3)
@@ -242,9 +242,9 @@ def test_cache_follows_the_log(ops):
     appends under rising epochs, log-start moves (DeleteRecords) and truncations, every retained
     batch's offset maps to the epoch that wrote it, and no entry starts past the LEO (one may
     start at it: the epoch covering a log start moved up to the LEO)."""
-    from kafka_emu.broker.record_batch import parse_batches
+    from kafka_emu.broker.storage.record_batch import parse_batches
 
-    log = Log("t", 0)
+    log = UnifiedLog("t", 0)
     epoch = 0
     for op, a, b in ops:
         if op == "append":

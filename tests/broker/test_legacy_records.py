@@ -1,4 +1,4 @@
-"""Message formats v0/v1 (``broker.legacy_records``) against kafka-python's record classes.
+"""Message formats v0/v1 (``broker.storage.legacy_records``) against kafka-python's record classes.
 
 kafka-python's ``LegacyRecordBatchBuilder`` writes v0/v1 message sets the way Kafka's clients
 do and its ``DefaultRecordBatchBuilder`` v2 batches; its ``MemoryRecords`` reads both. The
@@ -19,8 +19,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from kafka_emu.broker import compression
-from kafka_emu.broker.legacy_records import (
+from kafka_emu.broker.storage import compression
+from kafka_emu.broker.storage.legacy_records import (
     MAGIC_V0,
     MAGIC_V1,
     down_convert,
@@ -28,8 +28,8 @@ from kafka_emu.broker.legacy_records import (
     up_convert,
     xxh32_short,
 )
-from kafka_emu.broker.record_batch import build_batch
-from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.broker.storage.record_batch import build_batch
+from kafka_emu.common.errors import Errors, KafkaError
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -1,8 +1,8 @@
 import pytest
 
-from kafka_emu.broker.log import Log
-from kafka_emu.broker.record_batch import build_batch, iter_records
-from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.broker.storage.unified_log import UnifiedLog
+from kafka_emu.broker.storage.record_batch import build_batch, iter_records
+from kafka_emu.common.errors import Errors, KafkaError
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -12,7 +12,7 @@ def batch(n=1, **kw):
 
 
 def test_append_assigns_offsets_and_reads_by_offset():
-    log = Log("t", 0)
+    log = UnifiedLog("t", 0)
     assert log.append_as_leader(batch(3), 0).first_offset == 0
     info = log.append_as_leader(batch(2), 0)
     assert (info.first_offset, info.last_offset) == (3, 4)
@@ -25,7 +25,7 @@ def test_append_assigns_offsets_and_reads_by_offset():
 
 
 def test_bad_batch_in_multi_batch_append_writes_nothing():
-    log = Log("t", 0)
+    log = UnifiedLog("t", 0)
     bad = bytearray(batch(1))
     bad[-1] ^= 1
     with pytest.raises(KafkaError) as ei:
@@ -35,14 +35,14 @@ def test_bad_batch_in_multi_batch_append_writes_nothing():
 
 
 def test_single_batch_required_for_produce():
-    log = Log("t", 0)
+    log = UnifiedLog("t", 0)
     with pytest.raises(KafkaError) as ei:
         log.append_as_leader(batch(1) + batch(1), 0, single_batch=True)
     assert ei.value.code == Errors.INVALID_RECORD
 
 
 def test_idempotent_sequences():
-    log = Log("t", 0)
+    log = UnifiedLog("t", 0)
     p = dict(producer_id=7, producer_epoch=0)
     assert log.append_as_leader(batch(2, base_sequence=0, **p), 0).first_offset == 0
     assert log.append_as_leader(batch(2, base_sequence=2, **p), 0).first_offset == 2
@@ -64,7 +64,7 @@ def test_idempotent_sequences():
 
 
 def test_truncate_epochs_and_producer_state_rebuild():
-    log = Log("t", 0)
+    log = UnifiedLog("t", 0)
     log.append_as_leader(batch(2, producer_id=1, producer_epoch=0, base_sequence=0), 0)
     log.append_as_leader(batch(2, producer_id=1, producer_epoch=0, base_sequence=2), 3)
     log.high_watermark = 4
@@ -78,7 +78,7 @@ def test_truncate_epochs_and_producer_state_rebuild():
 
 
 def test_follower_append_keeps_offsets():
-    leader, follower = Log("t", 0), Log("t", 0)
+    leader, follower = UnifiedLog("t", 0), UnifiedLog("t", 0)
     leader.append_as_leader(batch(3), 2)
     leader.append_as_leader(batch(1), 2)
     assert follower.append_as_follower(leader.read(0, 1 << 20)) == 2
@@ -88,7 +88,7 @@ def test_follower_append_keeps_offsets():
 
 def test_truncate_at_log_end_drops_empty_epochs():
     """A replica that led an epoch without appending must not keep diverging forever."""
-    log = Log("t", 0)
+    log = UnifiedLog("t", 0)
     log.assign_epoch_start_offset(1)  # became leader of epoch 1 at offset 0, appended nothing
     assert log.latest_epoch() == 1
     assert not log.truncate_to(0)

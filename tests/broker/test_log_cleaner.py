@@ -3,11 +3,11 @@ MockTime: keys kept, tombstones, offsets preserved, dirty ratio, compaction lag,
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kafka_emu.broker import compression
-from kafka_emu.broker.config import KafkaConfig
-from kafka_emu.broker.log_cleaner import LogCleaner
-from kafka_emu.broker.log_manager import LogManager
-from kafka_emu.broker.record_batch import iter_records
+from kafka_emu.broker.storage import compression
+from kafka_emu.broker.server.config import KafkaConfig
+from kafka_emu.broker.storage.log_cleaner import LogCleaner
+from kafka_emu.broker.storage.log_manager import LogManager
+from kafka_emu.broker.storage.record_batch import iter_records
 from kafka_emu.timer.time import MockTime
 
 from log_batches import compressed_batch
@@ -41,7 +41,7 @@ def contents(log):
 
 def _records(data):
     import struct
-    from kafka_emu.broker.log_validator import records_payload, walk_records
+    from kafka_emu.broker.storage.log_validator import records_payload, walk_records
 
     base = struct.unpack_from(">q", data, 0)[0]
     attrs = struct.unpack_from(">h", data, 21)[0]

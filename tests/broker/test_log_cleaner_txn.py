@@ -11,16 +11,16 @@ import struct
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kafka_emu.broker.config import KafkaConfig
-from kafka_emu.broker.control_record import end_txn_marker_batch
-from kafka_emu.broker.log import Log
-from kafka_emu.broker.log_cleaner import DELETE_HORIZON_BIT, LogCleaner
-from kafka_emu.broker.log_config import LogConfig
-from kafka_emu.broker.log_manager import LogManager
-from kafka_emu.broker.log_validator import records_payload, walk_records
-from kafka_emu.broker.producer_state import AppendOrigin
-from kafka_emu.broker.record_batch import build_batch, parse_batches
-from kafka_emu.broker.transaction_index import AbortedTxn
+from kafka_emu.broker.server.config import KafkaConfig
+from kafka_emu.broker.storage.control_record import end_txn_marker_batch
+from kafka_emu.broker.storage.unified_log import UnifiedLog
+from kafka_emu.broker.storage.log_cleaner import DELETE_HORIZON_BIT, LogCleaner
+from kafka_emu.broker.storage.log_config import LogConfig
+from kafka_emu.broker.storage.log_manager import LogManager
+from kafka_emu.broker.storage.log_validator import records_payload, walk_records
+from kafka_emu.broker.storage.producer_state import AppendOrigin
+from kafka_emu.broker.storage.record_batch import build_batch, parse_batches
+from kafka_emu.broker.storage.transaction_index import AbortedTxn
 from kafka_emu.timer.time import MockTime
 
 pytestmark = pytest.mark.timeout(60)
@@ -33,19 +33,19 @@ TXN = 0x10
 
 # ---------------------------------------------------------------------- LogCleanerTest's helpers
 
-def make_log(time: MockTime | None = None, **configs) -> Log:
+def make_log(time: MockTime | None = None, **configs) -> UnifiedLog:
     configs.setdefault("cleanup.policy", "compact")
     configs.setdefault("segment.bytes", 1024)
-    return Log("test", 0, config=LogConfig.for_topic(configs), time=time or MockTime())
+    return UnifiedLog("test", 0, config=LogConfig.for_topic(configs), time=time or MockTime())
 
 
-def make_cleaner(log: Log, capacity: int = 1 << 20) -> LogCleaner:
+def make_cleaner(log: UnifiedLog, capacity: int = 1 << 20) -> LogCleaner:
     """``makeCleaner(capacity)``: an offset map of ``capacity`` slots at load factor 0.75."""
     manager = LogManager(KafkaConfig(), {("test", 0): log}, log.time)
     return LogCleaner(manager, 15000, log.time, dedupe_buffer_size=24 * capacity, load_factor=0.75)
 
 
-def clean(cleaner: LogCleaner, log: Log, first_dirty: int = 0, now: int | None = None) -> int:
+def clean(cleaner: LogCleaner, log: UnifiedLog, first_dirty: int = 0, now: int | None = None) -> int:
     """``cleaner.doClean(LogToClean(tp, log, first_dirty, activeSegment.baseOffset), now)``: the end offset.
 
     An empty dirty section is mapped from 0 instead: Kafka's test ``FakeOffsetMap`` keeps its
@@ -56,13 +56,13 @@ def clean(cleaner: LogCleaner, log: Log, first_dirty: int = 0, now: int | None =
     return cleaner.do_clean(log, first_dirty if first_dirty < active else 0, active, now)[0]
 
 
-def run_two_pass_clean(cleaner: LogCleaner, log: Log, first_dirty: int, now: int) -> int:
+def run_two_pass_clean(cleaner: LogCleaner, log: UnifiedLog, first_dirty: int, now: int) -> int:
     """``runTwoPassClean``: the first pass stamps delete horizons, the second runs past them."""
     clean(cleaner, log, first_dirty, now)
     return clean(cleaner, log, first_dirty, now + TOMBSTONE_RETENTION_MS + 1)
 
 
-def transactional(log: Log, pid: int, epoch: int = 0, origin: AppendOrigin = AppendOrigin.CLIENT,
+def transactional(log: UnifiedLog, pid: int, epoch: int = 0, origin: AppendOrigin = AppendOrigin.CLIENT,
                   transactional_batch: bool = True):
     """``appendTransactionalAsLeader`` / ``appendIdempotentAsLeader``: appends keys (value = key)
     with the producer's running sequence."""
@@ -79,17 +79,17 @@ def transactional(log: Log, pid: int, epoch: int = 0, origin: AppendOrigin = App
     return append
 
 
-def marker(log: Log, pid: int, commit: bool, epoch: int = 0) -> None:
+def marker(log: UnifiedLog, pid: int, commit: bool, epoch: int = 0) -> None:
     log.append_as_leader(end_txn_marker_batch(pid, epoch, 0, commit, log.time.milliseconds()), 0,
                          origin=AppendOrigin.COORDINATOR)
 
 
-def record(log: Log, key: int, value: int, pid: int = -1, epoch: int = -1, seq: int = -1) -> None:
+def record(log: UnifiedLog, key: int, value: int, pid: int = -1, epoch: int = -1, seq: int = -1) -> None:
     log.append_as_leader(build_batch([(str(key).encode(), str(value).encode())], timestamp_ms=log.time.milliseconds(),
                                      producer_id=pid, producer_epoch=epoch, base_sequence=seq), 0)
 
 
-def _batches(log: Log):
+def _batches(log: UnifiedLog):
     for seg in log.segments:
         if seg.is_empty():
             continue
@@ -103,29 +103,29 @@ def _key(payload, r) -> bytes | None:
     return None if r.key_length < 0 else bytes(payload[r.key_start:r.key_start + r.key_length])
 
 
-def offsets_in_log(log: Log) -> list[int]:
+def offsets_in_log(log: UnifiedLog) -> list[int]:
     return [info.base_offset + r.offset_delta for info, _, _, recs in _batches(log) for r in recs
             if r.key_length >= 0 and r.value_length >= 0]
 
 
-def keys_in_log(log: Log) -> list[int]:
+def keys_in_log(log: UnifiedLog) -> list[int]:
     return [int(_key(payload, r)) for info, _, payload, recs in _batches(log) if not info.is_control
             for r in recs if r.key_length >= 0 and r.value_length >= 0]
 
 
-def last_offsets_per_batch(log: Log) -> list[int]:
+def last_offsets_per_batch(log: UnifiedLog) -> list[int]:
     return [info.base_offset + info.last_offset_delta for info, _, _, _ in _batches(log)]
 
 
-def batch_base_offsets(log: Log) -> list[int]:
+def batch_base_offsets(log: UnifiedLog) -> list[int]:
     return [info.base_offset for info, _, _, _ in _batches(log)]
 
 
-def last_sequences(log: Log) -> dict[int, int]:
+def last_sequences(log: UnifiedLog) -> dict[int, int]:
     return {info.producer_id: info.last_sequence for info, _, _, _ in _batches(log) if not info.is_control}
 
 
-def all_aborted(log: Log) -> list[AbortedTxn]:
+def all_aborted(log: UnifiedLog) -> list[AbortedTxn]:
     return log.collect_aborted_transactions(0, log.log_end_offset)
 
 
@@ -512,7 +512,7 @@ def test_tombstone_gets_a_delete_horizon_and_keeps_record_timestamps():
 
 # ---------------------------------------------------------------------- property
 
-def read_committed(log: Log) -> list[tuple[int, bytes, bytes | None]]:
+def read_committed(log: UnifiedLog) -> list[tuple[int, bytes, bytes | None]]:
     """What a read_committed consumer of the whole log gets (the client's algorithm of Kafka's
     ``CompletedFetch``: aborted transactions from the fetch response, by first offset; a
     transactional batch of a producer inside one of them is skipped until its ABORT marker)."""

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from kafka_emu.broker.checkpoint_file import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
-from kafka_emu.broker.config import KafkaConfig
-from kafka_emu.broker.file_records import FileRecords, read_offset_index, segment_path
-from kafka_emu.broker.log_cleaner import LogCleaner
-from kafka_emu.broker.log_config import LogConfig
-from kafka_emu.broker.log_manager import LogManager
-from kafka_emu.broker.persistent_log import PersistentLog, valid_bytes
-from kafka_emu.broker.record_batch import build_batch, iter_records
-from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.broker.storage.checkpoint_file import LEADER_EPOCH_CHECKPOINT, LeaderEpochCheckpointFile
+from kafka_emu.broker.server.config import KafkaConfig
+from kafka_emu.broker.storage.file_records import FileRecords, read_offset_index, segment_path
+from kafka_emu.broker.storage.log_cleaner import LogCleaner
+from kafka_emu.broker.storage.log_config import LogConfig
+from kafka_emu.broker.storage.log_manager import LogManager
+from kafka_emu.broker.storage.persistent_log import PersistentLog, valid_bytes
+from kafka_emu.broker.storage.record_batch import build_batch, iter_records
+from kafka_emu.common.errors import Errors, KafkaError
 from kafka_emu.timer.time import MockTime
 
 pytestmark = pytest.mark.timeout(30)
@@ -436,7 +436,7 @@ def test_transaction_state_and_aborted_index_rebuilt_on_load(tmp_path: Path, cle
     """LogSegment.recover / rebuildProducerState: after a restart the open transaction, the LSO
     and the aborted-transaction indexes (not persisted here) come back from the batches."""
     from log_batches import append_end_txn, append_txn
-    from kafka_emu.broker.transaction_index import AbortedTxn
+    from kafka_emu.broker.storage.transaction_index import AbortedTxn
 
     size = len(batch(b"x" * 10, producer_id=1, producer_epoch=0, base_sequence=0, attributes=0x10))
     log = new_log(tmp_path, **{"segment.bytes": size * 2})

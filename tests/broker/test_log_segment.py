@@ -3,8 +3,8 @@ scenarios (storage module, tag 4.0.0) ported to the in-memory segment."""
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kafka_emu.broker.log_segment import IndexFullError, LogSegment, OffsetIndex, TimeIndex
-from kafka_emu.broker.record_batch import build_batch, iter_records
+from kafka_emu.broker.storage.log_segment import IndexFullError, LogSegment, OffsetIndex, TimeIndex
+from kafka_emu.broker.storage.record_batch import build_batch, iter_records
 
 pytestmark = pytest.mark.timeout(30)
 

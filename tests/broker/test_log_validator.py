@@ -6,12 +6,12 @@ import struct
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kafka_emu.broker import compression
-from kafka_emu.coordinator.errors import Errors, KafkaError
-from kafka_emu.broker.log import Log
-from kafka_emu.broker.log_config import LogConfig
-from kafka_emu.broker.log_validator import TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, records_payload, walk_records
-from kafka_emu.broker.record_batch import HEADER_SIZE, parse_batches
+from kafka_emu.broker.storage import compression
+from kafka_emu.common.errors import Errors, KafkaError
+from kafka_emu.broker.storage.unified_log import UnifiedLog
+from kafka_emu.broker.storage.log_config import LogConfig
+from kafka_emu.broker.storage.log_validator import TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, records_payload, walk_records
+from kafka_emu.broker.storage.record_batch import HEADER_SIZE, parse_batches
 from kafka_emu.timer.time import MockTime
 
 from log_batches import compressed_batch, encode_records, make_batch
@@ -25,7 +25,7 @@ TIMESTAMPS = [NOW - 10, NOW - 5, NOW - 7]
 
 
 def make_log(**configs):
-    return Log("t", 0, config=LogConfig.for_topic(configs), time=MockTime())
+    return UnifiedLog("t", 0, config=LogConfig.for_topic(configs), time=MockTime())
 
 
 def stored(log):
@@ -229,7 +229,7 @@ def _reference_walk(section: bytes, count: int) -> list[tuple[int, int, int, int
 
 
 def _encode_record(out: bytearray, ts_delta: int, offset_delta: int, key, value, headers: bytes) -> None:
-    from kafka_emu.broker.record_batch import write_varint
+    from kafka_emu.broker.storage.record_batch import write_varint
 
     rec = bytearray(b"\x00")
     write_varint(rec, ts_delta)
@@ -254,7 +254,7 @@ def test_record_walk_agrees_with_reference_property(records, data):
     where it lies in the request) accepts exactly what the plain reference walk accepts, on
     valid sections and on corrupted ones (bytes flipped, cut, inserted, a wrong record count),
     and reads the same records; a refused section is INVALID_RECORD, also through a leader append."""
-    from kafka_emu.broker.log_validator import _walk
+    from kafka_emu.broker.storage.log_validator import _walk
 
     section = bytearray()
     for i, (ts_delta, sparse, key, value, headers) in enumerate(records):
@@ -308,7 +308,7 @@ def test_record_walk_edge_cases():
     """The walker's shortcuts at their edges: offset deltas from 64 on take two bytes (the first
     is 0x80 for 64, the one-byte form of no delta), and a record ending right after its key
     must not take its value length from the bytes after it (INVALID_RECORD, as the reference)."""
-    from kafka_emu.broker.log_validator import _walk
+    from kafka_emu.broker.storage.log_validator import _walk
 
     section = bytearray()
     for i in range(200):

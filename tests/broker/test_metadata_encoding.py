@@ -4,7 +4,7 @@ from kio.serial import entity_reader
 
 from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE
 from kafka_emu.broker.apis.metadata import TopicEncodingCache, splice_topics
-from kafka_emu.broker.metadata import BrokerInfo, MetadataStore
+from kafka_emu.broker.server.metadata_store import BrokerInfo, MetadataStore
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 
 pytestmark = pytest.mark.timeout(30)

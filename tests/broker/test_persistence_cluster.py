@@ -14,12 +14,12 @@ from typing import Any, Iterator
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from kafka_emu.broker.checkpoint_file import MetaProperties
-from kafka_emu.broker.cluster import EmbeddedCluster
-from kafka_emu.broker.config import ConfigException
-from kafka_emu.broker.log_dirs import InconsistentClusterIdException
-from kafka_emu.broker.persistent_log import PersistentLog
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.storage.checkpoint_file import MetaProperties
+from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+from kafka_emu.broker.server.config import ConfigException
+from kafka_emu.broker.storage.log_dirs import InconsistentClusterIdException
+from kafka_emu.broker.storage.persistent_log import PersistentLog
+from kafka_emu.common.errors import Errors
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -253,7 +253,7 @@ def test_persisted_cluster_keeps_its_broker_count(tmp_path: Path) -> None:
 def test_config_changes_and_new_partitions_are_persisted(tmp_path: Path) -> None:
     """Mutations made after start-up through the controller's publish points (CreatePartitions,
     AlterConfigs on a topic and on the brokers) are in the snapshot a restart reads."""
-    from kafka_emu.broker.metadata import PartitionState
+    from kafka_emu.broker.server.metadata_store import PartitionState
 
     c = cluster(tmp_path)
     try:
@@ -277,7 +277,7 @@ def test_config_changes_and_new_partitions_are_persisted(tmp_path: Path) -> None
 def test_dynamic_flush_interval_applies_at_once(tmp_path: Path) -> None:
     """log.flush.interval.messages is a dynamic broker config (DynamicLogConfig): set through
     AlterConfigs it reaches every log, whose next append is fsynced."""
-    from kafka_emu.broker.dynamic_config import validate_broker_configs
+    from kafka_emu.broker.server.dynamic_config import validate_broker_configs
 
     c = cluster(tmp_path)
     try:

@@ -4,14 +4,14 @@ and testRemoveExpiredPidsOnReload (storage module, tag 4.0.0), through the manag
 log, plus the broker's ``PeriodicProducerExpirationCheck`` task and the config keys."""
 import pytest
 
-from kafka_emu.broker.config import KafkaConfig
-from kafka_emu.broker.log import Log
-from kafka_emu.broker.log_config import LogConfig
-from kafka_emu.broker.log_manager import LogManager
-from kafka_emu.broker.producer_state import AppendOrigin, ProducerStateManager
-from kafka_emu.broker.record_batch import BatchInfo, build_batch
-from kafka_emu.broker.scheduler import KafkaScheduler
-from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.broker.server.config import KafkaConfig
+from kafka_emu.broker.storage.unified_log import UnifiedLog
+from kafka_emu.broker.storage.log_config import LogConfig
+from kafka_emu.broker.storage.log_manager import LogManager
+from kafka_emu.broker.storage.producer_state import AppendOrigin, ProducerStateManager
+from kafka_emu.broker.storage.record_batch import BatchInfo, build_batch
+from kafka_emu.broker.server.scheduler import KafkaScheduler
+from kafka_emu.common.errors import Errors, KafkaError
 from kafka_emu.timer.time import MockTime
 
 from log_batches import append_end_txn, append_txn
@@ -68,9 +68,9 @@ def test_producers_with_ongoing_transactions_dont_expire():
     assert PID in psm.producers and psm.first_unstable_offset() == 99
 
 
-def make_log(time: MockTime, expiration_ms: int = EXPIRATION_MS, **topic_configs: object) -> Log:
+def make_log(time: MockTime, expiration_ms: int = EXPIRATION_MS, **topic_configs: object) -> UnifiedLog:
     broker = KafkaConfig({"producer.id.expiration.ms": expiration_ms})
-    return Log("t", 0, config=LogConfig.for_topic(topic_configs, broker), time=time)
+    return UnifiedLog("t", 0, config=LogConfig.for_topic(topic_configs, broker), time=time)
 
 
 def idempotent(pid: int, seq: int, timestamp: int) -> bytes:
@@ -151,8 +151,8 @@ def test_dynamic_expiration_reaches_existing_logs():
 def test_config_keys_are_kafkas():
     """Both keys are Kafka's broker configs (TransactionLogConfig): defaults one day and ten
     minutes, at least 1; only ``producer.id.expiration.ms`` is dynamic."""
-    from kafka_emu.broker.config import KAFKA_CONFIG_DEF
-    from kafka_emu.broker.config_def import ConfigException, Dynamic
+    from kafka_emu.broker.server.config import KAFKA_CONFIG_DEF
+    from kafka_emu.common.config_def import ConfigException, Dynamic
 
     config = KafkaConfig({"emulator.strict.config": True})
     assert config["producer.id.expiration.ms"] == 86_400_000

@@ -9,20 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from kafka_emu.broker.file_records import segment_path
-from kafka_emu.broker.log_config import LogConfig
-from kafka_emu.broker.persistent_log import PersistentLog
-from kafka_emu.broker.producer_snapshot import (
+from kafka_emu.broker.storage.file_records import segment_path
+from kafka_emu.broker.storage.log_config import LogConfig
+from kafka_emu.broker.storage.persistent_log import PersistentLog
+from kafka_emu.broker.storage.producer_snapshot import (
     CorruptSnapshotError,
     decode_snapshot,
     encode_snapshot,
     list_snapshot_files,
     snapshot_path,
 )
-from kafka_emu.broker.producer_state import CachedBatch, ProducerStateEntry
-from kafka_emu.broker.record_batch import build_batch
-from kafka_emu.broker.transaction_index import AbortedTxn
-from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.broker.storage.producer_state import CachedBatch, ProducerStateEntry
+from kafka_emu.broker.storage.record_batch import build_batch
+from kafka_emu.broker.storage.transaction_index import AbortedTxn
+from kafka_emu.common.errors import Errors, KafkaError
 from kafka_emu.timer.time import MockTime
 
 from log_batches import append_end_txn, append_txn
@@ -371,7 +371,7 @@ def test_expired_producers_are_not_loaded_from_the_snapshot(tmp_path: Path) -> N
     """ProducerStateManagerTest.testLoadFromSnapshotRetainsNonExpiredProducers /
     testRemoveExpiredPidsOnReload: a producer idle for producer.id.expiration.ms when its
     snapshot is loaded is not restored; a recent one is."""
-    from kafka_emu.broker.config import KafkaConfig
+    from kafka_emu.broker.server.config import KafkaConfig
 
     log = PersistentLog(tmp_path / "t-0", "t", 0, time=MockTime(),
                         config=LogConfig.for_topic({}, KafkaConfig({"producer.id.expiration.ms": 60_000})))

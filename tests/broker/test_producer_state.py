@@ -1,14 +1,14 @@
 """ProducerStateManager, transactional parts: Kafka's ProducerStateManagerTest (storage module,
 tag 4.0.0) ported, through the manager as Kafka's tests drive it (check, then update) and
-through the Log where the case is about the log (first unstable offset, truncation)."""
+through the UnifiedLog where the case is about the log (first unstable offset, truncation)."""
 import pytest
 
-from kafka_emu.broker.control_record import ControlRecordType, EndTransactionMarker
-from kafka_emu.broker.log import Log
-from kafka_emu.broker.log_config import LogConfig
-from kafka_emu.broker.producer_state import AppendOrigin, CompletedTxn, ProducerStateManager
-from kafka_emu.broker.record_batch import NO_SEQUENCE, BatchInfo, build_batch
-from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.broker.storage.control_record import ControlRecordType, EndTransactionMarker
+from kafka_emu.broker.storage.unified_log import UnifiedLog
+from kafka_emu.broker.storage.log_config import LogConfig
+from kafka_emu.broker.storage.producer_state import AppendOrigin, CompletedTxn, ProducerStateManager
+from kafka_emu.broker.storage.record_batch import NO_SEQUENCE, BatchInfo, build_batch
+from kafka_emu.common.errors import Errors, KafkaError
 from kafka_emu.timer.time import MockTime
 
 from log_batches import append_end_txn, append_txn
@@ -235,7 +235,7 @@ NOW = MockTime().milliseconds()
 
 
 def make_log(**configs):
-    return Log("t", 0, config=LogConfig.for_topic(configs), time=MockTime())
+    return UnifiedLog("t", 0, config=LogConfig.for_topic(configs), time=MockTime())
 
 
 def txn_batch(log, pid, seq, n=1, epoch=0):

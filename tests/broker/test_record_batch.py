@@ -2,8 +2,8 @@ import struct
 
 import pytest
 
-from kafka_emu.broker.record_batch import build_batch, iter_records, parse_batches, rewrite_batch_header
-from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.broker.storage.record_batch import build_batch, iter_records, parse_batches, rewrite_batch_header
+from kafka_emu.common.errors import Errors, KafkaError
 
 pytestmark = pytest.mark.timeout(10)
 

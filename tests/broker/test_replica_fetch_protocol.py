@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from kafka_emu.broker.partition import LogReadResult
-from kafka_emu.broker.replica_fetcher import ReplicaFetchRequestData
-from kafka_emu.broker.request_channel import Request
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.server.partition import LogReadResult
+from kafka_emu.broker.server.replica_fetcher import ReplicaFetchRequestData
+from kafka_emu.broker.network.request_channel import Request
+from kafka_emu.common.errors import Errors
 from cluster_support import wait_until
 
 pytestmark = pytest.mark.timeout(30)
@@ -51,8 +51,8 @@ def test_fetch_handler_answers_with_read_results(make_cluster):
     leader = c.leader_of("t")
     c.produce("t", 0, [(b"k", b"v1")])
     follower = next(b for b in range(3) if b != leader)
-    from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo
-    from kafka_emu.broker.partition import ISOLATION_LOG_END
+    from kafka_emu.broker.server.replica_manager import FetchParams, PartitionFetchInfo
+    from kafka_emu.broker.server.partition import ISOLATION_LOG_END
 
     answers: list = []
     done = threading.Event()

@@ -2,9 +2,9 @@
 ``DelayedProduceTest`` and ``DelayedFetchTest`` (MockTimer)."""
 import pytest
 
-from kafka_emu.broker.partition import ISOLATION_TXN_COMMITTED
-from kafka_emu.broker.record_batch import iter_records
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.server.partition import ISOLATION_TXN_COMMITTED
+from kafka_emu.broker.storage.record_batch import iter_records
+from kafka_emu.common.errors import Errors
 from broker_harness import TP, Harness
 
 pytestmark = pytest.mark.timeout(20)
@@ -192,7 +192,7 @@ def test_become_follower_while_new_client_fetch_in_purgatory_is_fenced():
 
 def test_fetch_for_partition_follower_is_not_replica_of():
     h = Harness()
-    h.metadata.register_broker(__import__("kafka_emu.broker.metadata", fromlist=["BrokerInfo"]).BrokerInfo(5))
+    h.metadata.register_broker(__import__("kafka_emu.broker.server.metadata_store", fromlist=["BrokerInfo"]).BrokerInfo(5))
     r = h.follower_fetch(5, 0, leader_epoch=0)
     assert r[0][1].error == Errors.UNKNOWN_LEADER_EPOCH
     r = h.follower_fetch(5, 0)
@@ -246,7 +246,7 @@ def test_idempotent_duplicate_is_success_with_original_offset():
 
 def test_bad_batches_get_error_codes_and_nothing_is_written():
     h = Harness()
-    from kafka_emu.broker.record_batch import build_batch
+    from kafka_emu.broker.storage.record_batch import build_batch
     bad = bytearray(build_batch([(b"k", b"v")]))
     bad[-1] ^= 1
     box = {}
@@ -278,8 +278,8 @@ def test_stats_count_messages_and_bytes():
 
 def test_delayed_fetch_cases_directly():
     """DelayedFetchTest: fenced epoch, not leader, diverging epoch complete the operation."""
-    from kafka_emu.broker.delayed_fetch import DelayedFetch
-    from kafka_emu.broker.replica_manager import FetchParams, PartitionFetchInfo
+    from kafka_emu.broker.server.delayed_fetch import DelayedFetch
+    from kafka_emu.broker.server.replica_manager import FetchParams, PartitionFetchInfo
 
     h = Harness()
     h.produce(2, acks=1)

@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from kafka_emu.broker.partition import ISOLATION_TXN_COMMITTED
-from kafka_emu.broker.record_batch import build_batch, iter_records
-from kafka_emu.broker.replica_manager import no_transaction_coordinator
-from kafka_emu.broker.transaction_index import AbortedTxn
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.server.partition import ISOLATION_TXN_COMMITTED
+from kafka_emu.broker.storage.record_batch import build_batch, iter_records
+from kafka_emu.broker.server.replica_manager import no_transaction_coordinator
+from kafka_emu.broker.storage.transaction_index import AbortedTxn
+from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.txn_marker import TxnMarkerEntry
 
 from broker_harness import TP, Harness

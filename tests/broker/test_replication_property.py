@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from kafka_emu.broker.cluster import EmbeddedCluster
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+from kafka_emu.common.errors import Errors
 from cluster_support import broker_threads, wait_until
 
 pytestmark = pytest.mark.timeout(110)

@@ -6,11 +6,11 @@ import threading
 
 import pytest
 
-from kafka_emu.broker.action_queue import ActionQueue
-from kafka_emu.broker.config import KafkaConfig
-from kafka_emu.broker.kafka_apis import KafkaApis
-from kafka_emu.broker.request_channel import Request, RequestChannel
-from kafka_emu.broker.request_handler import ACTION_BATCH_REQUESTS, KafkaRequestHandlerPool
+from kafka_emu.broker.server.action_queue import ActionQueue
+from kafka_emu.broker.server.config import KafkaConfig
+from kafka_emu.broker.server.kafka_apis import KafkaApis
+from kafka_emu.broker.network.request_channel import Request, RequestChannel
+from kafka_emu.broker.server.request_handler import ACTION_BATCH_REQUESTS, KafkaRequestHandlerPool
 from kafka_emu.timer.time import Time
 
 pytestmark = pytest.mark.timeout(20)

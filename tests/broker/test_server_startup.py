@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from kafka_emu.broker.cluster import EmbeddedCluster
-from kafka_emu.broker.network import BindError
+from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+from kafka_emu.broker.network.socket_server import BindError
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from kafka_emu.broker.cluster import EmbeddedCluster
-from kafka_emu.broker.control.time_control import ManualTime, OffsetTime, advance, make_time
-from kafka_emu.broker.scheduler import KafkaScheduler
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+from kafka_emu.broker.cluster.control.time_control import ManualTime, OffsetTime, advance, make_time
+from kafka_emu.broker.server.scheduler import KafkaScheduler
+from kafka_emu.common.errors import Errors
 from kafka_emu.timer import SystemTimer, Time, TimerTask
 
 pytestmark = pytest.mark.timeout(60)

@@ -2,7 +2,7 @@
 cases (position on open, rename, sanity check of a file) have no in-memory counterpart."""
 import pytest
 
-from kafka_emu.broker.transaction_index import AbortedTxn, TransactionIndex
+from kafka_emu.broker.storage.transaction_index import AbortedTxn, TransactionIndex
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -4,12 +4,12 @@ transactional cases (tag 4.0.0) ported, and a hypothesis property on the LSO."""
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kafka_emu.broker.control_record import end_txn_marker_batch
-from kafka_emu.broker.log import Log
-from kafka_emu.broker.log_config import LogConfig
-from kafka_emu.broker.record_batch import build_batch, parse_batches
-from kafka_emu.broker.transaction_index import AbortedTxn
-from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.broker.storage.control_record import end_txn_marker_batch
+from kafka_emu.broker.storage.unified_log import UnifiedLog
+from kafka_emu.broker.storage.log_config import LogConfig
+from kafka_emu.broker.storage.record_batch import build_batch, parse_batches
+from kafka_emu.broker.storage.transaction_index import AbortedTxn
+from kafka_emu.common.errors import Errors, KafkaError
 from kafka_emu.timer.time import MockTime
 
 from log_batches import append_end_txn, append_txn
@@ -21,7 +21,7 @@ TXN = 0x10
 
 
 def make_log(**configs):
-    return Log("t", 0, config=LogConfig.for_topic(configs), time=MockTime())
+    return UnifiedLog("t", 0, config=LogConfig.for_topic(configs), time=MockTime())
 
 
 def plain(log, n=1):
@@ -174,9 +174,9 @@ def test_last_stable_offset_does_not_exceed_log_start_offset_after_segment_delet
 
 def test_cleaner_stops_at_the_last_stable_offset():
     """LogCleanerManager.cleanableOffsets: nothing at or past the LSO is cleanable."""
-    from kafka_emu.broker.log_cleaner import LogCleaner
-    from kafka_emu.broker.config import KafkaConfig
-    from kafka_emu.broker.log_manager import LogManager
+    from kafka_emu.broker.storage.log_cleaner import LogCleaner
+    from kafka_emu.broker.server.config import KafkaConfig
+    from kafka_emu.broker.storage.log_manager import LogManager
 
     size = len(build_batch([(b"k", b"t")], timestamp_ms=NOW, producer_id=1, producer_epoch=0,
                            base_sequence=0, attributes=TXN))

@@ -1,21 +1,21 @@
-"""Log (segments, rolling, retention, log start offset, truncation): Kafka's UnifiedLogTest and
+"""UnifiedLog (segments, rolling, retention, log start offset, truncation): Kafka's UnifiedLogTest and
 LocalLogTest scenarios (tag 4.0.0) ported, on MockTime."""
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kafka_emu.coordinator.errors import Errors, KafkaError
-from kafka_emu.broker.log import Log
-from kafka_emu.broker.log_config import LogConfig
-from kafka_emu.broker.log_manager import LogManager
-from kafka_emu.broker.config import KafkaConfig
-from kafka_emu.broker.record_batch import build_batch, iter_records
+from kafka_emu.common.errors import Errors, KafkaError
+from kafka_emu.broker.storage.unified_log import UnifiedLog
+from kafka_emu.broker.storage.log_config import LogConfig
+from kafka_emu.broker.storage.log_manager import LogManager
+from kafka_emu.broker.server.config import KafkaConfig
+from kafka_emu.broker.storage.record_batch import build_batch, iter_records
 from kafka_emu.timer.time import MockTime
 
 pytestmark = pytest.mark.timeout(30)
 
 
 def make_log(time=None, **configs):
-    return Log("t", 0, config=LogConfig.for_topic(configs), time=time or MockTime())
+    return UnifiedLog("t", 0, config=LogConfig.for_topic(configs), time=time or MockTime())
 
 
 NOW = MockTime().milliseconds()
@@ -224,7 +224,7 @@ def test_follower_takes_leader_log_start_offset():
 def test_fetch_offset_by_timestamp_across_segments_and_compressed():
     """UnifiedLogTest.testFetchOffsetByTimestampIncludesLeaderEpoch (offsets part), with a
     compressed batch answered at record granularity."""
-    from kafka_emu.broker import compression
+    from kafka_emu.broker.storage import compression
     from log_batches import compressed_batch
 
     log = make_log(**{"segment.ms": 10, "index.interval.bytes": 1})
@@ -288,7 +288,7 @@ def test_log_manager_delete_log_drops_data():
 
 def test_deleted_topic_metrics_series_go():
     """Topic deletion removes the topic's BrokerTopicStats series (Kafka's removeMetrics)."""
-    from kafka_emu.broker.stats import BrokerTopicStats
+    from kafka_emu.broker.server.stats import BrokerTopicStats
 
     stats = BrokerTopicStats()
     stats.record_bytes_in("gone", 3, 300)

@@ -39,7 +39,7 @@ def test_flush_loop_refuses_to_report_a_rate_when_a_record_is_refused():
     """A round trip whose record was not acknowledged is no round trip: the loop raises instead
     of counting it (the broker answers the first Produce with a non-retriable error)."""
     from kafka_emu.bench.bench_wire_fetch import measure_flush_loop
-    from kafka_emu.broker.cluster import EmbeddedCluster
+    from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
 
     with EmbeddedCluster(brokers=1) as cluster:
         cluster.inject_errors("Produce", ["INVALID_RECORD"])

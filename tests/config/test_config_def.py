@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from kafka_emu.broker.config import KAFKA_CONFIG_DEF, ConfigException, KafkaConfig, load_properties, parse_properties
-from kafka_emu.broker.config_def import (
+from kafka_emu.broker.server.config import KAFKA_CONFIG_DEF, ConfigException, KafkaConfig, load_properties, parse_properties
+from kafka_emu.common.config_def import (
     INT_MAX,
     INT_MIN,
     ConfigDef,

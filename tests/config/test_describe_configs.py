@@ -13,9 +13,9 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
 
-from kafka_emu.broker.config import KafkaConfig
-from kafka_emu.broker.dynamic_config import DynamicBrokerConfig
-from kafka_emu.broker.config_helper import (
+from kafka_emu.broker.server.config import KafkaConfig
+from kafka_emu.broker.server.dynamic_config import DynamicBrokerConfig
+from kafka_emu.broker.server.config_helper import (
     SOURCE_DEFAULT_CONFIG,
     SOURCE_STATIC_BROKER_CONFIG,
     SOURCE_TOPIC_CONFIG,

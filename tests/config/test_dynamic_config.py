@@ -22,12 +22,12 @@ from kafka_emu.broker.apis.alter_configs import (
     OP_SUBTRACT,
     incremental_alter,
 )
-from kafka_emu.broker.config import KAFKA_CONFIG_DEF, KafkaConfig
-from kafka_emu.broker.config_def import Dynamic
-from kafka_emu.broker.dynamic_config import DynamicBrokerConfig, validate_broker_configs
-from kafka_emu.broker.log_config import LOG_CONFIG_DEF, TOPIC_CONFIG_SYNONYMS
-from kafka_emu.broker.metadata import BrokerInfo, MetadataStore
-from kafka_emu.coordinator.errors import Errors, KafkaError
+from kafka_emu.broker.server.config import KAFKA_CONFIG_DEF, KafkaConfig
+from kafka_emu.common.config_def import Dynamic
+from kafka_emu.broker.server.dynamic_config import DynamicBrokerConfig, validate_broker_configs
+from kafka_emu.broker.storage.log_config import LOG_CONFIG_DEF, TOPIC_CONFIG_SYNONYMS
+from kafka_emu.broker.server.metadata_store import BrokerInfo, MetadataStore
+from kafka_emu.common.errors import Errors, KafkaError
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from structlog.testing import capture_logs
 
-from kafka_emu.broker.cluster import EmbeddedCluster
-from kafka_emu.broker.config import ConfigException, KafkaConfig
-from kafka_emu.broker.fixture import DEFAULT_TEST_CONFIG
-from kafka_emu.broker.log_config import validate_topic_configs
+from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+from kafka_emu.broker.server.config import ConfigException, KafkaConfig
+from kafka_emu.broker.cluster.fixture import DEFAULT_TEST_CONFIG
+from kafka_emu.broker.storage.log_config import validate_topic_configs
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -127,7 +127,7 @@ def test_serve_help_still_lists_the_defaults() -> None:
 def _build(tmp_path: Path, text: str, *argv: str) -> dict[str, object]:
     import argparse
 
-    from kafka_emu.broker import serve as serve_module
+    from kafka_emu.broker.cluster import serve as serve_module
 
     props = tmp_path / "server.properties"
     props.write_text(text)

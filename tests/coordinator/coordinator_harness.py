@@ -15,11 +15,11 @@ import threading
 from collections import defaultdict
 from typing import Any, Callable
 
-from kafka_emu.coordinator import GroupCoordinator
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.log import NO_PRODUCER_ID, LogBatch
-from kafka_emu.coordinator.records import consumer_subscription, partition_for
-from kafka_emu.coordinator.results import JoinGroupResult, LeaveGroupResult, OffsetAndMetadata, SyncGroupResult
+from kafka_emu.coordinator.group import GroupCoordinator
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.coordinator_log import NO_PRODUCER_ID, LogBatch
+from kafka_emu.coordinator.group.records import consumer_subscription, partition_for
+from kafka_emu.coordinator.group.results import JoinGroupResult, LeaveGroupResult, OffsetAndMetadata, SyncGroupResult
 from kafka_emu.timer import MockTime, MockTimer
 
 GROUP_ID = "groupId"

@@ -15,10 +15,11 @@ import time as _time
 
 import pytest
 
-from kafka_emu.coordinator import GroupCoordinator, errors
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.group_metadata import VALID_PREVIOUS_STATES, Empty
-from kafka_emu.coordinator.records import partition_for
+from kafka_emu.coordinator.group import GroupCoordinator
+from kafka_emu.common import errors
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.classic.group_metadata import VALID_PREVIOUS_STATES, Empty
+from kafka_emu.coordinator.group.records import partition_for
 from coordinator_harness import InMemoryCoordinatorLog
 
 GROUP = "concurrent-group"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.results import OffsetAndMetadata
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.results import OffsetAndMetadata
 
 from coordinator_harness import GROUP_ID, INITIAL_DELAY, SESSION_TIMEOUT, Harness
 

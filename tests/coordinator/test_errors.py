@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from kio.schema.errors import ErrorCode
 
-from kafka_emu.coordinator import errors
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common import errors
+from kafka_emu.common.errors import Errors
 
 pytestmark = pytest.mark.timeout(10)
 

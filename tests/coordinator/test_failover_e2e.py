@@ -10,11 +10,11 @@ import time as _time
 
 import pytest
 
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.records import partition_for
-from kafka_emu.coordinator.results import OffsetAndMetadata
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.records import partition_for
+from kafka_emu.coordinator.group.results import OffsetAndMetadata
 
-broker_cluster = importlib.import_module("kafka_emu.broker.cluster")
+broker_cluster = importlib.import_module("kafka_emu.broker.cluster.embedded_cluster")
 
 GROUP = "e2e-group"
 TOPIC = "orders"

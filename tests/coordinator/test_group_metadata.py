@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.group_metadata import (
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.classic.group_metadata import (
     CompletingRebalance, Dead, Empty, GroupMetadata, IllegalStateError, PreparingRebalance, Stable,
 )
-from kafka_emu.coordinator.member_metadata import MemberMetadata
-from kafka_emu.coordinator.records import consumer_subscription
-from kafka_emu.coordinator.results import JoinGroupResult, OffsetAndMetadata, SyncGroupResult
+from kafka_emu.coordinator.group.classic.member_metadata import MemberMetadata
+from kafka_emu.coordinator.group.records import consumer_subscription
+from kafka_emu.coordinator.group.results import JoinGroupResult, OffsetAndMetadata, SyncGroupResult
 from kafka_emu.timer import MockTime
 
 pytestmark = pytest.mark.timeout(30)

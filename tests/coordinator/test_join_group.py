@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.group_metadata import CompletingRebalance, Dead, Empty, PreparingRebalance, Stable
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.classic.group_metadata import CompletingRebalance, Dead, Empty, PreparingRebalance, Stable
 from coordinator_harness import (
     GROUP_ID, INITIAL_DELAY, MAX_SIZE, OTHER_GROUP_ID, PROTOCOL_TYPE, REBALANCE_TIMEOUT,
     SESSION_TIMEOUT, Harness,

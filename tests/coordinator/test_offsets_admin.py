@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.group_metadata import CompletingRebalance, Dead
-from kafka_emu.coordinator.results import OffsetAndMetadata
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.classic.group_metadata import CompletingRebalance, Dead
+from kafka_emu.coordinator.group.results import OffsetAndMetadata
 from coordinator_harness import (
     GROUP_ID, INITIAL_DELAY, LEADER_INSTANCE, OTHER_GROUP_ID, PROTOCOL_TYPE, Harness,
 )
@@ -365,7 +365,7 @@ def test_partitions_deleted_remove_offsets_from_every_group_with_tombstones(h: H
     """GroupCoordinator.onPartitionsDeleted (GroupCoordinatorTest.testOnPartitionsDeleted): a
     deleted topic's committed offsets go from every group, each with an offset tombstone; other
     partitions' offsets stay."""
-    from kafka_emu.coordinator.records import offset_commit_key
+    from kafka_emu.coordinator.group.records import offset_commit_key
 
     kept = ("other", 0)
     groups = (GROUP_ID, "second-group")

@@ -5,15 +5,15 @@ import struct
 
 import pytest
 
-from kafka_emu.coordinator import GroupCoordinator
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.group_metadata import Dead, Empty, PreparingRebalance, Stable
-from kafka_emu.coordinator.records import (
+from kafka_emu.coordinator.group import GroupCoordinator
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.classic.group_metadata import Dead, Empty, PreparingRebalance, Stable
+from kafka_emu.coordinator.group.records import (
     GroupMetadataKey, GroupValue, MemberValue, OffsetKey, group_metadata_key, group_metadata_value,
     java_string_hashcode, offset_commit_key, offset_commit_value, partition_for, read_group_value,
     read_key, read_offset_value,
 )
-from kafka_emu.coordinator.results import OffsetAndMetadata
+from kafka_emu.coordinator.group.results import OffsetAndMetadata
 from coordinator_harness import (
     GROUP_ID, INITIAL_DELAY, NUM_PARTITIONS, SESSION_TIMEOUT, Harness, InMemoryCoordinatorLog,
     default_config,

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.group_metadata import CompletingRebalance, Dead, Empty, IllegalStateError, PreparingRebalance, Stable
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.classic.group_metadata import CompletingRebalance, Dead, Empty, IllegalStateError, PreparingRebalance, Stable
 from coordinator_harness import (
     FOLLOWER_INSTANCE, GROUP_ID, INITIAL_DELAY, LEADER_INSTANCE, PROTOCOL_SUPERSET, REBALANCE_TIMEOUT,
     SESSION_TIMEOUT, Harness,
@@ -259,7 +259,7 @@ def test_should_get_different_static_member_id_after_each_rejoin(h: Harness) -> 
 
 
 def test_static_member_commit_offset_with_invalid_member_id(h: Harness) -> None:
-    from kafka_emu.coordinator.results import OffsetAndMetadata
+    from kafka_emu.coordinator.group.results import OffsetAndMetadata
     leader, _ = h.static_members_join_and_rebalance()
     tp = ("topic", 0)
     ok = h.commit(GROUP_ID, leader.member_id, 1, {tp: OffsetAndMetadata(0)}, LEADER_INSTANCE)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.group_metadata import CompletingRebalance, Dead, Empty, GroupMetadata, PreparingRebalance, Stable
-from kafka_emu.coordinator.member_metadata import MemberMetadata
-from kafka_emu.coordinator.results import OffsetAndMetadata
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.classic.group_metadata import CompletingRebalance, Dead, Empty, GroupMetadata, PreparingRebalance, Stable
+from kafka_emu.coordinator.group.classic.member_metadata import MemberMetadata
+from kafka_emu.coordinator.group.results import OffsetAndMetadata
 from coordinator_harness import (
     FOLLOWER_INSTANCE, GROUP_ID, INITIAL_DELAY, LEADER_INSTANCE, OTHER_GROUP_ID, PROTOCOL_TYPE,
     PROTOCOLS, REBALANCE_TIMEOUT, SESSION_TIMEOUT, Harness,

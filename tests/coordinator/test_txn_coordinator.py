@@ -7,7 +7,7 @@ from typing import Iterator
 import pytest
 from txn_harness import TP1, TP2, TXN_ID, TXN_TIMEOUT, TxnHarness
 
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction.config import TRANSACTION_VERSION
 from kafka_emu.coordinator.transaction.transaction_log import read_value
 from kafka_emu.coordinator.transaction.transaction_metadata import SHORT_MAX, TransactionState

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from txn_harness import TP1, TP2, TXN_ID, TxnHarness
 
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction.transaction_log import read_value
 from kafka_emu.coordinator.transaction.transaction_metadata import SHORT_MAX, TransactionMetadata, TransactionState
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction.transaction_log import (
     key_bytes, partition_for, read_key, read_value, value_bytes,
 )
@@ -221,7 +221,7 @@ def test_read_txn_record_key_can_read_unknown_message():
 
 def test_partition_for_matches_java_hash():
     """``Utils.abs("transactionalId".hashCode) % 50``; ``Integer.MIN_VALUE`` hash maps to 0."""
-    from kafka_emu.coordinator.records import java_string_hashcode
+    from kafka_emu.coordinator.group.records import java_string_hashcode
     assert partition_for("transactionalId", 50) == abs(java_string_hashcode("transactionalId")) % 50
     assert partition_for("polygenelubricants", 50) == 0 and java_string_hashcode("polygenelubricants") == -2**31
 

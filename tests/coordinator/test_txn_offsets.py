@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from coordinator_harness import GROUP_ID, LEADER_INSTANCE, NUM_PARTITIONS, Box, Harness
 
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.group_metadata import GroupMetadata
-from kafka_emu.coordinator.records import offset_commit_key, offset_commit_value, partition_for
-from kafka_emu.coordinator.results import OffsetAndMetadata
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.classic.group_metadata import GroupMetadata
+from kafka_emu.coordinator.group.records import offset_commit_key, offset_commit_value, partition_for
+from kafka_emu.coordinator.group.results import OffsetAndMetadata
 
 TP = ("topic", 0)
 PID, EPOCH = 1000, 2

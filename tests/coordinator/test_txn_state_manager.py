@@ -8,7 +8,7 @@ import pytest
 from coordinator_harness import Box
 from txn_harness import TP1, TP2, TXN_ID, TXN_TIMEOUT, TxnHarness
 
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction.transaction_log import key_bytes, read_value, value_bytes
 from kafka_emu.coordinator.transaction.transaction_metadata import (
     TransactionMetadata, TransactionState, TxnTransitMetadata,

@@ -9,8 +9,8 @@ from typing import Iterator
 import pytest
 from txn_harness import TP1, TXN_TIMEOUT, TxnHarness
 
-from kafka_emu.broker.scheduler import KafkaScheduler
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.server.scheduler import KafkaScheduler
+from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction.transaction_metadata import TransactionState
 
 ABORT_INTERVAL = 500

@@ -14,8 +14,8 @@ from typing import Any, Callable, Sequence
 
 from coordinator_harness import Box, InMemoryCoordinatorLog
 
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.group_metadata_manager import InlineScheduler
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.group_metadata_manager import InlineScheduler
 from kafka_emu.coordinator.transaction import TransactionCoordinator
 from kafka_emu.coordinator.transaction.transaction_metadata import TransactionMetadata, TransactionState
 from kafka_emu.coordinator.txn_marker import TxnMarkerEntry

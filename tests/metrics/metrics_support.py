@@ -15,14 +15,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import time as _time
 
-from kafka_emu.broker.kafka_server import BrokerSnapshot
-from kafka_emu.broker.log import LogSnapshot
+from kafka_emu.broker.server.kafka_server import BrokerSnapshot
+from kafka_emu.broker.storage.unified_log import LogSnapshot
 from kafka_emu.broker.network.socket_server import SocketServerSnapshot
-from kafka_emu.broker.replica_manager import ReplicaManagerSnapshot
-from kafka_emu.broker.request_channel import RequestChannelSnapshot
-from kafka_emu.broker.request_handler import HandlerPoolSnapshot
-from kafka_emu.broker.stats import BrokerTopicStats
-from kafka_emu.coordinator.group_coordinator import GroupCoordinatorSnapshot
+from kafka_emu.broker.server.replica_manager import ReplicaManagerSnapshot
+from kafka_emu.broker.network.request_channel import RequestChannelSnapshot
+from kafka_emu.broker.server.request_handler import HandlerPoolSnapshot
+from kafka_emu.broker.server.stats import BrokerTopicStats
+from kafka_emu.coordinator.group.group_coordinator import GroupCoordinatorSnapshot
 from kafka_emu.timer import DelayedOperation, DelayedOperationPurgatory, MockTime, SystemTimer
 
 

@@ -21,7 +21,7 @@ from metrics_support import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
-cluster_module = importlib.import_module("kafka_emu.broker.cluster")
+cluster_module = importlib.import_module("kafka_emu.broker.cluster.embedded_cluster")
 
 
 @pytest.fixture

@@ -37,7 +37,7 @@ def steady_producer(ck: Any, bootstrap: str, stop: threading.Event) -> None:
 
 def test_prometheus_scrapes_embedded_cluster_under_client_load(tmp_path: Path) -> None:
     binary = prometheus_binary()
-    cluster_module = importlib.import_module("kafka_emu.broker.cluster")
+    cluster_module = importlib.import_module("kafka_emu.broker.cluster.embedded_cluster")
     ck = pytest.importorskip("confluent_kafka")
 
     cluster = cluster_module.EmbeddedCluster(

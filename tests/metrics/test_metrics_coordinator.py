@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_emu.broker.log import LogSnapshot
+from kafka_emu.broker.storage.unified_log import LogSnapshot
 from kafka_emu.metrics import ClusterMetrics
 
 from metrics_support import FakeBroker, FakeCluster, coordinator_snapshot

@@ -29,7 +29,7 @@ from metrics_support import eventually
 
 pytestmark = pytest.mark.timeout(60)
 
-cluster_module = importlib.import_module("kafka_emu.broker.cluster")
+cluster_module = importlib.import_module("kafka_emu.broker.cluster.embedded_cluster")
 FETCH, API_VERSIONS = 1, 18
 
 
@@ -63,7 +63,7 @@ def read_frame(sock: socket.socket) -> bytes:
 
 
 def test_parked_fetch_counts_its_wait_as_remote_time_not_local_time(cluster: Any) -> None:
-    from kafka_emu.broker.inprocess_client import fetch_request, send
+    from kafka_emu.broker.cluster.inprocess_client import fetch_request, send
 
     cluster.create_topic("quiet", 1, 1)
     channel = cluster.broker(0).request_channel
@@ -107,7 +107,7 @@ def test_network_request_reaches_listeners_after_its_response_is_written(cluster
 
 def test_processor_response_queue_size_and_its_gauge(cluster: Any) -> None:
     from kafka_emu.broker.network.processor import Processor
-    from kafka_emu.broker.request_channel import CloseConnectionResponse, SendResponse
+    from kafka_emu.broker.network.request_channel import CloseConnectionResponse, SendResponse
 
     ss = cluster.broker(0).socket_server
     assert [p.response_queue_size() for p in ss.processors] == [0]
@@ -123,8 +123,8 @@ def test_processor_response_queue_size_and_its_gauge(cluster: Any) -> None:
 
 
 def test_rebalance_time_max_is_the_longest_rebalance() -> None:
-    from kafka_emu.coordinator.group_coordinator import GroupCoordinator
-    from kafka_emu.coordinator.group_metadata import GroupMetadata, GroupState
+    from kafka_emu.coordinator.group.group_coordinator import GroupCoordinator
+    from kafka_emu.coordinator.group.classic.group_metadata import GroupMetadata, GroupState
     from kafka_emu.timer import MockTime
 
     time_ = MockTime()
@@ -146,7 +146,7 @@ def test_rebalance_time_max_is_the_longest_rebalance() -> None:
 def test_handler_thread_events_carry_broker_and_request_context(cluster: Any) -> None:
     import structlog
 
-    from kafka_emu.broker.inprocess_client import send
+    from kafka_emu.broker.cluster.inprocess_client import send
 
     buffer = io.StringIO()
     configure_logging(level="info", fmt="json", stream=buffer)
@@ -173,7 +173,7 @@ def test_handler_thread_events_carry_broker_and_request_context(cluster: Any) ->
 
 
 def test_group_state_transitions_log_in_group_context() -> None:
-    from kafka_emu.coordinator.group_metadata import GroupMetadata, GroupState
+    from kafka_emu.coordinator.group.classic.group_metadata import GroupMetadata, GroupState
 
     buffer = io.StringIO()
     configure_logging(level="info", fmt="json", stream=buffer)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_emu.broker.cluster import EmbeddedCluster
-from kafka_emu.broker.inprocess_client import produce_request, send
-from kafka_emu.broker.record_batch import build_batch
+from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+from kafka_emu.broker.cluster.inprocess_client import produce_request, send
+from kafka_emu.broker.storage.record_batch import build_batch
 from kafka_emu.metrics import serve_cluster_metrics
 
 from metrics_support import eventually

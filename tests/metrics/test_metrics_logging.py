@@ -154,7 +154,7 @@ def test_stdlib_logging_is_captured_as_json() -> None:
 def test_a_real_cluster_logs_only_json_lines_with_thread_and_broker(stream: io.StringIO) -> None:
     """Every line a 2-broker cluster writes from start to close (info and up, as ``serve`` runs)
     is one JSON object; broker lifecycle events name their broker and thread."""
-    cluster_module = importlib.import_module("kafka_emu.broker.cluster")
+    cluster_module = importlib.import_module("kafka_emu.broker.cluster.embedded_cluster")
     configure_logging(level="info", fmt="json", stream=stream)
     cluster = cluster_module.EmbeddedCluster(brokers=2, config={"offsets.topic.replication.factor": 2})
     try:

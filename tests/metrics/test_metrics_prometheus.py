@@ -63,9 +63,9 @@ class RequestPathBroker:
     request_listeners: list[Callable[[Any], None]] = field(default_factory=list)
 
     def snapshot(self) -> Any:
-        from kafka_emu.broker.kafka_server import BrokerSnapshot
-        from kafka_emu.broker.replica_manager import ReplicaManagerSnapshot
-        from kafka_emu.broker.stats import BrokerTopicStats
+        from kafka_emu.broker.server.kafka_server import BrokerSnapshot
+        from kafka_emu.broker.server.replica_manager import ReplicaManagerSnapshot
+        from kafka_emu.broker.server.stats import BrokerTopicStats
 
         purgatories = (self.purgatory.snapshot(),)
         rm = ReplicaManagerSnapshot(0, 0, 0, 0, BrokerTopicStats().snapshot(), (), frozenset(), purgatories)
@@ -76,11 +76,11 @@ class RequestPathBroker:
 @pytest.fixture
 def request_path() -> Iterator[SimpleNamespace]:
     """One broker's real request path (no network): channel, 4 handler threads, a purgatory."""
-    from kafka_emu.broker.action_queue import ActionQueue
-    from kafka_emu.broker.config import KafkaConfig
-    from kafka_emu.broker.kafka_apis import KafkaApis
-    from kafka_emu.broker.request_channel import RequestChannel
-    from kafka_emu.broker.request_handler import KafkaRequestHandlerPool
+    from kafka_emu.broker.server.action_queue import ActionQueue
+    from kafka_emu.broker.server.config import KafkaConfig
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import RequestChannel
+    from kafka_emu.broker.server.request_handler import KafkaRequestHandlerPool
 
     listeners: list[Callable[[Any], None]] = []
     channel = RequestChannel(queue_size=500, broker_id=0, request_listeners=listeners)
@@ -116,7 +116,7 @@ def request_path() -> Iterator[SimpleNamespace]:
 
 
 def send(channel: Any, api_key: int, correlation_id: int, answered: threading.Semaphore) -> None:
-    from kafka_emu.broker.request_channel import Request
+    from kafka_emu.broker.network.request_channel import Request
 
     channel.send_request(Request(api_key=api_key, api_version=12, correlation_id=correlation_id,
                                  client_id="prom-test", body=None, respond=lambda _: answered.release()))

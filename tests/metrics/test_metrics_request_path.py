@@ -10,9 +10,9 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.produce.v9 import response as produce_v9
 
-from kafka_emu.broker.log import LogSnapshot
+from kafka_emu.broker.storage.unified_log import LogSnapshot
 from kafka_emu.broker.network.socket_server import SocketServerSnapshot
-from kafka_emu.broker.request_handler import HandlerPoolSnapshot
+from kafka_emu.broker.server.request_handler import HandlerPoolSnapshot
 from kafka_emu.metrics import ClusterMetrics
 from kafka_emu.metrics.error_counts import error_counts
 from kafka_emu.metrics.request_metrics import phase_times_ms, request_metric_names

@@ -39,7 +39,7 @@ from confluent_kafka import Consumer, Producer
 def test_produce_and_consume(kafka_cluster):
     assert (broker.OWNER, metrics.OWNER, timer.OWNER) == ("project",) * 3
     # pytest was kept from rewriting the product's modules
-    assert type(sys.modules["kafka_emu.broker.cluster"].__loader__).__name__ == "SourceFileLoader"
+    assert type(sys.modules["kafka_emu.broker.cluster.embedded_cluster"].__loader__).__name__ == "SourceFileLoader"
     topic = f"t-{uuid.uuid4().hex[:8]}"
     kafka_cluster.create_topic(topic, partitions=2)
     bs = kafka_cluster.bootstrap_servers

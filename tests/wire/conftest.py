@@ -1,6 +1,6 @@
 """Wire tests: real Kafka clients against an in-process cluster over loopback.
 
-The cluster fixtures come from the ``kafka_emu.broker.fixture`` pytest plugin, registered by the
+The cluster fixtures come from the ``kafka_emu.broker.cluster.fixture`` pytest plugin, registered by the
 ``pytest11`` entry point of the installed package (``kafka_emu.broker`` is importable only once
 the package is installed, editable or not), exactly as users get it.
 """

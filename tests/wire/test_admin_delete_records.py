@@ -23,7 +23,7 @@ from kio.schema.delete_records.v2.request import (
 )
 from kio.schema.types import TopicName
 
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 from kafka_emu.metrics import ClusterMetrics
 
 from wire_helpers import RawClient, unique, wait_until

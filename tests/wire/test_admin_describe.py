@@ -17,8 +17,8 @@ from kafka.admin import OffsetSpec
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest, TopicRequest
 from kio.schema.types import TopicName
 
-from kafka_emu.broker.log_manager import IN_MEMORY_LOG_DIR
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.storage.log_manager import IN_MEMORY_LOG_DIR
+from kafka_emu.common.errors import Errors
 
 from wire_helpers import RawClient, unique, wait_until
 

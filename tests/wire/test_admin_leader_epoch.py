@@ -20,7 +20,7 @@ from kio.schema.offset_for_leader_epoch.v4.request import (
 )
 from kio.schema.types import TopicName
 
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 
 from wire_helpers import RawClient, unique, wait_until
 

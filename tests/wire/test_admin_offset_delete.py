@@ -15,8 +15,8 @@ from confluent_kafka import Consumer, TopicPartition
 from kafka import KafkaAdminClient
 from kafka import TopicPartition as KpTopicPartition
 
-from kafka_emu.broker.metadata import OFFSETS_TOPIC
-from kafka_emu.coordinator.records import offset_commit_key
+from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
+from kafka_emu.coordinator.group.records import offset_commit_key
 
 from wire_helpers import unique, wait_until
 

@@ -20,7 +20,7 @@ from kio.schema.alter_partition_reassignments.v1.request import (
 )
 from kio.schema.types import BrokerId, TopicName
 
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 
 from wire_helpers import RawClient, unique, wait_until
 

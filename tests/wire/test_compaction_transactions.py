@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from kafka_emu.broker.record_batch import iter_records
+from kafka_emu.broker.storage.record_batch import iter_records
 
 from wire_helpers import unique, wait_until
 

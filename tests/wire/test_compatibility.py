@@ -25,11 +25,11 @@ from kio.schema.index import api_key_map, schema_name_map
 
 from kafka_emu.broker.apis import APIS
 from kafka_emu.broker.apis.api_versions import build_api_versions_response
-from kafka_emu.broker.config import KAFKA_3_9, KAFKA_4X
+from kafka_emu.broker.server.config import KAFKA_3_9, KAFKA_4X
 from kafka_emu.broker.protocol.adapter import build, item_cls
 from kafka_emu.broker.protocol.codec import decode_response, encode_request, encode_response, get_codec
 from kafka_emu.broker.protocol.error_response import build_error_response
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 from wire_helpers import RawClient, unique
 
 pytestmark = pytest.mark.timeout(90)

@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka import KafkaProducer
 from kafka.errors import RequestTimedOutError
 
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 from wire_helpers import unique, wait_until
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.kafka_cluster(brokers=3)]

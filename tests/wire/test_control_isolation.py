@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from kafka_emu.broker.control import UnknownBrokerError
+from kafka_emu.broker.cluster.control import UnknownBrokerError
 from wire_helpers import unique, wait_until
 
 pytestmark = pytest.mark.timeout(120)

@@ -25,8 +25,8 @@ from kafka_emu.broker.apis.fetch import (
     parse_fetch_request,
     partition_responses,
 )
-from kafka_emu.broker.partition import LogReadResult
-from kafka_emu.broker.transaction_index import AbortedTxn
+from kafka_emu.broker.server.partition import LogReadResult
+from kafka_emu.broker.storage.transaction_index import AbortedTxn
 from kafka_emu.broker.protocol.codec import (
     EncodedResponse,
     InvalidRequestError,
@@ -44,9 +44,9 @@ from kafka_emu.broker.protocol.fast_fetch import (
     encode_fetch_body,
     error_counts,
 )
-from kafka_emu.broker.record_batch import build_batch
+from kafka_emu.broker.storage.record_batch import build_batch
 from fast_codec_checks import check_every_prefix, check_frame, kio_bytes, mutated
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 from kafka_emu.metrics.error_counts import error_counts as entity_error_counts
 
 # the versions the 4.x broker admits (v0-v3 stay on kio: down-conversion, emulator.api.compatibility=3.9)

@@ -14,7 +14,7 @@ from kafka_emu.broker.apis import APIS
 from kafka_emu.broker.apis.produce import API_KEY, build_response
 from kafka_emu.broker.protocol.codec import decode_response, encode_response
 from kafka_emu.broker.protocol.fast_produce import encode_produce_response
-from kafka_emu.broker.replica_manager import ProducePartitionStatus
+from kafka_emu.broker.server.replica_manager import ProducePartitionStatus
 
 # every version the broker admits, so the fast codec is checked wherever it can be used
 PRODUCE_VERSIONS = range(APIS[API_KEY].min_version, APIS[API_KEY].max_version + 1)
@@ -90,7 +90,7 @@ from kafka_emu.broker.protocol.codec import (  # noqa: E402
     encode_request,
 )
 from kafka_emu.broker.protocol.fast_produce import ProduceRequestData, decode_produce_request  # noqa: E402
-from kafka_emu.broker.record_batch import build_batch  # noqa: E402
+from kafka_emu.broker.storage.record_batch import build_batch  # noqa: E402
 from fast_codec_checks import check_every_prefix, check_frame, kio_bytes, mutated  # noqa: E402
 
 

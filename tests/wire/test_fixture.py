@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafka_emu.broker.fixture import MARKER_KEYWORDS, import_cluster_class, marker_values
+from kafka_emu.broker.cluster.fixture import MARKER_KEYWORDS, import_cluster_class, marker_values
 from wire_helpers import unique, wait_until
 
 pytest_plugins = ["pytester"]
@@ -186,7 +186,7 @@ def test_cluster_import_leaves_hypothesis_alone() -> None:
     """The first set-up imports the broker and kio without importing hypothesis (kio would, to
     register strategies nobody here uses); hypothesis still imports normally afterwards."""
     assert import_cluster_class().__name__ == "EmbeddedCluster"
-    probe = ("import sys; from kafka_emu.broker.fixture import import_cluster_class; import_cluster_class(); "
+    probe = ("import sys; from kafka_emu.broker.cluster.fixture import import_cluster_class; import_cluster_class(); "
              "loaded = 'hypothesis' in sys.modules; import hypothesis.strategies; "
              "print(loaded, 'kio.static._phantom' in sys.modules, 'hypothesis' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)

@@ -11,9 +11,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_emu.broker import compression
-from kafka_emu.broker.inprocess_client import produce_request
-from kafka_emu.broker.record_batch import iter_records, parse_batches
+from kafka_emu.broker.storage import compression
+from kafka_emu.broker.cluster.inprocess_client import produce_request
+from kafka_emu.broker.storage.record_batch import iter_records, parse_batches
 
 from wire_helpers import RawClient, unique, wait_until
 

@@ -16,10 +16,10 @@ from kio.index import load_request_schema, load_response_schema
 
 from kafka_emu.broker.apis import APIS, is_supported
 from kafka_emu.broker.apis.api_versions import handle_api_versions
-from kafka_emu.broker.network import SocketServer
+from kafka_emu.broker.network.socket_server import SocketServer
 from kafka_emu.broker.protocol.adapter import build
 from kafka_emu.broker.protocol.codec import decode_response, encode_request
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 
 pytestmark = pytest.mark.timeout(30)
 

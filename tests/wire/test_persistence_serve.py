@@ -17,7 +17,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_emu.broker.record_batch import parse_batches
+from kafka_emu.broker.storage.record_batch import parse_batches
 
 from wire_helpers import unique
 

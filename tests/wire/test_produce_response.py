@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, Consumer, Producer
 
-from kafka_emu.broker.inprocess_client import produce_request, send
-from kafka_emu.broker.record_batch import build_batch, parse_batches
+from kafka_emu.broker.cluster.inprocess_client import produce_request, send
+from kafka_emu.broker.storage.record_batch import build_batch, parse_batches
 
 from wire_helpers import RawClient, unique
 

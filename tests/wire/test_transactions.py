@@ -13,9 +13,9 @@ from kio.index import load_request_schema
 from wire_helpers import RawClient, unique, wait_until
 
 from kafka_emu.broker.apis.txn_offset_commit import verification_error
-from kafka_emu.broker.metadata import OFFSETS_TOPIC
-from kafka_emu.coordinator.errors import Errors
-from kafka_emu.coordinator.records import partition_for as group_partition_for
+from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.records import partition_for as group_partition_for
 from kafka_emu.coordinator.transaction import TRANSACTION_STATE_TOPIC
 from kafka_emu.coordinator.transaction.transaction_log import partition_for as txn_partition_for
 

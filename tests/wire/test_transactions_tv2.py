@@ -15,7 +15,7 @@ import pytest
 from kafka import KafkaAdminClient
 from kio.index import load_request_schema as req_cls
 
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.common.errors import Errors
 
 from test_transactions import producer, read_all, wait_committed
 from tv2_producer import Tv2Producer
@@ -158,8 +158,8 @@ def test_level_1_finalized(kafka_cluster: Any) -> None:
     pid, epoch = p.init()
     import dataclasses
 
-    from kafka_emu.broker.inprocess_client import produce_request
-    from kafka_emu.broker.record_batch import build_batch
+    from kafka_emu.broker.cluster.inprocess_client import produce_request
+    from kafka_emu.broker.storage.record_batch import build_batch
     batch = build_batch([(b"k", b"v")], producer_id=pid, producer_epoch=epoch, base_sequence=0, attributes=0x10)
     body = dataclasses.replace(produce_request(topic, 0, batch, acks=-1, version=11), transactional_id=p.transactional_id)
     client = RawClient(kafka_cluster.broker(kafka_cluster.leader_of(topic, 0)).bootstrap_server)

@@ -23,10 +23,10 @@ from kafka import TopicPartition as KTopicPartition
 from kio.index import load_request_schema as req_cls
 from kio.schema.errors import ErrorCode
 
-from kafka_emu.broker.inprocess_client import fetch_request, produce_request
+from kafka_emu.broker.cluster.inprocess_client import fetch_request, produce_request
 from kafka_emu.broker.protocol.adapter import build, item_cls
-from kafka_emu.broker.record_batch import build_batch, iter_records, parse_batches
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.storage.record_batch import build_batch, iter_records, parse_batches
+from kafka_emu.common.errors import Errors
 
 from wire_helpers import RawClient, unique, wait_until
 
@@ -128,7 +128,7 @@ def test_transactional_produce_needs_a_transactional_id_and_a_transaction(kafka_
         assert init.error_code == ErrorCode.none
         assert produce(client, topic, txn_batch(init.producer_id, [b"x"]), TXN_ID).error_code == \
             ErrorCode.invalid_txn_state
-        from kafka_emu.broker.control_record import end_txn_marker_batch
+        from kafka_emu.broker.storage.control_record import end_txn_marker_batch
         assert produce(client, topic, end_txn_marker_batch(5, 0, 0, True, 0), TXN_ID).error_code == \
             ErrorCode.invalid_record
     finally:

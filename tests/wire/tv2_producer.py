@@ -17,10 +17,10 @@ from typing import Any
 
 from kio.index import load_request_schema as req_cls
 
-from kafka_emu.broker.inprocess_client import produce_request
+from kafka_emu.broker.cluster.inprocess_client import produce_request
 from kafka_emu.broker.protocol.adapter import build, item_cls
-from kafka_emu.broker.record_batch import build_batch
-from kafka_emu.coordinator.errors import Errors
+from kafka_emu.broker.storage.record_batch import build_batch
+from kafka_emu.common.errors import Errors
 
 from wire_helpers import RawClient
 

@@ -1,0 +1,434 @@
+"""EmbeddedCluster: N in-process brokers sharing one MetadataStore (the emulated controller).
+
+::
+
+    with EmbeddedCluster(brokers=3, config={"min.insync.replicas": 2}) as cluster:
+        cluster.create_topic("t", partitions=3, replication_factor=3)
+        cluster.produce("t", 0, [(b"k", b"v")])          # acks=-1 through the leader's channel
+        cluster.stop_broker(1); cluster.start_broker(1)  # crash and restart emulation
+
+``stop_broker`` emulates a crash (threads end; in-flight delayed operations of its partitions
+complete with NOT_LEADER_OR_FOLLOWER; leaders move with an epoch bump). Each broker's logs
+survive in ``cluster.logs[broker_id]`` (the "disk"), so ``start_broker`` restarts it on them:
+truncate to HW, rejoin as follower, rejoin the ISR once caught up.
+
+With ``log.dirs`` (or ``log.dir``) the logs are also files (``broker.storage.persistent_log``) and
+the controller state a JSON snapshot (``broker.storage.log_dirs``): a new process on the same
+directories gets the topics, group offsets and producer state back. The directories are
+checked and locked at construction (``ConfigException``: unwritable, in use, another
+cluster's); with several brokers broker ``i`` uses ``<dir>/broker-<i>``.
+
+Lowered defaults (``EMBEDDED_DEFAULTS``, for speed in tests; any can be overridden):
+``num.io.threads`` 4 (Kafka 8), ``replica.fetch.backoff.ms`` 50 (Kafka 1000),
+``offsets.topic.num.partitions`` 10 (Kafka 50). Everything else is Kafka's default. The
+emulator's own ``emulator.cpu.affinity`` (``broker.server.cpu_affinity``) is resolved once per
+cluster, so every broker's threads share the same CPU (``cpus``; None when placement is left to
+the OS).
+
+The configuration goes through ``broker.server.config.KafkaConfig`` at construction: a bad value raises
+``ConfigException`` before any broker starts, a key without effect is logged once (refused under
+``emulator.strict.config=true``); ``create_topic`` checks topic configs the same way
+(``broker.storage.log_config``).
+
+``reset()`` empties the cluster between tests (every group and every non-internal topic
+deleted); the pytest plugin's module-scoped users call it to start each test clean.
+
+``metrics_port`` (None: off; 0: a free port) serves the cluster's Prometheus metrics
+(``metrics.serve_cluster_metrics``) on ``metrics_host`` once the brokers are up;
+``metrics_url`` is then ``http://host:port/metrics``. ``close()`` stops the endpoint before the
+brokers, so no scrape races a shutdown.
+
+Test control (``broker.cluster.control``, see docs/testing-failure.md): ``inject_errors``,
+``set_latency``, ``intercept``, ``isolate``/``heal``, ``move_leader``,
+``move_group_coordinator``, ``clear_faults`` and the ``faults(...)`` context manager make the
+cluster misbehave on purpose; ``record_requests=True`` (or a ring capacity) keeps what clients
+sent for ``requests()``; ``time="offset"`` or ``"manual"`` (or a ``MockTime``) lets
+``advance_time(ms)`` move every broker's clock at once and returns once what fell due has run.
+
+Locking: ``_lock`` guards the broker map and start/stop transitions.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from time import monotonic, sleep
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+
+import structlog
+
+from kafka_emu.broker.server import cpu_affinity
+from kafka_emu.broker.server.config import LISTENER_PORT_REUSED, STRICT_CONFIG, KafkaConfig
+from kafka_emu.broker.cluster.control import ClusterControl, ControlCollector, ErrorInjection, RequestRecord
+from kafka_emu.broker.cluster.control.time_control import make_time
+from kafka_emu.broker.cluster.inprocess_client import fetch_request, produce_request, send
+from kafka_emu.broker.server.kafka_server import KafkaServer
+from kafka_emu.broker.storage.unified_log import UnifiedLog
+from kafka_emu.broker.storage.log_config import validate_topic_configs
+from kafka_emu.broker.storage.log_dirs import ClusterStorage, configured_log_dirs
+from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC, MetadataStore, PartitionState, TopicInfo
+from kafka_emu.broker.storage.record_batch import build_batch, iter_records
+from kafka_emu.common.errors import Errors
+from kafka_emu.logsetup import ensure_configured as ensure_logging_configured
+from kafka_emu.timer.time import Time
+
+if TYPE_CHECKING:
+    from kafka_emu.metrics.cluster import ClusterMetrics
+
+_log = structlog.get_logger("broker.cluster")
+
+EMBEDDED_DEFAULTS: dict[str, Any] = {
+    "num.io.threads": 4,
+    "replica.fetch.backoff.ms": 50,
+    "offsets.topic.num.partitions": 10,
+}
+
+
+# ---- socket server ----
+DEFAULT_LISTENERS = "PLAINTEXT://127.0.0.1:0"
+# Kafka's num.network.threads is 3; in one CPython process extra processors only add GIL
+# contention (16 connections on one broker: ~8.5k req/s with 3, ~11k with 1), so the embedded
+# cluster defaults to 1. Set num.network.threads to override.
+EMBEDDED_NETWORK_THREADS = 1
+
+
+def broker_listeners(props: Mapping[str, Any], broker_id: int,
+                     previous_port: int | None = None) -> dict[str, Any]:
+    """Per-broker ``listeners``/``advertised.listeners`` from the cluster-wide ones.
+
+    The cluster config names the first broker's addresses; broker ``i`` listens on port
+    ``port + i`` (port 0 stays ephemeral for every broker). A restarted broker gets back the
+    ephemeral port it had (``previous_port``), as a real broker restarts on its port, so clients'
+    bootstrap lists stay valid; if that port is taken meanwhile it falls back to a new one. Set
+    ``listeners=""`` to run brokers without sockets (in-process requests only).
+    """
+    reused = False
+
+    def shift(value: str) -> str:
+        nonlocal reused
+        out = []
+        for i, item in enumerate(value.split(",")):
+            item = item.strip()
+            if not item:
+                continue
+            head, _, port = item.rpartition(":")
+            if int(port or 0):
+                out.append(f"{head}:{int(port) + broker_id}")
+            elif i == 0 and previous_port:
+                reused = True
+                out.append(f"{head}:{previous_port}")
+            else:
+                out.append(f"{head}:0")
+        return ",".join(out)
+
+    listeners = props.get("listeners", DEFAULT_LISTENERS)
+    out: dict[str, Any] = {"listeners": shift(str(listeners)) if listeners else ""}
+    if reused:
+        out[LISTENER_PORT_REUSED] = True
+    advertised = props.get("advertised.listeners")
+    if advertised:
+        out["advertised.listeners"] = shift(str(advertised))
+    return out
+# ---- end socket server ----
+
+
+class EmbeddedCluster:
+    def __init__(self, brokers: int = 3, config: Mapping[str, Any] | None = None,
+                 time: Time | str | None = None, offsets_topic: bool = True,
+                 enable_coordinator: bool = True, start: bool = True,
+                 metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
+                 record_requests: bool | int = False) -> None:
+        # An embedding application that set up structlog keeps its set-up; otherwise only
+        # warnings and errors are printed (structlog's own default prints debug events).
+        ensure_logging_configured()
+        self.num_brokers = brokers
+        self.base_config: dict[str, Any] = dict(EMBEDDED_DEFAULTS)
+        self.base_config.update(config or {})
+        # every value checked (ConfigException) and every ignored key logged once, before any start
+        checked = KafkaConfig(self.base_config)
+        checked.log_ignored()
+        # one CPU choice for the whole cluster: its brokers hand requests to each other too
+        self.cpus = cpu_affinity.resolve(checked[cpu_affinity.CONFIG_KEY])
+        self.base_config[cpu_affinity.CONFIG_KEY] = cpu_affinity.describe(self.cpus)
+        self.time: Time = make_time(time)
+        self.control = ClusterControl(self, record_requests)
+        # with log.dirs: directories checked and locked, the persisted controller state back
+        base_dirs = configured_log_dirs(checked)
+        self.storage = ClusterStorage(base_dirs, brokers) if base_dirs else None
+        self.metadata = MetadataStore(self.storage.cluster_id if self.storage is not None else None)
+        if self.storage is not None:
+            if self.storage.state is not None:
+                self.metadata.restore_state(self.storage.state)
+            self.metadata.on_change = self.storage.snapshot_file
+            self.storage.snapshot_file(self.metadata)
+        self.logs: dict[int, dict[tuple[str, int], UnifiedLog]] = {i: {} for i in range(brokers)}
+        self.servers: dict[int, KafkaServer] = {}
+        self.offsets_topic = offsets_topic
+        self.enable_coordinator = enable_coordinator
+        self._lock = threading.RLock()
+        self._closed = False
+        self._started = False
+        self.metrics_port = metrics_port
+        self.metrics_host = metrics_host
+        self.metrics: ClusterMetrics | None = None    # while the endpoint runs
+        if start:
+            self.start()
+
+    # ------------------------------------------------------------------ lifecycle
+    def broker_config(self, broker_id: int) -> KafkaConfig:
+        props = dict(self.base_config)
+        props["broker.id"] = broker_id
+        if self.storage is not None:   # each broker its own directories (broker.log_dirs)
+            props.pop("log.dir", None)
+            props["log.dirs"] = ",".join(str(d) for d in self.storage.broker_dirs(broker_id))
+        # ---- socket server: one listener per broker ----
+        props.setdefault("num.network.threads", EMBEDDED_NETWORK_THREADS)
+        previous = self.servers.get(broker_id)
+        previous_ss = getattr(previous, "socket_server", None)
+        props.update(broker_listeners(props, broker_id,
+                                      previous_ss.bound_port if previous_ss is not None else None))
+        # ---- end socket server ----
+        return KafkaConfig(props)
+
+    def _new_server(self, broker_id: int) -> KafkaServer:
+        return KafkaServer(self.broker_config(broker_id), self.metadata, self.time, self.logs[broker_id],
+                           enable_coordinator=self.enable_coordinator, control=self.control)
+
+    def start(self) -> "EmbeddedCluster":
+        with self._lock:
+            if self._started:
+                return self
+            for i in range(self.num_brokers):
+                self.servers[i] = self._new_server(i).startup()
+            # ---- socket server: per-broker listeners are started by KafkaServer ----
+            self._started = True
+        if self.offsets_topic:
+            self.ensure_offsets_topic()
+        if self.metrics_port is not None and self.metrics is None:
+            from kafka_emu.metrics import serve_cluster_metrics
+
+            self.metrics = serve_cluster_metrics(self, self.metrics_port, self.metrics_host)
+            self.metrics.registry.register(ControlCollector(self.control))
+        return self
+
+    @property
+    def metrics_url(self) -> str | None:
+        """``http://host:port/metrics`` of the cluster's Prometheus endpoint, None when off."""
+        server = self.metrics.server if self.metrics is not None else None
+        return server.url if server is not None else None
+
+    def ensure_offsets_topic(self) -> None:
+        cfg = self.broker_config(0)
+        self.metadata.ensure_offsets_topic(cfg["offsets.topic.num.partitions"],
+                                           cfg["offsets.topic.replication.factor"])
+
+    # ---- socket server ----
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port,...`` of every live broker's listener, for any Kafka client."""
+        with self._lock:
+            servers = [s for _, s in sorted(self.servers.items()) if not s.stopped]
+        return ",".join(s.bootstrap_server for s in servers if s.bootstrap_server)
+    # ---- end socket server ----
+
+    def __enter__(self) -> "EmbeddedCluster":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            servers = list(self.servers.values())
+            metrics, self.metrics = self.metrics, None
+        if metrics is not None:
+            try:
+                metrics.close()
+            except Exception:  # noqa: BLE001 - the brokers must still go down
+                _log.exception("metrics_close_failed")
+        for s in servers:  # no elections while the whole cluster goes down
+            s.shutdown(fence=False)
+        self.control.close()
+        if self.storage is not None:
+            self.storage.release()
+
+    # ------------------------------------------------------------------ topics
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
+                     configs: Mapping[str, Any] | None = None) -> TopicInfo:
+        cfg = self.broker_config(0)
+        rf = replication_factor if replication_factor is not None else cfg["default.replication.factor"]
+        overrides = validate_topic_configs(name, configs or {}, bool(cfg[STRICT_CONFIG]))
+        return self.metadata.create_topic(name, partitions, rf, overrides)
+
+    def delete_topic(self, name: str) -> bool:
+        return self.metadata.delete_topic(name)
+
+    # ------------------------------------------------------------------ reset
+    def reset(self, timeout_s: float = 10.0) -> None:
+        """Back to an empty cluster: faults cleared (``clear_faults``), recorded requests dropped,
+        every consumer group and every non-internal topic deleted, as an admin would with
+        DeleteGroups and DeleteTopics, and the dynamic broker configs removed (IncrementalAlterConfigs
+        DELETE); the brokers keep running, on the same clock.
+
+        Groups go through each coordinator's DeleteGroups path, so a group that still has
+        members is NON_EMPTY_GROUP, as in Kafka; topics go through the controller's deletion, as
+        DeleteTopics does. Rounds repeat until nothing is left (a consumer closing right now
+        leaves its group; a client may auto-create a topic again; a coordinator may be loading)
+        and raise ``RuntimeError`` naming what is left after ``timeout_s``. ``__consumer_offsets``
+        stays, with the deleted groups' tombstones.
+        """
+        deadline = monotonic() + timeout_s
+        self.clear_faults()   # no injected error or isolation may stand in the deletions' way
+        self.clear_requests()
+        for resource in self.metadata.broker_config_resources():
+            self.metadata.alter_broker_configs(resource, lambda _current: {})
+        while True:
+            left = self._delete_groups() + self._delete_topics()
+            if not left:
+                return
+            if monotonic() >= deadline:
+                raise RuntimeError(f"reset: still present after {timeout_s:g} s: {', '.join(left)}")
+            sleep(0.01)
+
+    def _delete_groups(self) -> list[str]:
+        """One DeleteGroups round on every live coordinator; what is left, for messages."""
+        left: list[str] = []
+        with self._lock:
+            coordinators = [s.group_coordinator for s in self.servers.values()
+                            if not s.stopped and s.group_coordinator is not None]
+        for gc in coordinators:
+            error, overviews = gc.handle_list_groups()
+            if error != Errors.NONE:   # loading: its groups are not all listed yet
+                left.append(f"coordinator {gc.broker_id} ({Errors(error).name})")
+            result = gc.handle_delete_groups([o.group_id for o in overviews])
+            left += [f"group {gid} ({Errors(err).name})" for gid, err in sorted(result.items())
+                     if err not in (Errors.NONE, Errors.GROUP_ID_NOT_FOUND)]
+        return left
+
+    def _delete_topics(self) -> list[str]:
+        """Delete every non-internal topic; the ones still there after (none, unless re-created)."""
+        for name in self._user_topics():
+            self.metadata.delete_topic(name)
+        return [f"topic {name}" for name in self._user_topics()]
+
+    def _user_topics(self) -> list[str]:
+        return sorted(name for name, info in list(self.metadata.topics.items())
+                      if not info.internal and name != OFFSETS_TOPIC)
+
+    # ------------------------------------------------------------------ brokers
+    def broker(self, broker_id: int) -> KafkaServer:
+        return self.servers[broker_id]
+
+    def live_brokers(self) -> list[int]:
+        return self.metadata.live_broker_ids()
+
+    def stop_broker(self, broker_id: int) -> None:
+        with self._lock:
+            server = self.servers.get(broker_id)
+        if server is not None and not server.stopped:
+            server.shutdown()
+
+    def start_broker(self, broker_id: int) -> KafkaServer:
+        with self._lock:
+            server = self.servers.get(broker_id)
+            if server is not None and not server.stopped:
+                return server
+            server = self.servers[broker_id] = self._new_server(broker_id)
+            self.control.forget_isolation(broker_id)
+        return server.startup()
+
+    def leader_of(self, topic: str, partition: int = 0) -> int:
+        st = self.metadata.partition_state(topic, partition)
+        return st.leader if st is not None else -1
+
+    def partition_state(self, topic: str, partition: int = 0) -> PartitionState | None:
+        return self.metadata.partition_state(topic, partition)
+
+    # ------------------------------------------------------------------ test control
+    def inject_errors(self, api: str | int, errors: Iterable[str | int], *, broker: int | None = None,
+                      topic: str | None = None, partition: int | None = None,
+                      group: str | None = None) -> ErrorInjection:
+        """The next requests of ``api`` matching the filters answer these errors, one each."""
+        return self.control.inject_errors(api, errors, broker=broker, topic=topic,
+                                          partition=partition, group=group)
+
+    def faults(self, api: str | int, errors: Iterable[str | int], **filters: Any) -> contextlib.AbstractContextManager[ErrorInjection]:
+        """``with cluster.faults(api="Produce", errors=[...]):`` injects, and clears every fault on exit."""
+        return self.control.scoped(api, errors, **filters)
+
+    def set_latency(self, broker: int, ms: int, api: str | int | None = None) -> None:
+        self.control.set_latency(broker, ms, api)
+
+    def intercept(self, api: str | int, fn: Callable[[Any], Any] | None) -> None:
+        self.control.intercept(api, fn)
+
+    def isolate(self, broker_id: int) -> None:
+        self.control.isolate(broker_id)
+
+    def heal(self, broker_id: int) -> None:
+        self.control.heal(broker_id)
+
+    def move_leader(self, topic: str, partition: int, broker_id: int) -> Any:
+        return self.control.move_leader(topic, partition, broker_id)
+
+    def move_group_coordinator(self, group_id: str, broker_id: int) -> int:
+        return self.control.move_group_coordinator(group_id, broker_id)
+
+    def clear_faults(self) -> None:
+        self.control.clear_faults()
+
+    def advance_time(self, ms: float) -> None:
+        """Jump every broker's clock forward by ``ms``; returns once what fell due has run."""
+        self.control.advance_time(ms)
+
+    def requests(self, api: str | int | None = None, broker: int | None = None,
+                 client_id: str | None = None) -> list[RequestRecord]:
+        return self.control.requests(api, broker, client_id)
+
+    def clear_requests(self) -> None:
+        self.control.clear_requests()
+
+    # ------------------------------------------------------------------ convenience clients
+    def produce(self, topic: str, partition: int, records: list[tuple[bytes | None, bytes | None]],
+                acks: int = -1, timeout_ms: int = 30000, version: int = 9, **batch_kw: Any) -> tuple[int, int]:
+        """Produce one batch through the current leader; (error code, base offset)."""
+        leader = self.leader_of(topic, partition)
+        server = self.servers.get(leader)
+        if server is None or server.stopped:
+            return Errors.NOT_LEADER_OR_FOLLOWER, -1
+        body = produce_request(topic, partition, build_batch(records, **batch_kw), acks, timeout_ms, version)
+        resp = send(server.request_channel, 0, version, body, timeout_s=timeout_ms / 1000 + 10)
+        if resp.body is None:
+            return (Errors.NONE if acks == 0 and not resp.close_connection else Errors.NOT_LEADER_OR_FOLLOWER), -1
+        p = resp.body.responses[0].partition_responses[0]
+        return int(p.error_code), int(p.base_offset)
+
+    def fetch(self, topic: str, partition: int, offset: int, broker_id: int | None = None,
+              **kw: Any) -> Any:
+        """A consumer fetch (kio v12 partition data) from the leader (or ``broker_id``)."""
+        bid = self.leader_of(topic, partition) if broker_id is None else broker_id
+        server = self.servers[bid]
+        resp = send(server.request_channel, 1, 12, fetch_request(topic, partition, offset, **kw))
+        return resp.body.responses[0].partitions[0]
+
+    def read_all(self, topic: str, partition: int, broker_id: int | None = None,
+                 upto_hw: bool = False) -> list[tuple[int, bytes | None, bytes | None]]:
+        """Every record in a broker's local log (the leader's by default), up to LEO or HW."""
+        bid = self.leader_of(topic, partition) if broker_id is None else broker_id
+        log = self.logs[bid].get((topic, partition))
+        if log is None:
+            return []
+        server = self.servers.get(bid)
+        p = server.partition(topic, partition) if server is not None and not server.stopped else None
+        lock = p.lock if p is not None else threading.RLock()
+        with lock:
+            limit = log.high_watermark if upto_hw else log.log_end_offset
+            batches = log.batches_from(log.log_start_offset)
+        out = []
+        for base, batch in batches:
+            if base >= limit:
+                break
+            out.extend(r for r in iter_records(batch) if r[0] < limit)
+        return out

@@ -1,8 +1,0 @@
-"""Test control: scripted faults, latency, isolation, leader and coordinator moves, broker time
-travel and request recording (``ClusterControl``), from Python and over HTTP (``control_http``)."""
-from kafka_emu.broker.control.control import ClusterControl, ControlCollector, ControlRequest, UnknownBrokerError
-from kafka_emu.broker.control.faults import DISCONNECT, ErrorInjection
-from kafka_emu.broker.control.recorder import RequestRecord
-
-__all__ = ["DISCONNECT", "ClusterControl", "ControlCollector", "ControlRequest", "ErrorInjection",
-           "RequestRecord", "UnknownBrokerError"]

@@ -1,0 +1,281 @@
+"""Request, Response and RequestChannel: the queue between request senders and handler threads.
+
+Senders (network processors, in-process benchmarks) put a ``Request`` on the bounded channel
+(``queued.max.requests``; a full channel blocks the sender, as in Kafka);
+``KafkaRequestHandler`` threads take them. In-process replica fetchers have theirs served on
+their own thread instead (``handle_inline``: one thread hand-off less each way).
+A handler answers, now or later from a delayed operation, with ``send_response``, which fills
+the timing fields and calls ``request.respond``. The completed request then goes to every
+``request_listeners`` callable (metrics): for an in-process request (``processor_id`` -1:
+replica fetchers, benchmarks) right there, as nothing is sent; for a network request
+(``processor_id`` >= 0) only once its network processor has written the response
+(``end_time_ns``), as Kafka's ``updateRequestMetrics`` runs on send completion, so
+ResponseQueueTimeMs and ResponseSendTimeMs are real. ``send_response`` keeps the response body
+on the request (``response_body``) for those listeners (error counts by code).
+
+Test control (``broker.cluster.control``): when ``control`` is set, every answer passes through
+``ClusterControl.on_response`` first (recording, latency, isolation), which may deliver it later
+through ``deliver_response``.
+
+Locking: the queue has its own lock; ``request_listeners`` is only appended to at start-up.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time as _time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+
+import structlog
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.cluster.control import ClusterControl
+
+FETCH_API_KEY = 1
+
+_log = structlog.get_logger("broker.request_channel")
+
+
+@dataclass(eq=False, slots=True)
+class Request:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any                      # a kio request entity (decoded)
+    respond: Callable[["Response"], None]   # delivers the response to whoever sent the request
+    connection_id: str = "in-process"
+    processor_id: int = -1         # -1 for in-process requests (replica fetchers, benchmarks)
+    client_host: str = ""
+    listener: str = "PLAINTEXT"
+    start_time_ns: int = 0
+    dequeue_time_ns: int = 0
+    api_local_complete_time_ns: int = 0
+    response_complete_time_ns: int = 0
+    response_dequeue_time_ns: int = 0
+    end_time_ns: int = 0           # the response was written (network) / handed back (in-process)
+    response_body: Any = None      # set by send_response: what the request was answered with
+
+    @property
+    def api_name(self) -> str:
+        """Kafka's name of the API (``Produce``, ``JoinGroup``...), for logs and metric labels."""
+        # imported here: the handler modules behind broker.apis import this module
+        from kafka_emu.broker.apis import api_name
+        return api_name(self.api_key)
+
+    @property
+    def is_from_follower(self) -> bool:
+        """A Fetch sent by a follower replica (Kafka's ``FetchRequest.isFromFollower``)."""
+        if self.api_key != FETCH_API_KEY:
+            return False
+        from kafka_emu.broker.apis.fetch import replica_id_of  # the fetch API imports this module
+        return replica_id_of(self.body, self.api_version) >= 0
+
+
+@dataclass(eq=False, slots=True)
+class Response:
+    request: Request
+    body: Any | None               # a kio response entity; None = no response (acks=0 produce)
+    close_connection: bool = False
+
+
+# --- what a network processor is told to do once a request is answered -----------------------
+# Kafka's RequestChannel.{SendResponse, NoOpResponse, CloseConnectionResponse}, plus the
+# emulator's WrittenResponse (a direct write, see ``broker.network.processor``). NamedTuples:
+# typed and immutable, and cheaper to build on the per-request path than frozen dataclasses.
+
+
+class SendResponse(NamedTuple):
+    """Encoded response bytes for the processor to write (a memoryview: the part a direct
+    write left unsent)."""
+
+    connection_id: str
+    request: Request | None
+    data: bytes | memoryview
+
+
+class NoOpResponse(NamedTuple):
+    """Nothing to send (acks=0 produce): the processor only unmutes the connection."""
+
+    connection_id: str
+    request: Request | None
+
+
+class CloseConnectionResponse(NamedTuple):
+    """Close the connection instead of answering."""
+
+    connection_id: str
+    request: Request | None
+
+
+class WrittenResponse(NamedTuple):
+    """Already written to the socket, ``size`` bytes, by the thread that completed the request:
+    the processor only accounts for it and unmutes the connection."""
+
+    connection_id: str
+    request: Request | None
+    size: int
+
+
+NetworkResponse = SendResponse | NoOpResponse | CloseConnectionResponse | WrittenResponse
+
+
+class _Wakeup:
+    """Queue marker: a handler drains the action queue (no request attached)."""
+
+    __slots__ = ()
+
+
+WAKEUP = _Wakeup()
+
+
+@dataclass(frozen=True, slots=True)
+class RequestChannelSnapshot:
+    """Kafka's ``RequestChannel`` gauges: requests waiting for a handler (RequestQueueSize)."""
+
+    request_queue_size: int
+
+
+class RequestChannel:
+    def __init__(self, queue_size: int = 500, broker_id: int = 0,
+                 request_listeners: list[Callable[[Request], None]] | None = None) -> None:
+        self.broker_id = broker_id
+        self.queue_size = queue_size
+        # A C ``SimpleQueue`` (fast hand-off to a waiting handler) bounded by ``queue_size``: a
+        # sender finding it full waits on ``_not_full`` (the rare slow path).
+        # None items are the shutdown markers (``put_shutdown_markers``)
+        self._queue: queue.SimpleQueue[Request | _Wakeup | None] = queue.SimpleQueue()
+        self._not_full = threading.Condition()
+        self._full_waiters = 0
+        # The broker's list (``KafkaServer.request_listeners``), so that metrics attached to a
+        # broker before its start-up see its channel's requests.
+        self.request_listeners: list[Callable[[Request], None]] = (
+            request_listeners if request_listeners is not None else [])
+        self.closed = False
+        self._wakeup_pending = False
+        self.control: ClusterControl | None = None   # set by KafkaServer
+        # KafkaApis.handle, for requests served on their sender's thread (``handle_inline``)
+        self.inline_handler: Callable[[Request], None] | None = None   # set by KafkaServer
+
+    # ------------------------------------------------------------------ senders
+    def send_request(self, request: Request, timeout_s: float | None = None) -> bool:
+        """Queue a request (blocks while the channel is full); false if closed or timed out."""
+        if self.closed:
+            return False
+        if not request.start_time_ns:
+            request.start_time_ns = _time.monotonic_ns()
+        if self._queue.qsize() >= self.queue_size:
+            deadline = None if timeout_s is None else _time.monotonic() + timeout_s
+            with self._not_full:
+                self._full_waiters += 1
+                try:
+                    while self._queue.qsize() >= self.queue_size and not self.closed:
+                        remaining = None if deadline is None else deadline - _time.monotonic()
+                        if remaining is not None and remaining <= 0:
+                            return False
+                        self._not_full.wait(0.05 if remaining is None else min(remaining, 0.05))
+                finally:
+                    self._full_waiters -= 1
+            if self.closed:
+                return False
+        self._queue.put(request)
+        if self.closed:  # raced with close(): make sure the sender hears back
+            self._drain_closed()
+        return True
+
+    def handle_inline(self, request: Request) -> bool:
+        """Serve an in-process request on the calling thread (the broker's ``KafkaApis``, as a
+        handler would), false if closed. For replica fetchers (``broker.server.replica_fetcher`` says
+        why): the answer still comes through ``request.respond``, now or later from a delayed
+        operation completed by another thread. No queue time (``dequeue_time_ns`` = start)."""
+        handler = self.inline_handler
+        if self.closed or handler is None:
+            return False
+        request.start_time_ns = request.dequeue_time_ns = _time.monotonic_ns()
+        handler(request)
+        return True
+
+    def wakeup(self) -> None:
+        """Ask a handler to drain the action queue soon (coalesced; never blocks)."""
+        if self._wakeup_pending or self.closed:
+            return
+        self._wakeup_pending = True
+        if self._queue.qsize() >= self.queue_size:
+            self._wakeup_pending = False  # handlers are busy and drain after each request anyway
+            return
+        self._queue.put(WAKEUP)
+
+    # ------------------------------------------------------------------ handlers
+    def receive_request(self, timeout_s: float) -> Request | _Wakeup | None:
+        """The next Request, ``WAKEUP``, or None on timeout (or a shutdown marker)."""
+        try:
+            item = self._queue.get(timeout=timeout_s)
+        except queue.Empty:
+            return None
+        if self._full_waiters:
+            with self._not_full:
+                self._not_full.notify()
+        if item is WAKEUP:
+            self._wakeup_pending = False
+            return item
+        if item is not None:
+            item.dequeue_time_ns = _time.monotonic_ns()
+        return item
+
+    def send_response(self, request: Request, body: object, close_connection: bool = False) -> None:
+        control = self.control
+        if control is not None and control.on_response(self.broker_id, request, body, close_connection,
+                                                       self.deliver_response):
+            return
+        self.deliver_response(request, body, close_connection)
+
+    def deliver_response(self, request: Request, body: object, close_connection: bool = False) -> None:
+        now = _time.monotonic_ns()
+        if not request.api_local_complete_time_ns:
+            request.api_local_complete_time_ns = now
+        request.response_body = body
+        response = Response(request, body, close_connection)
+        try:
+            request.respond(response)
+        except Exception:
+            _log.exception("respond_failed", broker_id=self.broker_id, api_key=request.api_key,
+                           correlation_id=request.correlation_id)
+        request.response_complete_time_ns = request.response_complete_time_ns or _time.monotonic_ns()
+        if request.processor_id >= 0:
+            return  # the network processor calls the listeners once the response is written
+        for listener in self.request_listeners:
+            try:
+                listener(request)
+            except Exception:
+                _log.exception("request_listener_failed", broker_id=self.broker_id)
+
+    # ------------------------------------------------------------------ sizes and close
+    def size(self) -> int:
+        """Requests waiting (Kafka's RequestQueueSize)."""
+        return self._queue.qsize()
+
+    def snapshot(self) -> RequestChannelSnapshot:
+        return RequestChannelSnapshot(self._queue.qsize())
+
+    def close(self) -> None:
+        """Stop accepting; in-process senders of queued requests get a disconnect (body None,
+        close_connection)."""
+        self.closed = True
+        self._drain_closed()
+
+    def _drain_closed(self) -> None:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, Request):
+                try:
+                    item.respond(Response(item, None, close_connection=True))
+                except Exception:
+                    _log.exception("respond_failed_on_close", broker_id=self.broker_id)
+
+    def put_shutdown_markers(self, count: int) -> None:
+        for _ in range(count):
+            self._queue.put(None)

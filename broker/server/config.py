@@ -1,0 +1,539 @@
+"""KafkaConfig: the broker's configuration, parsed through one table of definitions.
+
+``KAFKA_CONFIG_DEF`` is the emulator's counterpart of Kafka's ``KafkaConfig.configDef`` (itself
+assembled from ``ServerConfigs``, ``SocketServerConfigs``, ``ReplicationConfigs``,
+``ServerLogConfigs``, ``GroupCoordinatorConfig`` ...): every broker key the emulator reads, with
+Kafka's name, type, default, validator and doc, plus the broker-level synonyms of the topic configs
+(``log.retention.hours`` ...), those the emulator's log acts on marked implemented. The group
+coordinator's defaults are stated in ``coordinator.group.config.DEFAULTS``, the transaction coordinator's
+in ``coordinator.transaction.config.DEFAULTS`` (the coordinators do not import the broker); this
+table takes them from there and adds the types.
+
+Every way in goes through the table: a ``server.properties`` file (``load_properties``), a dict
+(``EmbeddedCluster``, the pytest fixture) and the command line. A bad value raises
+``ConfigException`` naming key, value and what is expected; ``kafka-emu`` prints that one line and
+exits 2. A given key the emulator will not act on (one Kafka defines but the emulator does not
+implement, or one nobody defines) is collected in ``KafkaConfig.ignored`` and logged once per key
+(``log_ignored``), as Kafka logs unknown keys; ``emulator.strict.config=true`` makes it an error.
+
+Differences from Kafka on purpose:
+* ``broker.id`` defaults to 0 (Kafka: -1, and KRaft requires ``node.id``); either of ``broker.id``
+  and ``node.id`` sets both.
+* ``listeners`` defaults to empty: a bare ``KafkaServer`` serves in-process requests only
+  (``EmbeddedCluster`` defaults to ``PLAINTEXT://127.0.0.1:0``, ``kafka-emu serve`` to
+  ``--host``/``--port``).
+* A broker key changes at run time (AlterConfigs, ``broker.server.dynamic_config``) only where Kafka
+  marks it dynamic and the emulator applies the change at once (``Dynamic.APPLIED``); the keys
+  Kafka can change but the emulator reads only at start-up (``num.io.threads`` ...) are refused
+  and described read-only.
+* ``log.level``, ``log.format``, ``log.level.<logger>`` and ``emulator.*`` are the emulator's own.
+* ``log.dir`` has no default (Kafka: ``/tmp/kafka-logs``): without ``log.dirs``/``log.dir`` the
+  logs live in memory and nothing touches the disk.
+
+Immutable after construction (read from any thread without a lock).
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Mapping
+
+import structlog
+
+from kafka_emu.broker.server import cpu_affinity
+from kafka_emu.common.config_def import (
+    LONG_MAX,
+    NOT_IMPLEMENTED,
+    ConfigDef,
+    ConfigException,
+    Dynamic,
+    ConfigKey,
+    ConfigValue,
+    Importance,
+    Range,
+    Type,
+    ValidList,
+    ValidString,
+)
+from kafka_emu.coordinator.group.config import DEFAULTS as GROUP_DEFAULTS
+from kafka_emu.coordinator.transaction.config import DEFAULTS as TXN_DEFAULTS
+from kafka_emu.coordinator.transaction.config import (
+    LATEST_PRODUCTION_TRANSACTION_VERSION, MAX_TRANSACTION_VERSION, TRANSACTION_VERSION,
+)
+from kafka_emu.logsetup import FORMATS as LOG_FORMATS, LEVELS as LOG_LEVELS
+
+__all__ = ["API_COMPATIBILITY", "KAFKA_3_9", "KAFKA_4X", "ConfigException", "KafkaConfig", "KAFKA_CONFIG_DEF",
+           "STRICT_CONFIG", "load_properties", "parse_properties"]
+
+_log = structlog.get_logger("broker.config")
+
+MIB = 1024 * 1024
+STRICT_CONFIG = "emulator.strict.config"
+LISTENER_PORT_REUSED = "kafka.emu.listener.port.reused"
+HIGH, MEDIUM, LOW = Importance.HIGH, Importance.MEDIUM, Importance.LOW
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+CLEANUP_POLICIES = ("compact", "delete")
+# emulator.api.compatibility: whose API version ranges the broker advertises and serves
+# (``broker.apis.api_spec.ApiSpec.versions``): Kafka 4.x's (KIP-896) or Kafka 3.9's
+API_COMPATIBILITY = "emulator.api.compatibility"
+KAFKA_4X, KAFKA_3_9 = "4.x", "3.9"
+
+
+def _cpu_affinity(name: str, value: ConfigValue) -> None:
+    cpu_affinity.resolve(value)
+
+
+def _transaction_version(name: str, value: ConfigValue) -> None:
+    if value is not None:
+        Range.between(0, MAX_TRANSACTION_VERSION)(name, value)
+
+
+def _resolve_transaction_version(values: dict[str, ConfigValue]) -> None:
+    """The finalized ``transaction.version``: as given, else what a new cluster of the
+    compatibility mode's Kafka finalizes (4.0: 2; 3.9, which cannot finalize more: 0)."""
+    level, mode = values[TRANSACTION_VERSION], values[API_COMPATIBILITY]
+    if level is None:
+        values[TRANSACTION_VERSION] = LATEST_PRODUCTION_TRANSACTION_VERSION if mode == KAFKA_4X else 0
+    elif mode == KAFKA_3_9 and level != 0:
+        raise ConfigException(TRANSACTION_VERSION, level,
+                              f"Kafka 3.9 finalizes no transaction.version above 0 ({API_COMPATIBILITY}={KAFKA_3_9})")
+
+
+_ENDPOINT = re.compile(r"[A-Za-z0-9_]+://\[?[0-9a-zA-Z\-%._:]*\]?:[0-9]+")
+
+
+def _listeners(name: str, value: ConfigValue) -> None:
+    """Kafka's ``SocketServerConfigs.listenerListToEndPoints``: NAME://host:port, comma separated."""
+    for item in str(value or "").split(","):
+        if item.strip() and not _ENDPOINT.fullmatch(item.strip()):
+            raise ConfigException(name, value, f"Unable to parse {item.strip()} to a broker endpoint "
+                                               f"(expected NAME://host:port)")
+
+
+def _key(name: str, type_: Type, default: ConfigValue, validator: object, importance: Importance,
+         doc: str, implemented: bool = True, dynamic: Dynamic = Dynamic.READ_ONLY) -> ConfigKey:
+    return ConfigKey(name, type_, default, validator, importance, doc, implemented,  # type: ignore[arg-type]
+                     dynamic=dynamic)
+
+
+def _group(name: str, type_: Type, validator: object, importance: Importance, doc: str) -> ConfigKey:
+    return _key(name, type_, GROUP_DEFAULTS[name], validator, importance, doc)
+
+
+def _txn(name: str, type_: Type, validator: object, importance: Importance, doc: str) -> ConfigKey:
+    return _key(name, type_, TXN_DEFAULTS[name], validator, importance, doc)
+
+
+def _log_key(name: str, type_: Type, default: ConfigValue, validator: object, doc: str,
+             implemented: bool = False, primary: bool = True) -> ConfigKey:
+    """A broker-level default of a topic config (``implemented``: the emulator's log acts on it).
+
+    The primary synonym of a topic config (``primary``) is dynamic, as Kafka's
+    ``DynamicLogConfig.ReconfigurableConfigs``; the emulator applies it at once exactly when its
+    log acts on it (every log's ``LogConfig`` is recomputed). Alternate units
+    (``log.retention.hours``) are read-only, as in Kafka."""
+    dynamic = Dynamic.READ_ONLY if not primary else Dynamic.APPLIED if implemented else Dynamic.NOT_APPLIED
+    return _key(name, type_, default, validator, MEDIUM, doc, implemented, dynamic)
+
+
+def _physical_memory_quarter() -> int:
+    """A quarter of the machine's physical memory (the default log memory budget)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):
+        return 1024 * MIB
+
+
+_AT_LEAST_0, _AT_LEAST_1 = Range.at_least(0), Range.at_least(1)
+
+BROKER_KEYS: tuple[ConfigKey, ...] = (
+    # ServerConfigs / KRaftConfigs
+    _key("broker.id", Type.INT, 0, None, HIGH, "The broker id of this server."),
+    _key("node.id", Type.INT, -1, None, HIGH, "The node id of this server (-1: broker.id)."),
+    _key("broker.rack", Type.STRING, None, None, MEDIUM, "Rack of the broker, reported in Metadata."),
+    _key("num.io.threads", Type.INT, 8, _AT_LEAST_1, HIGH,
+         "The number of threads the server uses for processing requests.", dynamic=Dynamic.NOT_APPLIED),
+    _key("queued.max.requests", Type.INT, 500, _AT_LEAST_1, HIGH,
+         "The number of queued requests allowed before blocking the network threads."),
+    _key("transaction.partition.verification.enable", Type.BOOLEAN, True, None, LOW,
+         "Verify with the transaction coordinator that a partition was added to a transaction "
+         "before a transactional batch opens that transaction on it (KIP-890 part 1).",
+         dynamic=Dynamic.NOT_APPLIED),
+    _key("add.partitions.to.txn.retry.backoff.ms", Type.INT, 20, _AT_LEAST_1, LOW,
+         "How long the partition leader waits before asking the transaction coordinator again to add "
+         "a partition (Produce v12+, TxnOffsetCommit v5) that answered CONCURRENT_TRANSACTIONS."),
+    _key("add.partitions.to.txn.retry.backoff.max.ms", Type.INT, 100, _AT_LEAST_0, LOW,
+         "How long the partition leader keeps retrying such an add (capped by request.timeout.ms) "
+         "before it answers CONCURRENT_TRANSACTIONS."),
+    _key(TRANSACTION_VERSION, Type.INT, None, _transaction_version, HIGH,
+         "The finalized transaction.version feature level ApiVersions reports (0-2; 2 is KIP-890 "
+         "part 2: implicit partition adding, an epoch bump per EndTxn). Default: 2 under "
+         f"{API_COMPATIBILITY}={KAFKA_4X} (a new Kafka 4.0 cluster), 0 under {KAFKA_3_9} (the only "
+         "level Kafka 3.9 runs)."),
+    _key("request.timeout.ms", Type.INT, 30000, _AT_LEAST_0, MEDIUM,
+         "How long the broker waits for the requests it makes itself, e.g. the replication of "
+         "transaction markers it appends for WriteTxnMarkers."),
+    _key("message.max.bytes", Type.INT, 1 * MIB + 12, _AT_LEAST_0, HIGH,
+         "The largest record batch size allowed.", dynamic=Dynamic.APPLIED),
+    _key("auto.create.topics.enable", Type.BOOLEAN, True, None, HIGH,
+         "Enable auto creation of topics on the server (Metadata requests)."),
+    _key("num.partitions", Type.INT, 1, _AT_LEAST_1, MEDIUM, "The default number of log partitions per topic."),
+    _key("default.replication.factor", Type.INT, 1, None, MEDIUM,
+         "The replication factor for automatically created topics and CreateTopics without one."),
+    _key("fetch.purgatory.purge.interval.requests", Type.INT, 1000, None, MEDIUM,
+         "The purge interval (in number of requests) of the fetch request purgatory."),
+    _key("producer.purgatory.purge.interval.requests", Type.INT, 1000, None, MEDIUM,
+         "The purge interval (in number of requests) of the producer request purgatory."),
+    _key("delete.records.purgatory.purge.interval.requests", Type.INT, 1, None, MEDIUM,
+         "The purge interval (in number of requests) of the delete records request purgatory."),
+    # SocketServerConfigs
+    _key("listeners", Type.STRING, "", _listeners, HIGH,
+         "Comma-separated listener URIs (PLAINTEXT://host:port); empty: in-process requests only."),
+    _key("advertised.listeners", Type.STRING, None, _listeners, HIGH,
+         "Listeners published to clients if different from listeners."),
+    _key("num.network.threads", Type.INT, 3, _AT_LEAST_1, HIGH,
+         "The number of threads the server uses for receiving requests and sending responses.", dynamic=Dynamic.NOT_APPLIED),
+    _key("socket.request.max.bytes", Type.INT, 100 * MIB, _AT_LEAST_1, HIGH,
+         "The maximum number of bytes in a socket request."),
+    _key("connections.max.idle.ms", Type.LONG, 600000, None, MEDIUM,
+         "Idle connections timeout: the server closes connections idle longer than this."),
+    # ReplicationConfigs
+    _key("num.replica.fetchers", Type.INT, 1, None, HIGH,
+         "Number of fetcher threads used to replicate records from each source broker.", dynamic=Dynamic.NOT_APPLIED),
+    _key("replica.lag.time.max.ms", Type.LONG, 30000, None, HIGH,
+         "A follower that has not caught up to the leader's log end for this long leaves the ISR."),
+    _key("replica.fetch.wait.max.ms", Type.INT, 500, None, MEDIUM,
+         "The maximum wait time for each fetcher request issued by follower replicas."),
+    _key("replica.fetch.min.bytes", Type.INT, 1, None, HIGH,
+         "Minimum bytes expected for each fetch response of a follower."),
+    _key("replica.fetch.max.bytes", Type.INT, 1 * MIB, _AT_LEAST_0, MEDIUM,
+         "The number of bytes of messages to attempt to fetch for each partition."),
+    _key("replica.fetch.response.max.bytes", Type.INT, 10 * MIB, _AT_LEAST_0, MEDIUM,
+         "Maximum bytes expected for the entire fetch response of a follower."),
+    _key("replica.fetch.backoff.ms", Type.INT, 1000, _AT_LEAST_0, MEDIUM,
+         "The amount of time to sleep when a fetch partition error occurs."),
+    _key("max.incremental.fetch.session.cache.slots", Type.INT, 1000, _AT_LEAST_0, MEDIUM,
+         "The maximum number of incremental fetch sessions (KIP-227) a broker keeps: here those "
+         "of follower fetchers; consumers' fetches are sessionless."),
+    _key("min.insync.replicas", Type.INT, 1, _AT_LEAST_1, HIGH,
+         "The minimum number of in-sync replicas that must acknowledge an acks=all write.", dynamic=Dynamic.APPLIED),
+    _key("unclean.leader.election.enable", Type.BOOLEAN, False, None, HIGH,
+         "Allow replicas not in the ISR to be elected leader as a last resort.", implemented=False, dynamic=Dynamic.NOT_APPLIED),
+    # GroupCoordinatorConfig
+    _group("group.min.session.timeout.ms", Type.INT, None, MEDIUM,
+           "The minimum allowed session timeout for registered consumers."),
+    _group("group.max.session.timeout.ms", Type.INT, None, MEDIUM,
+           "The maximum allowed session timeout for registered consumers."),
+    _group("group.initial.rebalance.delay.ms", Type.INT, None, MEDIUM,
+           "How long the coordinator waits for more members to join a new group before rebalancing."),
+    _group("group.max.size", Type.INT, _AT_LEAST_1, MEDIUM,
+           "The maximum number of consumers that a single consumer group can accommodate."),
+    _group("offsets.topic.num.partitions", Type.INT, _AT_LEAST_1, HIGH,
+           "The number of partitions for the offset commit topic."),
+    _key("offsets.topic.replication.factor", Type.SHORT, 3, _AT_LEAST_1, HIGH,
+         "The replication factor for the offsets topic (capped at the live brokers)."),
+    _group("offsets.commit.timeout.ms", Type.INT, _AT_LEAST_1, HIGH,
+           "Offset commits wait this long for the offsets topic's replicas."),
+    _group("offset.metadata.max.bytes", Type.INT, None, HIGH,
+           "The maximum size for a metadata entry associated with an offset commit."),
+    _group("offsets.retention.minutes", Type.INT, _AT_LEAST_1, HIGH,
+           "Committed offsets of an empty group are kept this long."),
+    _group("offsets.retention.check.interval.ms", Type.LONG, _AT_LEAST_1, HIGH,
+           "Frequency at which to check for stale offsets."),
+    # TransactionStateManagerConfig / TransactionLogConfig
+    _txn("transaction.max.timeout.ms", Type.INT, _AT_LEAST_1, HIGH,
+         "The maximum allowed timeout for transactions (InitProducerId above it: INVALID_TRANSACTION_TIMEOUT)."),
+    _txn("transactional.id.expiration.ms", Type.INT, _AT_LEAST_1, HIGH,
+         "How long the coordinator keeps an idle transactional id before expiring it."),
+    _txn("transaction.abort.timed.out.transaction.cleanup.interval.ms", Type.INT, _AT_LEAST_1, LOW,
+         "The interval at which to roll back transactions that have timed out."),
+    _txn("transaction.remove.expired.transaction.cleanup.interval.ms", Type.INT, _AT_LEAST_1, LOW,
+         "The interval at which to remove transactions that have expired."),
+    _txn("transaction.state.log.num.partitions", Type.INT, _AT_LEAST_1, HIGH,
+         "The number of partitions for the transaction topic."),
+    _txn("transaction.state.log.replication.factor", Type.SHORT, _AT_LEAST_1, HIGH,
+         "The replication factor for the transaction topic (capped at the live brokers)."),
+    _txn("transaction.state.log.min.isr", Type.INT, _AT_LEAST_1, HIGH,
+         "min.insync.replicas of the transaction topic."),
+    _txn("transaction.state.log.segment.bytes", Type.INT, Range.at_least(1 * MIB), HIGH,
+         "segment.bytes of the transaction topic."),
+    # TransactionLogConfig: producer-id expiration (KIP-854), read by LogManager.remove_expired_producers
+    _key("producer.id.expiration.ms", Type.INT, 86400000, _AT_LEAST_1, LOW,
+         "The time in ms that a topic partition leader will wait before expiring producer IDs (producers "
+         "with an ongoing transaction never expire).", dynamic=Dynamic.APPLIED),
+    ConfigKey("producer.id.expiration.check.interval.ms", Type.INT, 600000, _AT_LEAST_1, LOW,
+              "The interval at which to remove producer IDs that have expired.", internal=True),
+    # ServerLogConfigs: broker defaults of topic configs (see log_config.TOPIC_CONFIG_SYNONYMS)
+    _log_key("log.segment.bytes", Type.INT, 1024 * MIB, Range.at_least(1 * MIB), "The maximum size of a single log file.", implemented=True),
+    _log_key("log.roll.ms", Type.LONG, None, None, "The maximum time before a new log segment is rolled out (in milliseconds).", implemented=True),
+    _log_key("log.roll.hours", Type.INT, 168, _AT_LEAST_1, "The maximum time before a new log segment is rolled out (in hours).", implemented=True, primary=False),
+    _log_key("log.roll.jitter.ms", Type.LONG, None, None, "The maximum jitter subtracted from the roll time (in milliseconds).", implemented=True),
+    _log_key("log.roll.jitter.hours", Type.INT, 0, _AT_LEAST_0, "The maximum jitter subtracted from the roll time (in hours).", implemented=True, primary=False),
+    _log_key("log.index.size.max.bytes", Type.INT, 10 * MIB, Range.at_least(4), "The maximum size in bytes of the offset index.", implemented=True),
+    _log_key("log.flush.interval.messages", Type.LONG, LONG_MAX, _AT_LEAST_1, "Messages accumulated on a log partition before they are flushed.", implemented=True),
+    _log_key("log.flush.interval.ms", Type.LONG, None, None, "The maximum time a message stays in memory before being flushed.", implemented=True),
+    _log_key("log.flush.scheduler.interval.ms", Type.LONG, LONG_MAX, None, "How often the log flusher checks whether a log needs flushing.", implemented=True, primary=False),
+    _log_key("log.retention.bytes", Type.LONG, -1, None, "The maximum size of the log before deleting it.", implemented=True),
+    _log_key("log.retention.ms", Type.LONG, None, None, "How long to keep a log file before deleting it (in milliseconds).", implemented=True),
+    _log_key("log.retention.minutes", Type.INT, None, None, "How long to keep a log file before deleting it (in minutes).", implemented=True, primary=False),
+    _log_key("log.retention.hours", Type.INT, 168, None, "How long to keep a log file before deleting it (in hours).", implemented=True, primary=False),
+    _log_key("log.index.interval.bytes", Type.INT, 4096, _AT_LEAST_0, "The interval with which an entry is added to the offset index.", implemented=True),
+    _log_key("log.cleaner.delete.retention.ms", Type.LONG, 86400000, _AT_LEAST_0, "How long delete tombstones are retained in compacted logs.", implemented=True),
+    _log_key("log.cleaner.min.compaction.lag.ms", Type.LONG, 0, _AT_LEAST_0, "The minimum time a message remains uncompacted in the log.", implemented=True),
+    _log_key("log.cleaner.max.compaction.lag.ms", Type.LONG, LONG_MAX, _AT_LEAST_1, "The maximum time a message remains ineligible for compaction.", implemented=True),
+    _log_key("log.segment.delete.delay.ms", Type.LONG, 60000, _AT_LEAST_0, "The amount of time to wait before deleting a file from the filesystem."),
+    _log_key("log.cleaner.min.cleanable.ratio", Type.DOUBLE, 0.5, Range.between(0, 1), "The minimum ratio of dirty log to total log for a log to be cleaned.", implemented=True),
+    _log_key("log.cleanup.policy", Type.LIST, ["delete"], ValidList(CLEANUP_POLICIES, allow_empty=True), "The default cleanup policy for segments beyond the retention window.", implemented=True),
+    _log_key("compression.type", Type.STRING, "producer", ValidString(COMPRESSION_TYPES), "The final compression type of a topic's batches.", implemented=True),
+    _log_key("compression.gzip.level", Type.INT, -1, None, "The compression level to use if compression.type is gzip.", implemented=True),
+    _log_key("compression.lz4.level", Type.INT, 9, Range.between(1, 17), "The compression level to use if compression.type is lz4.", implemented=True),
+    _log_key("compression.zstd.level", Type.INT, 3, Range.between(-131072, 22), "The compression level to use if compression.type is zstd.", implemented=True),
+    _log_key("log.preallocate", Type.BOOLEAN, False, None, "Preallocate the file on disk when creating a new log segment."),
+    _log_key("log.message.timestamp.type", Type.STRING, "CreateTime", ValidString(TIMESTAMP_TYPES), "Whether the timestamp in the message is create time or log append time.", implemented=True),
+    _log_key("log.message.timestamp.before.max.ms", Type.LONG, LONG_MAX, _AT_LEAST_0, "How far a message timestamp may lie in the past."),
+    _log_key("log.message.timestamp.after.max.ms", Type.LONG, 3600000, _AT_LEAST_0, "How far a message timestamp may lie in the future."),
+    _log_key("log.local.retention.ms", Type.LONG, -2, Range.at_least(-2), "Local retention time of tiered-storage logs (-2: log.retention.ms)."),
+    _log_key("log.local.retention.bytes", Type.LONG, -2, Range.at_least(-2), "Local retention size of tiered-storage logs (-2: log.retention.bytes)."),
+    _key("log.dirs", Type.STRING, None, None, HIGH,
+         "Comma-separated directories holding the logs in Kafka's layout (unset: log.dir; both unset: "
+         "logs in memory only, nothing touches the disk)."),
+    _key("log.dir", Type.STRING, None, None, HIGH, "The log directory, used when log.dirs is not set."),
+    _key("log.flush.offset.checkpoint.interval.ms", Type.INT, 60000, _AT_LEAST_0, HIGH,
+         "How often the recovery-point-offset-checkpoint is written (with log.dirs)."),
+    _key("log.flush.start.offset.checkpoint.interval.ms", Type.INT, 60000, _AT_LEAST_0, HIGH,
+         "How often the log-start-offset-checkpoint is written (with log.dirs)."),
+    _key("replica.high.watermark.checkpoint.interval.ms", Type.LONG, 5000, _AT_LEAST_1, HIGH,
+         "How often the high watermarks are saved to replication-offset-checkpoint (with log.dirs)."),
+    _key("log.retention.check.interval.ms", Type.LONG, 300000, _AT_LEAST_1, MEDIUM,
+         "The frequency in milliseconds that the log retention task checks for deletable segments."),
+    _key("log.initial.task.delay.ms", Type.LONG, 30000, _AT_LEAST_0, LOW,
+         "The initial delay before the log retention (and other log) tasks first run."),
+    _key("log.cleaner.enable", Type.BOOLEAN, True, None, MEDIUM,
+         "Run the log cleaner (compaction of cleanup.policy=compact topics, __consumer_offsets among them)."),
+    _key("log.cleaner.backoff.ms", Type.LONG, 15000, _AT_LEAST_0, MEDIUM,
+         "The amount of time to sleep when there are no logs to clean.", dynamic=Dynamic.NOT_APPLIED),
+    _key("log.cleaner.dedupe.buffer.size", Type.LONG, 128 * 1024 * 1024, None, MEDIUM,
+         "The total memory used for log deduplication across all cleaner threads (24 bytes per key of "
+         "the offset map).", dynamic=Dynamic.NOT_APPLIED),
+    _key("log.cleaner.io.buffer.load.factor", Type.DOUBLE, 0.9, None, MEDIUM,
+         "Log cleaner dedupe buffer load factor: the fraction of the offset map's slots filled before a "
+         "cleaning round stops mapping.", dynamic=Dynamic.NOT_APPLIED),
+    # the emulator's own
+    _key("emulator.log.memory.max.bytes", Type.LONG, _physical_memory_quarter(), _AT_LEAST_0, HIGH,
+         "Memory all logs may hold together; beyond it the oldest committed segments of the largest "
+         "partitions are deleted as if by retention (default: a quarter of physical memory)."),
+    _key(API_COMPATIBILITY, Type.STRING, KAFKA_4X, ValidString((KAFKA_4X, KAFKA_3_9)), HIGH,
+         "Whose API version ranges the broker advertises and serves: 4.x (Kafka 4's, KIP-896) or 3.9 "
+         "(adds the old versions Kafka 4.0 removed, for older clients)."),
+    _key(STRICT_CONFIG, Type.BOOLEAN, False, None, HIGH,
+         "Refuse keys the emulator does not implement or nobody defines (default: warn)."),
+    _key(cpu_affinity.CONFIG_KEY, Type.STRING, cpu_affinity.DEFAULT, _cpu_affinity, MEDIUM,
+         "CPUs of the cluster's threads: auto (one CPU), none (the OS decides) or a list of CPU numbers."),
+    _key("log.level", Type.STRING, None, ValidString(tuple(LOG_LEVELS) + ("warn",), case_insensitive=True), MEDIUM,
+         "Minimum level of the emulator's log events (the command line's --log-level wins)."),
+    _key("log.format", Type.STRING, None, ValidString(LOG_FORMATS), MEDIUM,
+         "Format of the emulator's log events (the command line's --log-format wins)."),
+    ConfigKey("log.level.", Type.STRING, None, ValidString(tuple(LOG_LEVELS) + ("warn",), case_insensitive=True),
+              LOW, "log.level.<logger>: level of one logger and its children.", prefix=True),
+    ConfigKey(LISTENER_PORT_REUSED, Type.BOOLEAN, False, None, LOW,
+              "Set by EmbeddedCluster: the listener port is the one this broker had before a restart.",
+              internal=True),
+)
+
+# Kafka's broker keys the emulator does not model; given, they warn as "not implemented".
+KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
+    "advertised.host.name", "advertised.port", "alter.config.policy.class.name", "authorizer.class.name",
+    "auto.include.jmx.reporter", "auto.leader.rebalance.enable", "background.threads", "broker.heartbeat.interval.ms",
+    "broker.session.timeout.ms", "client.quota.callback.class", "cluster.id", "compression.codec",
+    "connection.failed.authentication.delay.ms", "connections.max.reauth.ms", "controlled.shutdown.enable",
+    "controlled.shutdown.max.retries", "controlled.shutdown.retry.backoff.ms", "controller.listener.names",
+    "controller.quorum.bootstrap.servers", "controller.quorum.election.backoff.max.ms",
+    "controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms", "controller.quorum.voters",
+    "create.topic.policy.class.name", "delete.topic.enable",
+    "early.start.listeners", "fetch.max.bytes", "group.coordinator.rebalance.protocols", "group.coordinator.threads",
+    "host.name", "initial.broker.registration.timeout.ms", "inter.broker.listener.name", "inter.broker.protocol.version",
+    "kafka.metrics.polling.interval.secs", "kafka.metrics.reporters", "leader.imbalance.check.interval.seconds",
+    "leader.imbalance.per.broker.percentage", "listener.security.protocol.map",
+    "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.threads",
+    "log.dir.failure.timeout.ms", "log.message.downconversion.enable",
+    "log.message.format.version", "log.message.timestamp.difference.max.ms",
+    "max.connection.creation.rate", "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
+    "metadata.log.dir", "metadata.log.max.record.bytes.between.snapshots",
+    "metadata.log.segment.bytes", "metadata.log.segment.ms", "metadata.max.idle.interval.ms",
+    "metadata.max.retention.bytes", "metadata.max.retention.ms", "metric.reporters", "metrics.num.samples",
+    "metrics.recording.level", "metrics.sample.window.ms", "num.recovery.threads.per.data.dir",
+    "num.replica.alter.log.dirs.threads", "offsets.load.buffer.size", "offsets.topic.compression.codec",
+    "offsets.topic.segment.bytes", "password.encoder.secret", "port", "principal.builder.class", "process.roles",
+    "queued.max.request.bytes",
+    "quota.window.num", "quota.window.size.seconds",
+    "replica.selector.class", "replica.socket.receive.buffer.bytes", "replica.socket.timeout.ms",
+    "replication.quota.window.num", "replication.quota.window.size.seconds",
+    "reserved.broker.max.id", "security.inter.broker.protocol", "socket.connection.setup.timeout.max.ms",
+    "socket.connection.setup.timeout.ms", "socket.listen.backlog.size", "socket.receive.buffer.bytes",
+    "socket.send.buffer.bytes", "super.users",
+    "transaction.state.log.load.buffer.size", "zookeeper.connect", "zookeeper.connection.timeout.ms",
+    "zookeeper.session.timeout.ms",
+)
+KAFKA_PREFIXES_NOT_DEFINED: tuple[str, ...] = (
+    "confluent.", "delegation.token.", "group.consumer.", "group.share.", "listener.name.", "password.encoder.",
+    "remote.log.", "sasl.", "security.", "share.", "ssl.", "unstable.", "zookeeper.",
+)
+
+KAFKA_CONFIG_DEF = ConfigDef(BROKER_KEYS, KAFKA_KEYS_NOT_DEFINED, KAFKA_PREFIXES_NOT_DEFINED)
+
+
+def ignored_message(name: str, reason: str, what: str = "configuration") -> str:
+    """The one line that tells a user a given key has no effect (Kafka's ``logUnused`` wording
+    for unknown keys)."""
+    if reason == NOT_IMPLEMENTED:
+        return f"The {what} '{name}' is defined by Kafka but not implemented by the emulator."
+    return f"The {what} '{name}' was supplied but isn't a known config."
+
+
+def _unify_node_id(given: Mapping[str, object], values: dict[str, ConfigValue]) -> None:
+    """KRaft's ``node.id`` and ``broker.id`` name one id: either sets both; both must agree."""
+    if values["node.id"] == -1:
+        values["node.id"] = values["broker.id"]
+    elif "broker.id" not in given:
+        values["broker.id"] = values["node.id"]
+    elif values["broker.id"] != values["node.id"]:
+        raise ConfigException(f"broker.id={values['broker.id']} and node.id={values['node.id']} must be equal "
+                              f"when both are set")
+
+
+def strict_refusal(name: str, reason: str, what: str = "configuration") -> ConfigException:
+    return ConfigException(f"{ignored_message(name, reason, what)} ({STRICT_CONFIG}=true refuses it)")
+
+
+class KafkaConfig:
+    """Typed broker configuration: every key of ``KAFKA_CONFIG_DEF`` (given or default).
+
+    ``originals`` are the given values (their keys are DescribeConfigs' STATIC_BROKER_CONFIG),
+    ``ignored`` the given keys without effect, each with its reason. Construction raises
+    ``ConfigException`` on the first bad value, or on an ignored key under
+    ``emulator.strict.config=true``; it logs nothing (``log_ignored`` does, once per key, so
+    a cluster building one config per broker warns once).
+    """
+
+    def __init__(self, props: Mapping[str, object] | None = None) -> None:
+        self.originals: dict[str, object] = {k: v for k, v in (props or {}).items() if v is not None}
+        parsed = KAFKA_CONFIG_DEF.parse(self.originals)
+        _unify_node_id(self.originals, parsed.values)
+        _resolve_transaction_version(parsed.values)
+        self.props: dict[str, ConfigValue] = parsed.values
+        self.ignored: dict[str, str] = parsed.ignored
+        if self.props[STRICT_CONFIG] and self.ignored:
+            name, reason = next(iter(self.ignored.items()))
+            raise strict_refusal(name, reason)
+
+    def log_ignored(self) -> None:
+        for name, reason in self.ignored.items():
+            _log.warning("config_ignored", key=name, reason=reason, message=ignored_message(name, reason))
+
+    def __getitem__(self, key: str) -> ConfigValue:
+        return self.props[key]
+
+    def get(self, key: str, default: ConfigValue = None) -> ConfigValue:
+        value = self.props.get(key)
+        return default if value is None else value
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.props
+
+    def with_overrides(self, **props: object) -> "KafkaConfig":
+        """A new config with ``props`` (``listeners=...``) added to the originals."""
+        return KafkaConfig({**self.originals, **props})
+
+    def as_dict(self) -> dict[str, ConfigValue]:
+        return dict(self.props)
+
+    @property
+    def broker_id(self) -> int:
+        return int(self.props["broker.id"])  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        return f"KafkaConfig(broker.id={self.broker_id})"
+
+
+# ---- server.properties ------------------------------------------------------------------------
+
+def _logical_lines(text: str) -> list[str]:
+    """java.util.Properties' logical lines: comments and blank lines dropped, a line ending in
+    an odd number of backslashes continued on the next (leading white space removed)."""
+    out: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not pending and (not line or line.startswith(("#", "!"))):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2:
+            pending += line[:-1]
+            continue
+        out.append(pending + line)
+        pending = ""
+    if pending:
+        out.append(pending)
+    return out
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt == "u" and i + 6 <= len(text):
+                try:
+                    out.append(chr(int(text[i + 2:i + 6], 16)))
+                    i += 6
+                    continue
+                except ValueError:
+                    pass
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """A ``server.properties`` text as java.util.Properties reads it: ``#``/``!`` comments, blank
+    lines, ``key=value``, ``key: value`` or ``key value`` with any white space around the
+    separator, backslash continuations and escapes; a key alone has the empty value. Values are
+    strings; the table converts them (``KafkaConfig``)."""
+    out: dict[str, str] = {}
+    for line in _logical_lines(text):
+        i, escaped = 0, False
+        while i < len(line):
+            ch = line[i]
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch in "=: \t\f":
+                break
+            i += 1
+        key, rest = line[:i], line[i:].lstrip(" \t\f")
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip(" \t\f")
+        out[_unescape(key)] = _unescape(rest)
+    return out
+
+
+def load_properties(path: str | Path) -> dict[str, str]:
+    """Read a ``server.properties`` file; a missing or unreadable file is a ``ConfigException``."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigException(f"Config file {path} not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigException(f"Config file {path} cannot be read: {reason}") from None
+    return parse_properties(text)

@@ -2,7 +2,7 @@
 
 The modules in ``COMPILED`` are ordinary Python, read and tested as such; Cython turns each into a
 C extension that runs the same code without the interpreter's per-bytecode dispatch
-(``kafka-emu bench replication`` and ``bench wire`` print ``compiled_modules``; the README has
+(``kafka-emu bench replication`` and ``bench wire`` print ``compiled_modules``; docs/benchmarks.md has
 the before and after, and why the list stops where it does). Python picks the extension over the
 ``.py`` beside it; ``KAFKA_EMU_PURE=1`` at run time makes it take the ``.py`` again
 (``kafka_emu.compiled``), which is how CI tests both.
@@ -30,7 +30,7 @@ PACKAGE_DIRS = {"broker": "kafka_emu.broker"}
 # batch's CPU and raise bench wire's rates 1.05-1.25x. The object plumbing around them (threads,
 # purgatory, delayed operations, partitions, replica manager, handlers) stays interpreted:
 # CPython 3.11 specialises its attribute lookups per bytecode, and compiled it cost 15 % more CPU
-# per request at low rates (README, Measured numbers).
+# per request at low rates (docs/benchmarks.md, "Compiled and uncompiled").
 COMPILED = [
     "broker/storage/log_segment.py",
     "broker/storage/log_validator.py",

@@ -17,11 +17,14 @@ from typing import Mapping
 from kafka_emu.broker.apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
-    admin,
     alter_configs,
     api_versions,
     create_partitions,
+    create_topics,
     delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
     describe_log_dirs,
     describe_producers,
     describe_transactions,
@@ -43,11 +46,11 @@ from kafka_emu.broker.apis import (
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.config import KAFKA_4X
 
-_MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api_versions, admin,
-            init_producer_id, create_partitions, alter_configs, delete_records, offset_for_leader_epoch,
-            elect_leaders, describe_log_dirs, describe_producers, partition_reassignments, write_txn_markers,
-            add_partitions_to_txn, add_offsets_to_txn, end_txn, txn_offset_commit, describe_transactions,
-            list_transactions)
+_MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api_versions, create_topics,
+            delete_topics, describe_cluster, describe_configs, init_producer_id, create_partitions, alter_configs,
+            delete_records, offset_for_leader_epoch, elect_leaders, describe_log_dirs, describe_producers,
+            partition_reassignments, write_txn_markers, add_partitions_to_txn, add_offsets_to_txn, end_txn,
+            txn_offset_commit, describe_transactions, list_transactions)
 
 
 def _collect() -> Mapping[int, ApiSpec]:

@@ -1,0 +1,91 @@
+"""CreateTopics (key 19): create topics through the in-process controller (``AdminClient.create_topics``).
+
+Differences from Kafka on purpose:
+* Any broker accepts CreateTopics (Kafka forwards it to the controller); the in-process controller
+  applies it synchronously, so ``timeout`` never expires and the topic's leaders exist when the
+  response is sent.
+* Manual replica ``assignments`` are honoured only in shape (partition count and replication
+  factor); placement is the controller's round robin.
+* Topic configs the emulator does not implement are accepted with a warning (refused with
+  INVALID_CONFIG under ``emulator.strict.config=true``), see ``broker.storage.log_config``.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, topic_name_error
+from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.config import STRICT_CONFIG, ConfigException
+from kafka_emu.broker.storage.log_config import validate_topic_configs
+from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.errors import Errors
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import Request
+
+API_KEY = 19
+
+
+def _create_one(apis: KafkaApis, t: Any, validate_only: bool) -> tuple[int, str | None, int, int]:
+    """(error, message, partitions, replication factor) for one CreatableTopic."""
+    md = apis.metadata
+    name = t.name
+    err = topic_name_error(name)
+    if err:
+        return err, f"illegal topic name {name!r}", -1, -1
+    if md.topic(name) is not None:
+        return Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", -1, -1
+    assignments = getattr(t, "assignments", ()) or ()
+    partitions = int(t.num_partitions)
+    rf = int(t.replication_factor)
+    if assignments:
+        partitions = len(assignments)
+        rf = len(assignments[0].broker_ids)
+    if partitions == -1:
+        partitions = apis.config["num.partitions"]
+    if rf == -1:
+        rf = apis.config["default.replication.factor"]
+    if partitions <= 0:
+        return Errors.INVALID_PARTITIONS, "Number of partitions must be larger than 0.", -1, -1
+    live = len(md.live_broker_ids())
+    if rf <= 0 or rf > live:
+        return (Errors.INVALID_REPLICATION_FACTOR,
+                f"Replication factor: {rf} larger than available brokers: {live}.", -1, -1)
+    try:
+        configs = validate_topic_configs(name, {c.name: c.value for c in (getattr(t, "configs", ()) or ())},
+                                         bool(apis.config[STRICT_CONFIG]))
+    except ConfigException as exc:
+        return Errors.INVALID_CONFIG, str(exc), -1, -1
+    if validate_only:
+        return Errors.NONE, None, partitions, rf
+    try:
+        md.create_topic(name, partitions, rf, configs=configs)
+    except ValueError as exc:
+        if md.topic(name) is not None:
+            return Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", -1, -1
+        return Errors.INVALID_REQUEST, str(exc), -1, -1
+    return Errors.NONE, None, partitions, rf
+
+
+def handle_create_topics(apis: KafkaApis, request: Request) -> None:
+    body = request.body
+    cls = response_schema(API_KEY, request.api_version)
+    topic_cls = item_cls(cls, "topics")
+    validate_only = bool(getattr(body, "validate_only", False))
+    seen: set[str] = set()
+    dupes = {t.name for t in body.topics if t.name in seen or seen.add(t.name)}  # type: ignore[func-returns-value]
+    results = []
+    for t in body.topics:
+        if t.name in dupes:
+            err, msg, parts, rf = Errors.INVALID_REQUEST, "Duplicate topic name.", -1, -1
+        else:
+            err, msg, parts, rf = _create_one(apis, t, validate_only)
+        info = apis.metadata.topic(t.name) if err == 0 else None
+        results.append(build(topic_cls, name=t.name, topic_id=info.topic_id if info else None,
+                             error_code=err, error_message=msg, num_partitions=parts,
+                             replication_factor=rf, configs=None if err else ()))
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(results)))
+
+
+APIS = (ApiSpec(API_KEY, "CreateTopics", 2, 7, handle_create_topics, kafka_3_9=(0, 7)),)

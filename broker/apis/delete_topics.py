@@ -1,0 +1,55 @@
+"""DeleteTopics (key 20): delete topics by name or, from v6, by topic id (``AdminClient.delete_topics``).
+
+Internal topics are refused with INVALID_REQUEST. Difference from Kafka on purpose: any broker
+accepts DeleteTopics (Kafka forwards it to the controller); the in-process controller applies it
+synchronously, so ``timeout`` never expires.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
+from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
+from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.errors import Errors
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.network.request_channel import Request
+
+API_KEY = 20
+
+
+def handle_delete_topics(apis: KafkaApis, request: Request) -> None:
+    body = request.body
+    cls = response_schema(API_KEY, request.api_version)
+    result_cls = item_cls(cls, "responses")
+    md = apis.metadata
+    if request.api_version >= 6:
+        wanted = [(t.name, t.topic_id) for t in body.topics]
+    else:
+        wanted = [(name, None) for name in body.topic_names]
+    results = []
+    for name, topic_id in wanted:
+        err = Errors.NONE
+        msg = None
+        if name is None and topic_id is not None:
+            name = md.topic_name(topic_id)
+            if name is None:
+                err = Errors.UNKNOWN_TOPIC_ID
+        if err == Errors.NONE:
+            info = md.topic(name) if name else None
+            if info is None:
+                err = Errors.UNKNOWN_TOPIC_OR_PARTITION
+            elif info.internal or name == OFFSETS_TOPIC:
+                err, msg = Errors.INVALID_REQUEST, "internal topics cannot be deleted"
+            else:
+                topic_id = info.topic_id
+                if not md.delete_topic(name):
+                    err = Errors.UNKNOWN_TOPIC_OR_PARTITION
+        results.append(build(result_cls, name=name, topic_id=topic_id, error_code=err, error_message=msg))
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, responses=tuple(results)))
+
+
+APIS = (ApiSpec(API_KEY, "DeleteTopics", 1, 6, handle_delete_topics, kafka_3_9=(0, 6)),)

@@ -72,6 +72,7 @@ from kafka_emu.logsetup import ensure_configured as ensure_logging_configured
 from kafka_emu.timer.time import Time
 
 if TYPE_CHECKING:
+    from kafka_emu.broker.cluster.control.control import Interceptor
     from kafka_emu.metrics.cluster import ClusterMetrics
 
 _log = structlog.get_logger("broker.cluster")
@@ -361,7 +362,7 @@ class EmbeddedCluster:
     def set_latency(self, broker: int, ms: int, api: str | int | None = None) -> None:
         self.control.set_latency(broker, ms, api)
 
-    def intercept(self, api: str | int, fn: Callable[[Any], Any] | None) -> None:
+    def intercept(self, api: str | int, fn: Interceptor | None) -> None:
         self.control.intercept(api, fn)
 
     def isolate(self, broker_id: int) -> None:
@@ -370,7 +371,7 @@ class EmbeddedCluster:
     def heal(self, broker_id: int) -> None:
         self.control.heal(broker_id)
 
-    def move_leader(self, topic: str, partition: int, broker_id: int) -> Any:
+    def move_leader(self, topic: str, partition: int, broker_id: int) -> PartitionState:
         return self.control.move_leader(topic, partition, broker_id)
 
     def move_group_coordinator(self, group_id: str, broker_id: int) -> int:

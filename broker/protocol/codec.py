@@ -20,12 +20,13 @@ import io
 import struct
 from dataclasses import dataclass, fields
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any, Mapping, TypeAlias
 
 from kio.index import UnknownEntity, load_request_schema
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import DecodeError, SerialError
+from kio.static.protocol import RequestPayload, ResponsePayload
 
 from kafka_emu.broker.protocol.adapter import (
     EntityField,
@@ -38,8 +39,13 @@ from kafka_emu.broker.protocol.adapter import (
     response_schema,
 )
 from kafka_emu.broker.protocol.legacy_schema import legacy_request
-from kafka_emu.broker.protocol.fast_fetch import FETCH, decode_fetch_request
-from kafka_emu.broker.protocol.fast_produce import PRODUCE, decode_produce_request, encode_produce_response
+from kafka_emu.broker.protocol.fast_fetch import FETCH, FetchRequestData, decode_fetch_request
+from kafka_emu.broker.protocol.fast_produce import (
+    PRODUCE,
+    ProduceRequestData,
+    decode_produce_request,
+    encode_produce_response,
+)
 from kafka_emu.broker.protocol.varint import InvalidRequestError
 from kafka_emu.broker.protocol.varint import read_uvarint as _read_uvarint
 from kafka_emu.broker.protocol.varint import skip_tagged_fields
@@ -78,6 +84,12 @@ class EncodedResponse:
     data: bytes
     flexible_header: bool
     error_counts: Mapping[int, int]
+
+
+# What travels behind the network layer: a request body as kio decodes it or as a fast decoder
+# does (same field names), and a response body as an entity or as a fast encoder's bytes.
+RequestBody: TypeAlias = RequestPayload | ProduceRequestData | FetchRequestData
+ResponseBody: TypeAlias = ResponsePayload | EncodedResponse
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +184,7 @@ def decode_request(header: RequestHeaderData, frame: memoryview | bytes) -> Any:
                                   f"after skipping unknown tagged fields: {exc!r}") from None
 
 
-def decode_request_fast(header: RequestHeaderData, frame: bytes) -> Any:
+def decode_request_fast(header: RequestHeaderData, frame: bytes) -> RequestBody:
     """``decode_request``, except that a Produce request may come back as
     ``fast_produce.ProduceRequestData`` and a Fetch request (v4+) as
     ``fast_fetch.FetchRequestData`` (same field names, decoded without kio). Anything the fast

@@ -20,7 +20,7 @@ from kafka_emu.broker.cluster.control.faults import (
     new_injection,
     request_facts,
 )
-from kafka_emu.broker.cluster.control.plain import from_plain, to_plain
+from kafka_emu.broker.cluster.control.entity_json import from_json_value, to_json_value
 from kafka_emu.broker.cluster.inprocess_client import produce_request
 from kafka_emu.broker.protocol.adapter import response_schema
 from kafka_emu.broker.storage.record_batch import build_batch
@@ -112,14 +112,14 @@ def test_concurrent_takers_never_share_an_entry() -> None:
 
 def test_plain_round_trip_and_unknown_fields() -> None:
     cls = response_schema(3, 12)
-    entity = from_plain(cls, {"brokers": [{"node_id": 1, "host": "h", "port": 9092}], "cluster_id": "c",
+    entity = from_json_value(cls, {"brokers": [{"node_id": 1, "host": "h", "port": 9092}], "cluster_id": "c",
                               "controller_id": 1, "topics": [{"name": "t", "topic_id": "00000000-0000-0000-0000-000000000001",
                                                               "partitions": [{"partition_index": 0, "leader_id": 1,
                                                                               "replica_nodes": [1], "isr_nodes": [1]}]}]})
     assert entity.topics[0].partitions[0].leader_epoch == -1          # schema default for epochs
-    assert from_plain(cls, to_plain(entity)) == entity
+    assert from_json_value(cls, to_json_value(entity)) == entity
     with pytest.raises(ValueError, match="has no field leader"):
-        from_plain(cls, {"topics": [{"name": "t", "leader": 2}]})
+        from_json_value(cls, {"topics": [{"name": "t", "leader": 2}]})
 
 
 def test_recording_is_off_by_default_and_metrics_count_actions() -> None:

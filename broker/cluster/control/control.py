@@ -46,7 +46,7 @@ import contextlib
 import threading
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeAlias
 
 import structlog
 
@@ -61,23 +61,32 @@ from kafka_emu.broker.cluster.control.faults import (
     new_injection,
     request_facts,
 )
-from kafka_emu.broker.cluster.control.plain import from_plain
+from kafka_emu.broker.cluster.control.entity_json import JsonValue, from_json_value
 from kafka_emu.broker.cluster.control.recorder import DEFAULT_CAPACITY, RequestRecord, RequestRecorder
-from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
+from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC, PartitionState
 from kafka_emu.broker.protocol.adapter import response_schema
+from kafka_emu.broker.protocol.codec import RequestBody, ResponseBody
 from kafka_emu.broker.protocol.error_response import build_error_response
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group.records import partition_for
 from kafka_emu.timer import SystemTimer, SystemTimerReaper, TimerTask
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.network.request_channel import Request
+    from kio.static.protocol import ResponsePayload
+    from prometheus_client.metrics_core import Metric
+
+    from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+    from kafka_emu.broker.network.request_channel import Request, RequestChannel
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+    from kafka_emu.broker.server.kafka_server import KafkaServer
 
 _log = structlog.get_logger("broker.control")
 
 PRODUCE_KEY = 0
-Deliver = Callable[["Request", Any, bool], None]
-Interceptor = Callable[["ControlRequest"], Any]
+# RequestChannel.deliver_response: (request, response body or None, close the connection)
+Deliver: TypeAlias = Callable[["Request", ResponseBody | None, bool], None]
+# An interceptor's answer: a response entity, a dict of its fields, or None (the broker answers)
+Interceptor: TypeAlias = Callable[["ControlRequest"], "ResponsePayload | dict[str, object] | None"]
 
 
 class UnknownBrokerError(LookupError):
@@ -100,23 +109,24 @@ class ControlRequest:
     client_id: str | None
     connection: str
     correlation_id: int
-    body: Any
+    body: RequestBody
 
     @property
     def response_class(self) -> type:
         return response_schema(self.api_key, self.api_version)
 
-    def error_response(self, code: int) -> Any:
+    def error_response(self, code: int) -> ResponsePayload:
         return build_error_response(self.api_key, self.api_version, self.body, code)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:   # Any: whatever field the request's entity has
         return getattr(self.__dict__["body"], name)
 
 
 class _DelayedResponse(TimerTask):
     __slots__ = ("deliver", "request", "body", "close_connection")
 
-    def __init__(self, delay_ms: int, deliver: Deliver, request: "Request", body: Any, close: bool) -> None:
+    def __init__(self, delay_ms: int, deliver: Deliver, request: Request, body: ResponseBody | None,
+                 close: bool) -> None:
         super().__init__(delay_ms)
         self.deliver = deliver
         self.request = request
@@ -128,7 +138,7 @@ class _DelayedResponse(TimerTask):
 
 
 class ClusterControl:
-    def __init__(self, cluster: Any, record_requests: bool | int = False) -> None:
+    def __init__(self, cluster: EmbeddedCluster, record_requests: bool | int = False) -> None:
         self.cluster = cluster
         self._lock = threading.Lock()
         self._local = threading.local()
@@ -151,13 +161,13 @@ class ClusterControl:
         self._request_work = bool(self._isolated or self._interceptors or self.faults.pending())
         self._response_work = bool(self.recorder is not None or self._isolated or self._latency)
 
-    def _event(self, action: str, **fields: Any) -> None:
+    def _event(self, action: str, **fields: object) -> None:
         with self._lock:
             self.counts[action] += 1
         _log.warning("control_" + action, **fields)
 
     # ------------------------------------------------------------------ hooks
-    def on_request(self, apis: Any, request: "Request") -> bool:
+    def on_request(self, apis: KafkaApis, request: Request) -> bool:
         """True if the request was answered here (the handler must not run)."""
         if not self._request_work or request.processor_id < 0:
             return False
@@ -192,21 +202,23 @@ class ClusterControl:
                                   request.client_id, request.connection_id, request.correlation_id, request.body)
             answer = fn(view)
             if answer is not None:
-                body = from_plain(view.response_class, answer)
+                body = from_json_value(view.response_class, answer)
                 self._event("request_intercepted", broker=broker, api=view.api,
                             client_id=request.client_id, correlation_id=request.correlation_id)
                 self._answer(channel, request, body, False, "intercept")
                 return True
         return False
 
-    def _answer(self, channel: Any, request: "Request", body: Any, close: bool, fault: str) -> None:
+    def _answer(self, channel: RequestChannel, request: Request, body: ResponseBody | None, close: bool,
+                fault: str) -> None:
         self._local.fault = fault
         try:
             channel.send_response(request, body, close_connection=close)
         finally:
             self._local.fault = None
 
-    def on_response(self, broker: int, request: "Request", body: Any, close: bool, deliver: Deliver) -> bool:
+    def on_response(self, broker: int, request: Request, body: ResponseBody | None, close: bool,
+                    deliver: Deliver) -> bool:
         """True if the answer was taken over here (delivered later, or replaced)."""
         if not self._response_work or request.processor_id < 0:
             return False
@@ -271,7 +283,7 @@ class ClusterControl:
             self._changed_locked()
         self._event("interceptor_set", api=APIS[key].name, removed=fn is None)
 
-    def answer_with(self, api: str | int, response: dict[str, Any], count: int = 1) -> None:
+    def answer_with(self, api: str | int, response: dict[str, object], count: int = 1) -> None:
         """Answer the next ``count`` requests of ``api`` with ``response`` (a dict of the response's
         fields, built for each request's version), then let the broker answer again: an
         interceptor for clients that cannot pass a callable (``POST /v1/faults/responses``).
@@ -279,11 +291,11 @@ class ClusterControl:
         key = api_key(api)
         if count <= 0:
             raise ValueError("count must be positive")
-        from_plain(response_schema(key, APIS[key].max_version), response)
+        from_json_value(response_schema(key, APIS[key].max_version), response)
         left = [count]
         lock = threading.Lock()
 
-        def answer(request: ControlRequest) -> Any:
+        def answer(request: ControlRequest) -> dict[str, object] | None:
             with lock:
                 if left[0] <= 0:
                     return None
@@ -312,9 +324,11 @@ class ClusterControl:
                         interceptors=interceptors, healed=isolated)
 
     @contextlib.contextmanager
-    def scoped(self, api: str | int, errors: Iterable[str | int], **filters: Any) -> Iterator[ErrorInjection]:
+    def scoped(self, api: str | int, errors: Iterable[str | int], *, broker: int | None = None,
+               topic: str | None = None, partition: int | None = None,
+               group: str | None = None) -> Iterator[ErrorInjection]:
         try:
-            yield self.inject_errors(api, errors, **filters)
+            yield self.inject_errors(api, errors, broker=broker, topic=topic, partition=partition, group=group)
         finally:
             self.clear_faults()
 
@@ -323,7 +337,7 @@ class ClusterControl:
         if broker not in self.cluster.servers:
             raise UnknownBrokerError(f"unknown broker {broker} (brokers: {sorted(self.cluster.servers)})")
 
-    def _running(self, broker: int) -> Any:
+    def _running(self, broker: int) -> KafkaServer:
         self._check_broker(broker)
         server = self.cluster.servers[broker]
         if server.stopped:
@@ -366,7 +380,7 @@ class ClusterControl:
             self._isolated.discard(broker)
             self._changed_locked()
 
-    def move_leader(self, topic: str, partition: int, broker: int) -> Any:
+    def move_leader(self, topic: str, partition: int, broker: int) -> PartitionState:
         self._check_broker(broker)
         state = self.cluster.metadata.elect_leader(topic, partition, broker)
         self._event("leader_moved", topic=topic, partition=partition, leader=broker,
@@ -404,7 +418,7 @@ class ClusterControl:
             self.recorder.clear()
 
     # ------------------------------------------------------------------ state
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, JsonValue]:
         """The active faults, as JSON-ready values (``GET /v1/faults``)."""
         with self._lock:
             latency = [{"broker": b, "api": None if k is None else APIS[k].name, "ms": ms}
@@ -431,10 +445,10 @@ class ControlCollector:
     def __init__(self, control: ClusterControl) -> None:
         self.control = control
 
-    def describe(self) -> list[Any]:
+    def describe(self) -> list[Metric]:
         return list(self.collect())
 
-    def collect(self) -> Iterator[Any]:
+    def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import CounterMetricFamily
 
         family = CounterMetricFamily("kafka_emu_control_actions", "Test-control actions: injected "

@@ -33,19 +33,26 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable, TypeAlias
 from urllib.parse import parse_qs, urlsplit
 
 import structlog
 
 from kafka_emu.broker.cluster.control.control import UnknownBrokerError
+from kafka_emu.broker.cluster.control.entity_json import JsonValue
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
 
 _log = structlog.get_logger("broker.control_http")
 
 MAX_BODY_BYTES = 1 << 20
 _BROKER_PATH = re.compile(r"^/v1/brokers/(-?\d+)/(stop|start|isolate|heal)$")
+
+Reply: TypeAlias = tuple[int, dict[str, JsonValue]]   # HTTP status, JSON object
 
 
 class _NamedThreadingHTTPServer(ThreadingHTTPServer):
@@ -54,7 +61,8 @@ class _NamedThreadingHTTPServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def process_request(self, request: Any, client_address: Any) -> None:
+    def process_request(self, request: socket.socket | tuple[bytes, socket.socket],
+                        client_address: tuple[str, int]) -> None:
         thread = threading.Thread(target=self.process_request_thread, args=(request, client_address),
                                   name="control-http-request", daemon=True)
         thread.start()
@@ -65,14 +73,14 @@ class BadRequest(ValueError):
 
 
 class _Route:
-    def __init__(self, fn: Callable[..., tuple[int, dict[str, Any]]], fields: dict[str, tuple[type, ...]],
+    def __init__(self, fn: Callable[..., Reply], fields: dict[str, tuple[type, ...]],
                  required: tuple[str, ...] = ()) -> None:
         self.fn = fn
         self.fields = fields          # field -> accepted JSON types
         self.required = required
 
 
-def _check(body: Any, route: _Route) -> dict[str, Any]:
+def _check(body: JsonValue, route: _Route) -> dict[str, JsonValue]:
     if body is None:
         body = {}
     if not isinstance(body, dict):
@@ -91,7 +99,7 @@ def _check(body: Any, route: _Route) -> dict[str, Any]:
 
 
 class ControlHTTPServer:
-    def __init__(self, cluster: Any, port: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(self, cluster: EmbeddedCluster, port: int = 0, host: str = "127.0.0.1") -> None:
         self.cluster = cluster
         self.control = cluster.control
         self._routes: dict[tuple[str, str], _Route] = {
@@ -141,7 +149,7 @@ class ControlHTTPServer:
         self._thread.join(10)
 
     # ------------------------------------------------------------------ dispatch
-    def dispatch(self, method: str, raw_path: str, raw_body: bytes) -> tuple[int, dict[str, Any]]:
+    def dispatch(self, method: str, raw_path: str, raw_body: bytes) -> Reply:
         parts = urlsplit(raw_path)
         path = parts.path.rstrip("/") or "/"
         try:
@@ -171,7 +179,7 @@ class ControlHTTPServer:
             return 409, {"error": str(exc)}
 
     @staticmethod
-    def _json(raw: bytes) -> Any:
+    def _json(raw: bytes) -> JsonValue:
         if not raw.strip():
             return None
         try:
@@ -180,7 +188,7 @@ class ControlHTTPServer:
             raise BadRequest(f"malformed JSON: {exc}") from None
 
     # ------------------------------------------------------------------ operations
-    def _cluster(self) -> tuple[int, dict[str, Any]]:
+    def _cluster(self) -> Reply:
         brokers = []
         for bid, server in sorted(self.cluster.servers.items()):
             brokers.append({"id": bid, "bootstrap_server": server.bootstrap_server, "stopped": server.stopped,
@@ -188,25 +196,25 @@ class ControlHTTPServer:
         return 200, {"brokers": brokers, "bootstrap_servers": self.cluster.bootstrap_servers,
                      "cluster_id": self.cluster.metadata.cluster_id, "time": self.control.describe()["time"]}
 
-    def _errors(self, api: str | int, errors: list[Any], broker: int | None = None, topic: str | None = None,
-                partition: int | None = None, group: str | None = None) -> tuple[int, dict[str, Any]]:
+    def _errors(self, api: str | int, errors: list[str | int], broker: int | None = None, topic: str | None = None,
+                partition: int | None = None, group: str | None = None) -> Reply:
         injection = self.control.inject_errors(api, errors, broker=broker, topic=topic,
                                                partition=partition, group=group)
         return 201, {"injection": injection.describe()}
 
-    def _latency(self, broker: int, ms: float, api: str | int | None = None) -> tuple[int, dict[str, Any]]:
+    def _latency(self, broker: int, ms: float, api: str | int | None = None) -> Reply:
         self.control.set_latency(broker, int(ms), api)
         return 200, {"broker": broker, "ms": int(ms), "api": api}
 
-    def _responses(self, api: str | int, response: dict[str, Any], count: int = 1) -> tuple[int, dict[str, Any]]:
+    def _responses(self, api: str | int, response: dict[str, JsonValue], count: int = 1) -> Reply:
         self.control.answer_with(api, response, count)
         return 201, {"api": api, "count": count}
 
-    def _clear(self) -> tuple[int, dict[str, Any]]:
+    def _clear(self) -> Reply:
         self.control.clear_faults()
         return 200, self.control.describe()
 
-    def _broker_action(self, broker: int, action: str) -> tuple[int, dict[str, Any]]:
+    def _broker_action(self, broker: int, action: str) -> Reply:
         self.control._check_broker(broker)
         if action == "stop":
             self.cluster.stop_broker(broker)
@@ -221,7 +229,7 @@ class ControlHTTPServer:
                      "isolated": self.control.is_isolated(broker),
                      "bootstrap_server": server.bootstrap_server}
 
-    def _leader(self, topic: str, partition: int, broker: int) -> tuple[int, dict[str, Any]]:
+    def _leader(self, topic: str, partition: int, broker: int) -> Reply:
         try:
             state = self.control.move_leader(topic, partition, broker)
         except ValueError as exc:
@@ -229,19 +237,19 @@ class ControlHTTPServer:
         return 200, {"topic": topic, "partition": partition, "leader": state.leader,
                      "leader_epoch": state.leader_epoch, "isr": list(state.isr)}
 
-    def _coordinator(self, group: str, broker: int) -> tuple[int, dict[str, Any]]:
+    def _coordinator(self, group: str, broker: int) -> Reply:
         try:
             partition = self.control.move_group_coordinator(group, broker)
         except ValueError as exc:
             raise RuntimeError(str(exc)) from None
         return 200, {"group": group, "partition": partition, "coordinator": broker}
 
-    def _advance(self, ms: float) -> tuple[int, dict[str, Any]]:
+    def _advance(self, ms: float) -> Reply:
         self.control.advance_time(ms)
         return 200, self.control.describe()["time"]
 
     def _requests(self, api: str | None = None, broker: str | None = None, client_id: str | None = None,
-                  limit: str | None = None) -> tuple[int, dict[str, Any]]:
+                  limit: str | None = None) -> Reply:
         try:
             broker_id = None if broker in (None, "") else int(broker)
             last = None if limit in (None, "") else int(limit)
@@ -253,7 +261,7 @@ class ControlHTTPServer:
         recorder = self.control.recorder
         return 200, {"requests": [r.to_json() for r in records], "dropped": recorder.dropped if recorder else 0}
 
-    def _clear_requests(self) -> tuple[int, dict[str, Any]]:
+    def _clear_requests(self) -> Reply:
         self.control.clear_requests()
         return 200, {"cleared": True}
 
@@ -284,12 +292,12 @@ class ControlHTTPServer:
 
             do_GET = do_POST = do_DELETE = do_PUT = _handle
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's name
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's name
                 _log.debug("control_http_request", line=format % args)
 
         return Handler
 
 
-def serve_control(cluster: Any, port: int = 0, host: str = "127.0.0.1") -> ControlHTTPServer:
+def serve_control(cluster: EmbeddedCluster, port: int = 0, host: str = "127.0.0.1") -> ControlHTTPServer:
     """Start the control endpoint of ``cluster`` on ``host:port`` (0: a free port)."""
     return ControlHTTPServer(cluster, port, host).start()

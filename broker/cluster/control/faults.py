@@ -23,11 +23,15 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
-
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from kafka_emu.broker.apis import APIS
+from kafka_emu.broker.cluster.control.entity_json import JsonValue
+from kafka_emu.broker.protocol.codec import RequestBody
 from kafka_emu.common.errors import Errors
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.server.metadata_store import MetadataStore
 
 DISCONNECT = "DISCONNECT"
 _API_KEYS = {spec.name.lower(): key for key, spec in APIS.items()}
@@ -81,7 +85,7 @@ class ErrorInjection:
     group: str | None = None
     injected: int = 0
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, JsonValue]:
         return {"api": APIS[self.api_key].name, "errors": [error_name(e) for e in self.errors],
                 "broker": self.broker, "topic": self.topic, "partition": self.partition,
                 "group": self.group, "injected": self.injected}
@@ -149,14 +153,14 @@ _GROUP_FIELDS = ("group_id", "key")
 _GROUP_ARRAYS = ("coordinator_keys", "groups", "groups_names")
 
 
-def request_facts(api: int, broker: int, body: Any, metadata: Any) -> RequestFacts:
+def request_facts(api: int, broker: int, body: RequestBody, metadata: MetadataStore | None) -> RequestFacts:
     facts = RequestFacts(api, broker)
     for name in _TOPIC_ARRAYS:
         for topic in getattr(body, name, None) or ():
             tname = _topic_name(topic, metadata)
             if tname is None:
                 continue
-            parts = list(_partition_indexes(topic)) or [None]
+            parts: list[int | None] = [*_partition_indexes(topic)] or [None]
             facts.partitions.update((tname, p) for p in parts)
     for name in _GROUP_FIELDS:
         value = getattr(body, name, None)
@@ -169,7 +173,7 @@ def request_facts(api: int, broker: int, body: Any, metadata: Any) -> RequestFac
     return facts
 
 
-def _topic_name(topic: Any, metadata: Any) -> str | None:
+def _topic_name(topic: object, metadata: MetadataStore | None) -> str | None:
     if isinstance(topic, str):
         return topic
     for attr in ("name", "topic"):
@@ -182,7 +186,7 @@ def _topic_name(topic: Any, metadata: Any) -> str | None:
     return None
 
 
-def _partition_indexes(topic: Any) -> Iterator[int]:
+def _partition_indexes(topic: object) -> Iterator[int]:
     for name in _PARTITION_ARRAYS:
         for item in getattr(topic, name, None) or ():
             if isinstance(item, int):

@@ -20,12 +20,17 @@ import threading
 import time as _time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis import api_name
-from kafka_emu.broker.cluster.control.plain import to_plain
+from kafka_emu.broker.cluster.control.entity_json import JsonValue, to_json_value
 from kafka_emu.broker.protocol.adapter import response_schema
-from kafka_emu.broker.protocol.codec import EncodedResponse, decode_response
+from kafka_emu.broker.protocol.codec import EncodedResponse, RequestBody, ResponseBody, decode_response
+
+if TYPE_CHECKING:
+    from kio.static.protocol import ResponsePayload
+
+    from kafka_emu.broker.network.request_channel import Request
 
 DEFAULT_CAPACITY = 10_000
 
@@ -39,18 +44,18 @@ class RequestRecord:
     api_key: int
     api_version: int
     correlation_id: int
-    request: Any                   # the decoded request body
-    raw_response: Any              # the response body as sent (None: no answer)
+    request: RequestBody           # the decoded request body
+    raw_response: ResponseBody | None   # the response body as sent (None: no answer)
     disconnected: bool             # the connection was closed instead of answering
     fault: str | None = None       # "error", "disconnect", "intercept", "isolated" or None
-    _decoded: Any = field(default=None, repr=False)
+    _decoded: ResponsePayload | None = field(default=None, repr=False)
 
     @property
     def api(self) -> str:
         return api_name(self.api_key)
 
     @property
-    def response(self) -> Any:
+    def response(self) -> ResponsePayload | None:
         """The response entity sent (None for no answer or a disconnect)."""
         body = self.raw_response
         if isinstance(body, EncodedResponse):
@@ -67,15 +72,15 @@ class RequestRecord:
         _collect_errors(self.response, out)
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"time": self.time, "broker": self.broker, "connection": self.connection,
                 "client_id": self.client_id, "api": self.api, "api_key": self.api_key,
                 "api_version": self.api_version, "correlation_id": self.correlation_id,
                 "fault": self.fault, "disconnected": self.disconnected,
-                "request": to_plain(self.request), "response": to_plain(self.response)}
+                "request": to_json_value(self.request), "response": to_json_value(self.response)}
 
 
-def _collect_errors(value: Any, out: list[int]) -> None:
+def _collect_errors(value: object, out: list[int]) -> None:
     fields_ = getattr(value, "__dataclass_fields__", None)
     if fields_ is None:
         if isinstance(value, tuple):
@@ -99,7 +104,8 @@ class RequestRecorder:
         self._ring: deque[RequestRecord] = deque(maxlen=capacity)
         self.dropped = 0
 
-    def record(self, broker: int, request: Any, body: Any, close_connection: bool, fault: str | None) -> None:
+    def record(self, broker: int, request: Request, body: ResponseBody | None, close_connection: bool,
+               fault: str | None) -> None:
         rec = RequestRecord(_time.time(), broker, request.connection_id, request.client_id,
                             request.api_key, request.api_version, request.correlation_id,
                             request.body, None if close_connection else body, close_connection, fault)

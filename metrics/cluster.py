@@ -138,12 +138,6 @@ class ClusterMetrics:
         broker.detach()
         self.request_metrics.forget_broker(broker.broker_id)
 
-    def unregister_broker(self, broker_id: int) -> None:
-        with self._lock:
-            old = self._brokers.pop(broker_id, None)
-        if old is not None:
-            self._retire(old)
-
     def broker(self, broker_id: int) -> BrokerMetrics:
         with self._lock:
             return self._brokers[broker_id]

@@ -39,15 +39,6 @@ class MetricSpec:
     unit: str = ""
 
     @property
-    def sample_name(self) -> str:
-        """The name of the main sample as Prometheus stores it (counters gain ``_total``)."""
-        if self.kind == "counter":
-            return self.name + "_total"
-        if self.kind in ("histogram", "summary"):
-            return self.name + "_count"
-        return self.name
-
-    @property
     def all_labels(self) -> tuple[str, ...]:
         return (BROKER_LABEL, *self.labels)
 

@@ -52,9 +52,6 @@ class ShutdownableThread(threading.Thread):
         self.initiate_shutdown()
         self.await_shutdown()
 
-    def is_running(self) -> bool:
-        return not self._shutdown_initiated.is_set()
-
     def is_shutdown_initiated(self) -> bool:
         return self._shutdown_initiated.is_set()
 

@@ -83,9 +83,6 @@ class FetchSession:
         self.last_used_ms = now_ms
         self.closed = False
 
-    def has_changes(self) -> bool:
-        return bool(self.changed) or self.closed
-
     def __repr__(self) -> str:
         return f"FetchSession(id={self.id}, replica={self.replica_id}, partitions={len(self.partitions)})"
 

@@ -213,10 +213,6 @@ class MetadataStore:
         t = self.topics.get(topic)
         return t.partitions.get(partition) if t else None
 
-    def all_partition_states(self) -> list[PartitionState]:
-        with self._lock:
-            return [s for t in self.topics.values() for s in t.partitions.values()]
-
     def create_topic(self, name: str, partitions: int, replication_factor: int,
                      configs: dict[str, Any] | None = None, internal: bool = False) -> TopicInfo:
         """Assign replicas round robin over the live brokers; the first replica leads."""

@@ -109,9 +109,6 @@ class KafkaRequestHandlerPool:
         for h in self.handlers:
             h.start()
 
-    def thread_names(self) -> set[str]:
-        return {h.name for h in self.handlers}
-
     def snapshot(self) -> HandlerPoolSnapshot:
         now = _time.monotonic_ns()
         idle = busy = 0

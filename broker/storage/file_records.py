@@ -115,10 +115,6 @@ class FileRecords:
         with open(self.path, "rb") as f:
             return mmap.mmap(f.fileno(), self.size, access=mmap.ACCESS_READ)
 
-    def read_all(self) -> bytearray:
-        with open(self.path, "rb") as f:
-            return bytearray(f.read(self.size))
-
     def close(self) -> None:
         """Close the append handle (an inactive segment is only read through its map)."""
         if self._fd is not None:

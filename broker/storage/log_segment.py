@@ -98,9 +98,6 @@ class OffsetIndex:
     def last_offset(self) -> int:
         return self._offsets[-1] if self._offsets else self.base_offset
 
-    def can_append_offset(self, offset: int) -> bool:
-        return 0 <= offset - self.base_offset <= INT_MAX
-
     def append(self, offset: int, position: int) -> None:
         if self.is_full():
             raise IndexFullError(f"offset index of segment {self.base_offset} is full")
@@ -122,14 +119,6 @@ class OffsetIndex:
         if i < 0:
             return self.base_offset, 0
         return self._offsets[i], self._positions[i]
-
-    def fetch_upper_bound_offset(self, start_position: int, fetch_size: int) -> int | None:
-        """The offset of the first entry at or beyond ``start_position + fetch_size``."""
-        want = start_position + fetch_size
-        for off, pos in zip(self._offsets, self._positions):
-            if pos >= want:
-                return off
-        return None
 
     def items(self, start: int = 0) -> list[tuple[int, int]]:
         """(offset, position) of the entries from the ``start``-th on (for the ``.index`` file)."""

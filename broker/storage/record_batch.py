@@ -110,11 +110,6 @@ def rewrite_batch_header(buf: bytearray, position: int, base_offset: int, leader
     _I32.pack_into(buf, position + 12, leader_epoch)
 
 
-def peek_base_offset_and_size(data: bytes | memoryview, pos: int = 0) -> tuple[int, int]:
-    base, length = _BASE_AND_LEN.unpack_from(data, pos)
-    return base, length + LOG_OVERHEAD
-
-
 # ---------------------------------------------------------------------- varints
 
 

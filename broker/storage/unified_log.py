@@ -618,9 +618,6 @@ class UnifiedLog:
         self.log_start_offset = self.log_end_offset = self.high_watermark = new_offset
         self.leader_epoch_cache.clear()
 
-    def num_batches(self) -> int:
-        return sum(1 for seg in self.segments for _ in seg.batches())
-
     def snapshot(self) -> LogSnapshot:
         """Read without the partition lock: each field is an int read once."""
         hw = self.high_watermark

@@ -174,13 +174,6 @@ class TransactionMetadata:
         self.topic_partitions.discard(tp)
 
     # ------------------------------------------------------------------ prepare
-    def prepare_no_transit(self) -> TxnTransitMetadata:
-        """The current state as a transit (to load markers again, and for tests)."""
-        return TxnTransitMetadata(self.producer_id, self.previous_producer_id, self.next_producer_id,
-                                  self.producer_epoch, self.last_producer_epoch, self.txn_timeout_ms,
-                                  self.state, frozenset(self.topic_partitions), self.txn_start_timestamp,
-                                  self.txn_last_update_timestamp, self.client_transaction_version)
-
     def prepare_fence_producer_epoch(self, bump: bool = True) -> TxnTransitMetadata:
         """PrepareEpochFence with the epoch bumped, unless an earlier fence write failed (then the
         in-memory epoch is already the fenced one). ``bump=False`` under transaction version 2,

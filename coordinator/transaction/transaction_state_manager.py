@@ -155,16 +155,6 @@ class TransactionStateManager:
             current = entry.metadata_per_transactional_id.setdefault(metadata.transactional_id, metadata)
             return Errors.NONE, CoordinatorEpochAndTxnMetadata(entry.coordinator_epoch, current)
 
-    def add_loaded_transactions_to_cache(self, partition: int, coordinator_epoch: int,
-                                         loaded: dict[str, TransactionMetadata]) -> None:
-        """Install a partition's metadata (tests use it in place of a load)."""
-        with self._state_lock:
-            previous = self._cache.get(partition)
-            if previous is not None:
-                _log.warning("replacing_loaded_partition", partition=partition,
-                             old_epoch=previous.coordinator_epoch, new_epoch=coordinator_epoch)
-            self._cache[partition] = _CacheEntry(coordinator_epoch, dict(loaded))
-
     def all_transactions(self) -> list[TransactionMetadata]:
         with self._state_lock:
             return [md for e in self._cache.values() for md in e.metadata_per_transactional_id.values()]

@@ -110,13 +110,13 @@ def test_hw_only_marks_are_reported_but_do_not_wake():
     cache = FetchSessionCache(10, MockTime())
     _, s = cache.new_context(1, 0, INITIAL_EPOCH, [(A, info()), (B, info())], [])
     cache.take_changed(s)
-    assert not s.has_changes()
+    assert not s.changed
     cache.mark_changed(A, wake=False)
-    assert not s.has_changes()                         # a parked fetch stays parked
+    assert not s.changed                               # a parked fetch stays parked
     assert [tp for tp, _ in cache.take_changed(s)] == [A]
     assert list(cache.quiescent(A)) and list(cache.quiescent(B))
     cache.mark_changed(B)
-    assert s.has_changes() and list(cache.quiescent(B)) == []
+    assert s.changed and list(cache.quiescent(B)) == []
 
 
 @settings(max_examples=60, deadline=None)
@@ -156,7 +156,7 @@ def test_session_holds_exactly_what_was_sent_and_reports_every_change(steps):
             pending, waking = set(), set()
         assert err == Errors.NONE if kind in ("full", "inc") else True
         assert set(s.partitions) == model
-        assert s.changed == waking and s.has_changes() == bool(waking)
+        assert s.changed == waking
 
 
 # ---------------------------------------------------------------- request level

@@ -31,7 +31,7 @@ def test_bad_batch_in_multi_batch_append_writes_nothing():
     with pytest.raises(KafkaError) as ei:
         log.append_as_leader(batch(2) + bytes(bad), 0)
     assert ei.value.code == Errors.CORRUPT_MESSAGE
-    assert log.log_end_offset == 0 and log.num_batches() == 0
+    assert log.log_end_offset == 0 and log.size_bytes == 0
 
 
 def test_single_batch_required_for_produce():

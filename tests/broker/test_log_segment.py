@@ -184,17 +184,6 @@ def test_offset_index_append_too_many_and_out_of_order():
         idx2.append(50, 1)
 
 
-def test_offset_index_fetch_upper_bound_offset():
-    """OffsetIndexTest.testFetchUpperBoundOffset."""
-    idx = OffsetIndex(0, 100)
-    idx.append(1, 100)
-    idx.append(2, 200)
-    idx.append(3, 300)
-    assert idx.fetch_upper_bound_offset(0, 150) == 2
-    assert idx.fetch_upper_bound_offset(100, 200) == 3
-    assert idx.fetch_upper_bound_offset(200, 200) is None
-
-
 def test_offset_index_truncate():
     """OffsetIndexTest.truncate: an exact match and everything after it goes."""
     idx = OffsetIndex(0, 10 * 8)

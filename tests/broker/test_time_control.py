@@ -55,7 +55,6 @@ def test_offset_time_flows_with_the_wall_clock_and_jumps() -> None:
     t.advance(3_600_000)
     assert t.milliseconds() - wall0 >= 3_600_000
     assert t.hi_res_clock_ms() - mono0 >= 3_600_000
-    assert t.offset_ms == 3_600_000
     with pytest.raises(ValueError):
         t.advance(-1)
 

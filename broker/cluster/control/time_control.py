@@ -41,10 +41,6 @@ class OffsetTime(MockTime):
         super().__init__()
         self._offset_ns = 0
 
-    @property
-    def offset_ms(self) -> int:
-        return self._offset_ns // 1_000_000
-
     def milliseconds(self) -> int:
         return (_time.time_ns() + self._offset_ns) // 1_000_000
 

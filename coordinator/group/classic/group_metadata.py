@@ -3,9 +3,9 @@
 Locking: ``lock`` (a reentrant ``GroupLock``) guards every field of the group and of its
 members; it is also the operation lock of the group's DelayedJoin/InitialDelayedJoin/DelayedSync/
 DelayedHeartbeat and the lock passed to ``CoordinatorLog.append_records``. Methods here assume
-the caller holds it (as Kafka's ``@nonthreadsafe`` class does) except ``in_lock``. Join/sync
-callbacks are handed to ``lock.defer`` so they run after the lock is released (see
-``group_lock``); a callback that raises is retried once with UNKNOWN_SERVER_ERROR, as in Kafka.
+the caller holds it (as Kafka's ``@nonthreadsafe`` class does). Join/sync callbacks are handed
+to ``lock.defer`` so they run after the lock is released (see ``group_lock``); a callback that
+raises is retried once with UNKNOWN_SERVER_ERROR, as in Kafka.
 
 ``transition_to`` logs and calls ``on_transition`` inside ``logsetup.group_context``
 (``group_id``, ``generation``), so events the coordinator emits from the hook carry them too.
@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import uuid
 from collections import Counter
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable
 
 import structlog
 
@@ -37,8 +37,6 @@ from kafka_emu.coordinator.group.results import (
     GroupOverview, GroupSummary, JoinGroupResult, JoinGroupResultMember, MemberSummary,
     OffsetAndMetadata, SyncGroupResult,
 )
-
-T = TypeVar("T")
 
 _log = structlog.get_logger("coordinator.group")
 
@@ -120,16 +118,11 @@ class GroupMetadata:
         # one group happen under its lock, so the counter orders them as the log does)
         self.offset_positions: dict[tuple[str, int], int] = {}
         self._next_position = 0
-        self.received_consumer_offset_commits = False
         self.subscribed_topics: set[str] | None = None
         self.on_transition = on_transition
         self.rebalance_start_ms: int | None = None  # for the rebalance-time metric
 
     # ------------------------------------------------------------------ basics
-    def in_lock(self, fn: Callable[[], T]) -> T:
-        with self.lock:
-            return fn()
-
     def is_(self, state: GroupState) -> bool:
         return self.state is state
 
@@ -145,17 +138,11 @@ class GroupMetadata:
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id == member_id
 
-    def leader_or_null(self) -> str | None:
-        return self.leader_id
-
     def has_static_member(self, instance_id: str | None) -> bool:
         return instance_id is not None and instance_id in self.static_members
 
     def current_static_member_id(self, instance_id: str | None) -> str | None:
         return self.static_members.get(instance_id) if instance_id is not None else None
-
-    def all_members(self) -> list[str]:
-        return list(self.members)
 
     def all_member_metadata(self) -> list[MemberMetadata]:
         return list(self.members.values())
@@ -370,7 +357,6 @@ class GroupMetadata:
             self.protocol_name = None
             self.subscribed_topics = self._compute_subscribed_topics()
             self.transition_to(Empty, "join phase completed with no members")
-        self.received_consumer_offset_commits = False
         self.clear_pending_sync_members()
 
     def maybe_elect_new_joined_leader(self) -> bool:
@@ -425,7 +411,6 @@ class GroupMetadata:
         return self._next_position
 
     def prepare_offset_commit(self, offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
-        self.received_consumer_offset_commits = True
         self.pending_offset_commits.update(offsets)
 
     def _is_newer(self, tp: tuple[str, int], position: int | None) -> bool:
@@ -497,12 +482,6 @@ class GroupMetadata:
 
     def offset(self, tp: tuple[str, int]) -> OffsetAndMetadata | None:
         return self.offsets.get(tp)
-
-    def all_offsets(self) -> dict[tuple[str, int], OffsetAndMetadata]:
-        return dict(self.offsets)
-
-    def num_offsets(self) -> int:
-        return len(self.offsets)
 
     def remove_offsets(self, tps: Iterable[tuple[str, int]]) -> dict[tuple[str, int], OffsetAndMetadata]:
         removed = {}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.server.metadata_store import ELECTION_PREFERRED, ELECTION_UNCLEAN
+from kafka_emu.broker.server.partition_state import ELECTION_PREFERRED, ELECTION_UNCLEAN
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.errors import Errors
 

@@ -65,7 +65,8 @@ from kafka_emu.broker.server.kafka_server import KafkaServer
 from kafka_emu.broker.storage.unified_log import UnifiedLog
 from kafka_emu.broker.storage.log_config import validate_topic_configs
 from kafka_emu.broker.storage.log_dirs import ClusterStorage, configured_log_dirs
-from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC, MetadataStore, PartitionState, TopicInfo
+from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC, MetadataStore, TopicInfo
+from kafka_emu.broker.server.partition_state import PartitionState
 from kafka_emu.broker.storage.record_batch import build_batch, iter_records
 from kafka_emu.common.errors import Errors
 from kafka_emu.logsetup import ensure_configured as ensure_logging_configured

@@ -16,10 +16,9 @@ config records: topic configs and dynamic broker configs (``alter_topic_configs`
 ``alter_broker_configs``, Kafka's ``ConfigurationControlManager``), each change announced to the
 live brokers' config listeners so they apply it at once.
 
-Replica placement (``_place``): round robin over the live brokers, partition ``p`` of a topic on
-``live[(start + p + r) % n]`` for replica ``r``; ``start`` advances with each new topic, and new
-partitions of a topic continue its stripe (``start`` = the position of partition 0's first
-replica), so a topic grown with CreatePartitions is laid out as if created with the new count.
+How a partition's state changes (placement, elections, fencing, reassignments) is
+``broker.server.partition_state``'s: this store applies those rules under its locks, keeps the
+result and publishes it.
 
 Locks: ``_lock`` guards the maps (topics, brokers, config records, listeners), the producer-id
 counter and ``reassignments_completable`` (held briefly, never while calling out). ``_controller_lock``
@@ -38,11 +37,9 @@ persists by going through one of the publish points.
 
 Differences from Kafka on purpose: ISR changes are applied synchronously (no in-flight
 AlterPartition state); a stopped broker is fenced at once (removed from every ISR unless it is
-the last member, and loses its leaderships); an unclean election happens only when asked for
-(ElectLeaders UNCLEAN), never automatically (``unclean.leader.election.enable`` is not acted on);
-replica placement is the round robin above, not Kafka's rack-aware ``StripedReplicaPlacer``
-(racks are ignored); the persisted controller state is a JSON snapshot rewritten on each change,
-not the KRaft ``__cluster_metadata`` log.
+the last member, and loses its leaderships); ``unclean.leader.election.enable`` is not acted on
+(``partition_state`` lists the placement and election differences); the persisted controller
+state is a JSON snapshot rewritten on each change, not the KRaft ``__cluster_metadata`` log.
 """
 from __future__ import annotations
 
@@ -54,6 +51,16 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import structlog
 
+from kafka_emu.broker.server.partition_state import (
+    PartitionState,
+    complete_reassignment,
+    elect,
+    fence,
+    place_replicas,
+    start_reassignment,
+    unfence,
+    with_leader,
+)
 from kafka_emu.common.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
@@ -63,7 +70,6 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("broker.metadata")
 
 OFFSETS_TOPIC = "__consumer_offsets"
-ELECTION_PREFERRED, ELECTION_UNCLEAN = 0, 1   # ElectLeadersRequest's ElectionType
 FIRST_PRODUCER_ID = 1000
 PRODUCER_ID_BLOCK_SIZE = 1000   # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 
@@ -78,30 +84,6 @@ class ConfigResourceType(enum.IntEnum):
     CLIENT_METRICS = 16
     GROUP = 32
 
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    topic: str
-    partition: int
-    topic_id: uuid.UUID
-    leader: int
-    leader_epoch: int
-    partition_epoch: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    adding_replicas: tuple[int, ...] = ()     # an ongoing reassignment (KIP-455): still catching up
-    removing_replicas: tuple[int, ...] = ()   # an ongoing reassignment: leave when it completes
-
-    @property
-    def target_replicas(self) -> tuple[int, ...]:
-        """The replicas once the ongoing reassignment (if any) completes."""
-        return tuple(r for r in self.replicas if r not in self.removing_replicas)
-
-    @property
-    def original_replicas(self) -> tuple[int, ...]:
-        """The replicas before the ongoing reassignment (if any) began."""
-        return tuple(r for r in self.replicas if r not in self.adding_replicas)
 
 
 @dataclass
@@ -130,11 +112,6 @@ PartitionListener = Callable[[list[PartitionState], list[tuple[str, int]]], None
 ConfigListener = Callable[[int, str], None]
 # current configs of a resource -> new configs (raises KafkaError when refused)
 ConfigAlteration = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-def _place(live: list[int], start: int, first: int, count: int, rf: int) -> list[tuple[int, ...]]:
-    """Replicas of partitions ``first .. first+count-1`` (see the module docstring)."""
-    return [tuple(live[(start + p + r) % len(live)] for r in range(rf)) for p in range(first, first + count)]
 
 
 class MetadataStore:
@@ -172,6 +149,10 @@ class MetadataStore:
 
     def live_broker_ids(self) -> list[int]:
         return [b.broker_id for b in self.live_brokers()]
+
+    def _live_ids_locked(self) -> list[int]:
+        """The live brokers' ids in order (``_lock`` held)."""
+        return sorted(b.broker_id for b in self.brokers.values() if b.live)
 
     def broker(self, broker_id: int) -> BrokerInfo | None:
         return self.brokers.get(broker_id)
@@ -220,7 +201,7 @@ class MetadataStore:
             with self._lock:
                 if name in self.topics:
                     raise ValueError(f"topic {name!r} already exists")
-                live = sorted(b.broker_id for b in self.brokers.values() if b.live)
+                live = self._live_ids_locked()
                 if partitions <= 0:
                     raise ValueError("partitions must be positive")
                 if replication_factor <= 0 or replication_factor > len(live):
@@ -232,7 +213,7 @@ class MetadataStore:
                 info = TopicInfo(name, topic_id, configs=dict(configs or {}), internal=internal)
                 start = self._next_assignment_start
                 self._next_assignment_start += 1
-                for p, replicas in enumerate(_place(live, start, 0, partitions, replication_factor)):
+                for p, replicas in enumerate(place_replicas(live, start, 0, partitions, replication_factor)):
                     info.partitions[p] = PartitionState(name, p, topic_id, replicas[0], 0, 0,
                                                         replicas, replicas)
                 self.topics[name] = info
@@ -311,7 +292,7 @@ class MetadataStore:
                                      f"Attempted to add {additional} additional partition(s), but only "
                                      f"{len(assignments)} assignment(s) were specified.")
                 rf = len(info.partitions[0].replicas)
-                live = sorted(b.broker_id for b in self.brokers.values() if b.live)
+                live = self._live_ids_locked()
                 if assignments is not None:
                     placed = [self._manual_assignment(list(a), rf, current + i) for i, a in enumerate(assignments)]
                 else:
@@ -323,7 +304,7 @@ class MetadataStore:
                                          f"only {len(live)} broker(s) are registered.")
                     first = info.partitions[0].replicas[0]
                     start = live.index(first) if first in live else self._next_assignment_start
-                    placed = _place(live, start, current, additional, rf)
+                    placed = place_replicas(live, start, current, additional, rf)
                 states = []
                 for p, replicas in enumerate(placed, start=current):
                     isr = tuple(r for r in replicas if r in live)
@@ -456,27 +437,13 @@ class MetadataStore:
                     b.request_channel = None
                 if not elect:
                     return changed
-                live = {x.broker_id for x in self.brokers.values() if x.live}
+                live = set(self._live_ids_locked())
                 for t in self.topics.values():
                     for p, st in list(t.partitions.items()):
-                        if broker_id not in st.replicas:
-                            continue
-                        if st.leader == broker_id:
-                            candidates = [r for r in st.isr if r != broker_id and r in live]
-                            if candidates:
-                                new_isr = tuple(r for r in st.isr if r != broker_id)
-                                new = replace(st, leader=candidates[0], leader_epoch=st.leader_epoch + 1,
-                                              partition_epoch=st.partition_epoch + 1, isr=new_isr)
-                            else:  # offline: keep the last ISR member (Kafka keeps it too)
-                                new = replace(st, leader=-1, leader_epoch=st.leader_epoch + 1,
-                                              partition_epoch=st.partition_epoch + 1)
-                        elif broker_id in st.isr and len(st.isr) > 1:
-                            new = replace(st, isr=tuple(r for r in st.isr if r != broker_id),
-                                          partition_epoch=st.partition_epoch + 1)
-                        else:
-                            continue
-                        t.partitions[p] = new
-                        changed.append(new)
+                        new = fence(st, broker_id, live)
+                        if new is not None:
+                            t.partitions[p] = new
+                            changed.append(new)
             _log.info("broker_fenced", broker_id=broker_id, partitions_changed=len(changed))
             self._push(changed, [], exclude=broker_id)
             return changed
@@ -492,9 +459,8 @@ class MetadataStore:
                     self._listeners[info.broker_id] = listener
                 for t in self.topics.values():
                     for p, st in list(t.partitions.items()):
-                        if st.leader == -1 and info.broker_id in st.isr:
-                            new = replace(st, leader=info.broker_id, leader_epoch=st.leader_epoch + 1,
-                                          partition_epoch=st.partition_epoch + 1)
+                        new = unfence(st, info.broker_id)
+                        if new is not None:
                             t.partitions[p] = new
                             changed.append(new)
                 mine = [s for t in self.topics.values() for s in t.partitions.values()
@@ -522,14 +488,14 @@ class MetadataStore:
             with self._lock:
                 if partitions is None:
                     partitions = [(t.name, p) for t in self.topics.values() for p in sorted(t.partitions)]
-                live = {b.broker_id for b in self.brokers.values() if b.live}
+                live = set(self._live_ids_locked())
                 for topic, partition in partitions:
                     st = self.partition_state(topic, partition)
                     if st is None:
                         results[(topic, partition)] = (Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                                        f"No such topic partition as {topic}-{partition}")
                         continue
-                    new = self._elect(st, election_type, live)
+                    new = elect(st, election_type, live)
                     if isinstance(new, int):
                         results[(topic, partition)] = (new, None)
                         continue
@@ -541,29 +507,6 @@ class MetadataStore:
                           leader_epoch=st.leader_epoch, isr=list(st.isr), election_type=election_type)
             self._push(changed, [])
         return results
-
-    @staticmethod
-    def _elect(st: PartitionState, election_type: int, live: set[int]) -> PartitionState | int:
-        """The partition after the election, or the error code when nothing changes."""
-        clean = [r for r in st.replicas if r in st.isr and r in live]
-        if election_type == ELECTION_PREFERRED:
-            preferred = st.replicas[0]
-            if st.leader == preferred:
-                return Errors.ELECTION_NOT_NEEDED
-            if preferred not in clean:
-                return Errors.PREFERRED_LEADER_NOT_AVAILABLE
-            return replace(st, leader=preferred, leader_epoch=st.leader_epoch + 1,
-                           partition_epoch=st.partition_epoch + 1)
-        if st.leader >= 0:
-            return Errors.ELECTION_NOT_NEEDED
-        if clean:
-            return replace(st, leader=clean[0], leader_epoch=st.leader_epoch + 1,
-                           partition_epoch=st.partition_epoch + 1)
-        unclean = [r for r in st.replicas if r in live]
-        if not unclean:
-            return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
-        return replace(st, leader=unclean[0], leader_epoch=st.leader_epoch + 1,
-                       partition_epoch=st.partition_epoch + 1, isr=(unclean[0],))
 
     # ------------------------------------------------------------------ reassignment (KIP-455)
     def alter_partition_reassignments(self, reassignments: dict[tuple[str, int], tuple[int, ...] | None],
@@ -582,17 +525,19 @@ class MetadataStore:
             changed: list[PartitionState] = []
             stopped: dict[tuple[str, int], set[int]] = {}
             with self._lock:
+                live = set(self._live_ids_locked())
                 for (topic, partition), target in reassignments.items():
                     st = self.partition_state(topic, partition)
                     if st is None:
                         results[(topic, partition)] = (Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                                        f"Unable to find partition {topic}:{partition}.")
                         continue
-                    error, message, new, gone = self._reassign(st, target, allow_replication_factor_change)
+                    error, message, new, gone = start_reassignment(st, target, self.brokers, live,
+                                                                   allow_replication_factor_change)
                     if new is None:
                         results[(topic, partition)] = (error, message)
                         continue
-                    done = self._completed(new)
+                    done = complete_reassignment(new, live)
                     if done is not None:
                         new, more = done
                         gone = gone | more
@@ -608,60 +553,6 @@ class MetadataStore:
             self._push(changed, [], stopped=stopped)
         return results
 
-    def _reassign(self, st: PartitionState, target: tuple[int, ...] | None, allow_rf_change: bool
-                  ) -> tuple[int, str | None, PartitionState | None, set[int]]:
-        """Lock held. (error, message, the partition with the reassignment applied or None on
-        error, brokers whose replica it drops)."""
-        original = st.original_replicas
-        error = None
-        if target is None:
-            if not st.adding_replicas and not st.removing_replicas:
-                error = Errors.NO_REASSIGNMENT_IN_PROGRESS, f"Partition {st.topic}-{st.partition} is not being reassigned."
-            target = original
-        elif not target:
-            error = Errors.INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment includes an empty replica list."
-        elif len(set(target)) != len(target):
-            error = (Errors.INVALID_REPLICA_ASSIGNMENT,
-                     f"The manual partition assignment includes duplicate replicas {list(target)}.")
-        elif any(r not in self.brokers for r in target):
-            error = (Errors.INVALID_REPLICA_ASSIGNMENT, f"The manual partition assignment includes broker(s) "
-                     f"{[r for r in target if r not in self.brokers]} that are not registered.")
-        elif not allow_rf_change and len(target) != len(original):
-            error = (Errors.INVALID_REPLICATION_FACTOR,
-                     f"The replication factor is changed from {len(original)} to {len(target)}")
-        if error is not None:
-            return error[0], error[1], None, set()
-        replicas = tuple(target) + tuple(r for r in original if r not in target)
-        adding = tuple(r for r in target if r not in original)
-        removing = tuple(r for r in original if r not in target)
-        gone = {r for r in st.replicas if r not in replicas}   # adding replicas of a replaced reassignment
-        isr = tuple(r for r in st.isr if r in replicas)
-        new = replace(st, replicas=replicas, isr=isr or st.isr, adding_replicas=adding,
-                      removing_replicas=removing, partition_epoch=st.partition_epoch + 1)
-        if new.leader not in replicas:
-            new = self._hand_over(new, isr)
-        return Errors.NONE, None, new, gone
-
-    def _completed(self, st: PartitionState) -> tuple[PartitionState, set[int]] | None:
-        """Lock held. The partition with its reassignment completed (and the brokers leaving it)
-        if every target replica is in the ISR, else None."""
-        if not st.adding_replicas and not st.removing_replicas:
-            return None
-        target = st.target_replicas
-        if any(r not in st.isr for r in target):
-            return None
-        isr = tuple(r for r in st.isr if r in target)
-        new = replace(st, replicas=target, isr=isr, adding_replicas=(), removing_replicas=(),
-                      partition_epoch=st.partition_epoch + 1)
-        if new.leader not in target:
-            new = self._hand_over(new, isr)
-        return new, set(st.removing_replicas)
-
-    def _hand_over(self, st: PartitionState, isr: tuple[int, ...]) -> PartitionState:
-        """Lock held. A new leader from ``isr`` (live members first) with an epoch bump."""
-        live = [r for r in isr if self.brokers.get(r) is not None and self.brokers[r].live]
-        return replace(st, leader=live[0] if live else -1, leader_epoch=st.leader_epoch + 1, isr=isr or st.isr)
-
     def complete_reassignments(self) -> None:
         """Complete the reassignments ``alter_isr`` found ready (every target replica in the
         ISR). Called with no partition lock held (the ReplicaManager after follower fetches)."""
@@ -670,9 +561,10 @@ class MetadataStore:
             stopped: dict[tuple[str, int], set[int]] = {}
             with self._lock:
                 ready, self.reassignments_completable = self.reassignments_completable, set()
+                live = set(self._live_ids_locked())
                 for topic, partition in ready:
                     st = self.partition_state(topic, partition)
-                    done = self._completed(st) if st is not None else None
+                    done = complete_reassignment(st, live) if st is not None else None
                     if done is None:
                         continue
                     new, gone = done
@@ -707,8 +599,7 @@ class MetadataStore:
                     raise ValueError(f"broker {broker_id} is not in the ISR {list(st.isr)} of {topic}-{partition}")
                 if st.leader == broker_id:
                     return st
-                new = replace(st, leader=broker_id, leader_epoch=st.leader_epoch + 1,
-                              partition_epoch=st.partition_epoch + 1)
+                new = with_leader(st, broker_id)
                 t.partitions[partition] = new
             _log.info("leader_elected", topic=topic, partition=partition, leader=broker_id,
                       leader_epoch=new.leader_epoch)

@@ -35,7 +35,8 @@ from kafka_emu.common.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafka_emu.broker.storage.log_config import LogConfig
-    from kafka_emu.broker.server.metadata_store import MetadataStore, PartitionState
+    from kafka_emu.broker.server.metadata_store import MetadataStore
+    from kafka_emu.broker.server.partition_state import PartitionState
     from kafka_emu.broker.server.stats import BrokerTopicStats
     from kafka_emu.timer.time import Time
 

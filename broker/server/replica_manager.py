@@ -80,7 +80,8 @@ from kafka_emu.timer.time import Time
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.config import KafkaConfig
-    from kafka_emu.broker.server.metadata_store import MetadataStore, PartitionState
+    from kafka_emu.broker.server.metadata_store import MetadataStore
+    from kafka_emu.broker.server.partition_state import PartitionState
     from kafka_emu.broker.server.replica_fetcher import ReplicaFetcherManager
     from kafka_emu.coordinator.group.group_coordinator import GroupCoordinator
     from kafka_emu.coordinator.group_lock import GroupLock

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_emu.broker.server.metadata_store import ELECTION_PREFERRED, ELECTION_UNCLEAN, BrokerInfo, MetadataStore
+from kafka_emu.broker.server.metadata_store import BrokerInfo, MetadataStore
+from kafka_emu.broker.server.partition_state import ELECTION_PREFERRED, ELECTION_UNCLEAN
 from kafka_emu.common.errors import Errors
 
 pytestmark = pytest.mark.timeout(30)

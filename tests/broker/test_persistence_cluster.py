@@ -253,7 +253,7 @@ def test_persisted_cluster_keeps_its_broker_count(tmp_path: Path) -> None:
 def test_config_changes_and_new_partitions_are_persisted(tmp_path: Path) -> None:
     """Mutations made after start-up through the controller's publish points (CreatePartitions,
     AlterConfigs on a topic and on the brokers) are in the snapshot a restart reads."""
-    from kafka_emu.broker.server.metadata_store import PartitionState
+    from kafka_emu.broker.server.partition_state import PartitionState
 
     c = cluster(tmp_path)
     try:

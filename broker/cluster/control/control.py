@@ -63,7 +63,8 @@ from kafka_emu.broker.cluster.control.faults import (
 )
 from kafka_emu.broker.cluster.control.entity_json import JsonValue, from_json_value
 from kafka_emu.broker.cluster.control.recorder import DEFAULT_CAPACITY, RequestRecord, RequestRecorder
-from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC, PartitionState
+from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
+from kafka_emu.broker.server.partition_state import PartitionState
 from kafka_emu.broker.protocol.adapter import response_schema
 from kafka_emu.broker.protocol.codec import RequestBody, ResponseBody
 from kafka_emu.broker.protocol.error_response import build_error_response

@@ -6,7 +6,7 @@ added); otherwise the transaction coordinator's answer goes to every partition. 
 PRODUCER_FENCED as INVALID_PRODUCER_EPOCH.
 
 v4+ (batched, ``VerifyOnly``, broker to broker) is not served: the emulator's brokers verify,
-and under transaction version 2 add, in-process (``broker.server.txn_marker_sender.TransactionVerifier``),
+and under transaction version 2 add, in-process (``broker.server.transaction_verification``),
 and no client sends it.
 """
 from __future__ import annotations

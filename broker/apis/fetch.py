@@ -41,7 +41,7 @@ from kafka_emu.broker.protocol.fast_fetch import (
     error_counts,
 )
 from kafka_emu.broker.server.replica_fetcher import ReplicaFetchRequestData
-from kafka_emu.broker.server.replica_manager import FetchParams, PartitionFetchInfo, isolation_for
+from kafka_emu.broker.server.fetch_params import FetchParams, PartitionFetchInfo, isolation_for
 from kafka_emu.common.errors import Errors, KafkaError
 
 if TYPE_CHECKING:

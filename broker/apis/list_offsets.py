@@ -32,7 +32,7 @@ from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.partition import Partition
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
-from kafka_emu.broker.server.replica_manager import isolation_for
+from kafka_emu.broker.server.fetch_params import isolation_for
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:

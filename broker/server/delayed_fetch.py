@@ -22,7 +22,8 @@ from kafka_emu.timer import DelayedOperation
 if TYPE_CHECKING:
     from kafka_emu.broker.server.fetch_session import FetchSession
     from kafka_emu.broker.server.partition import LogReadResult
-    from kafka_emu.broker.server.replica_manager import FetchParams, PartitionFetchInfo, ReplicaManager
+    from kafka_emu.broker.server.fetch_params import FetchParams, PartitionFetchInfo
+    from kafka_emu.broker.server.replica_manager import ReplicaManager
 
 
 class DelayedFetch(DelayedOperation):

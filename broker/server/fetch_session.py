@@ -45,7 +45,7 @@ from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.partition import LogReadResult
-    from kafka_emu.broker.server.replica_manager import PartitionFetchInfo
+    from kafka_emu.broker.server.fetch_params import PartitionFetchInfo
     from kafka_emu.timer.time import Time
 
 TP = tuple[str, int]

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import structlog
 
+from kafka_emu.broker.server.fetch_params import ISOLATION_LOG_END, ISOLATION_TXN_COMMITTED
 from kafka_emu.broker.storage.unified_log import UNDEFINED_EPOCH, UnifiedLog, LogAppendInfo
 from kafka_emu.broker.storage.log_segment import iter_headers
 from kafka_emu.broker.storage.producer_state import AppendOrigin, VerificationGuard
@@ -42,11 +43,6 @@ if TYPE_CHECKING:
 
 _log = structlog.get_logger("broker.partition")
 _NONE = Errors.NONE   # read once: an Enum member read costs about a function call (3.11)
-
-ISOLATION_LOG_END = 0       # follower fetches
-ISOLATION_HIGH_WATERMARK = 1  # read_uncommitted consumers
-ISOLATION_TXN_COMMITTED = 2   # read_committed consumers: up to the LSO
-
 
 @dataclass
 class FollowerState:

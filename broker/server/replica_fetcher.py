@@ -51,8 +51,8 @@ from kafka_emu.broker.server.fetch_session import (
     SessionFetchResponse,
     next_epoch,
 )
-from kafka_emu.broker.server.partition import ISOLATION_LOG_END, LogReadResult, Partition
-from kafka_emu.broker.server.replica_manager import FetchParams, PartitionFetchInfo
+from kafka_emu.broker.server.fetch_params import ISOLATION_LOG_END, FetchParams, PartitionFetchInfo
+from kafka_emu.broker.server.partition import LogReadResult, Partition
 from kafka_emu.broker.network.request_channel import Request, Response
 from kafka_emu.common.errors import Errors
 from kafka_emu.timer import ShutdownableThread

@@ -24,16 +24,9 @@ consumers fetch from leaders only (no KIP-392 preferred read replica); role chan
 the in-process metadata store instead of LeaderAndIsr requests or KRaft metadata deltas.
 
 Transactions: a transactional batch that would open its producer's transaction on a partition
-is verified with the transaction coordinator first (KIP-890 part 1, on by default since Kafka
-3.6): the partition hands out a ``VerificationGuard``, ``verify_transaction`` (transactional
-id, producer id, epoch, partition) -> error code asks the coordinator whether the partition is
-in the transaction, and the append carries the guard, so a batch verified before its
-transaction ended cannot open a new one after the marker. Coordinator errors reach the producer
-as Kafka's ``ReplicaManager`` translates them (retriable ones as NOT_ENOUGH_REPLICAS). With
-``transaction.partition.verification.enable=false`` the guard is taken without asking.
-Transaction version 2 (``add_partition``: Produce v12+) asks the coordinator to add the partition
-instead (``add_to_transaction``), and CONCURRENT_TRANSACTIONS reaches the producer as it is.
-``write_txn_markers`` is the one entry point of WriteTxnMarkers, for the API and the
+is verified with (under transaction version 2: added by) the transaction coordinator first,
+through ``verify_transaction`` and ``add_to_transaction`` (``broker.server.transaction_verification``
+has the rules, KIP-890). ``write_txn_markers`` is the one entry point of WriteTxnMarkers, for the API and the
 coordinator's in-process marker channel alike: one COMMIT/ABORT control batch per partition,
 appended with acks=-1 and origin COORDINATOR; markers that land on ``__consumer_offsets``
 partitions are handed to the group coordinator (``schedule_handle_txn_completion``).
@@ -45,10 +38,9 @@ field once), as Kafka's gauges do.
 """
 from __future__ import annotations
 
-import struct
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from uuid import UUID
 
 import structlog
@@ -61,17 +53,18 @@ from kafka_emu.broker.server.delayed_produce import DelayedProduce, ProduceParti
 from kafka_emu.broker.server.fetch_session import FetchSession, FetchSessionCache, SessionFetchResponse
 from kafka_emu.broker.storage.unified_log import UnifiedLog, LogSnapshot
 from kafka_emu.broker.storage.log_manager import LogManager
-from kafka_emu.broker.storage.log_validator import CONTROL_BIT, TRANSACTIONAL_BIT, RecordValidationError
+from kafka_emu.broker.storage.log_validator import RecordValidationError
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
-from kafka_emu.broker.server.partition import (
-    ISOLATION_HIGH_WATERMARK,
-    ISOLATION_LOG_END,
-    ISOLATION_TXN_COMMITTED,
-    LogReadResult,
-    Partition,
-)
+from kafka_emu.broker.server.fetch_params import FetchParams, PartitionFetchInfo
+from kafka_emu.broker.server.partition import LogReadResult, Partition
 from kafka_emu.broker.storage.producer_state import AppendOrigin
 from kafka_emu.broker.server.stats import BrokerTopicStats, BrokerTopicStatsSnapshot
+from kafka_emu.broker.server.transaction_verification import (
+    VerifyTransaction,
+    no_transaction_coordinator,
+    transactional_producer,
+    verification_error_for_produce,
+)
 from kafka_emu.common.errors import Errors, KafkaError
 from kafka_emu.coordinator.txn_marker import TxnMarkerEntry
 from kafka_emu.timer import DelayedOperationPurgatory, TopicPartitionOperationKey
@@ -90,71 +83,7 @@ _log = structlog.get_logger("broker.replica_manager")
 
 TP = tuple[str, int]
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-VerifyTransaction = Callable[[str, int, int, TP], int]
-_PRODUCER = struct.Struct(">qh")   # producer id and epoch, at byte 43 of a batch header
 _NONE = Errors.NONE   # read once: an Enum member read costs about a function call (3.11)
-# Coordinator answers a producer cannot act on, turned into one it retries (Kafka's
-# ReplicaManager.handleProduceAppend); CONCURRENT_TRANSACTIONS too under transaction version 1
-# (a transaction version 2 producer retries it itself).
-_RETRIABLE_AS_NOT_ENOUGH_REPLICAS = frozenset({
-    Errors.NETWORK_EXCEPTION, Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_NOT_AVAILABLE,
-    Errors.NOT_COORDINATOR})
-
-
-def no_transaction_coordinator(transactional_id: str, producer_id: int, producer_epoch: int, tp: TP) -> int:
-    """The default ``verify_transaction`` of a broker without a transaction coordinator: no
-    transaction is ongoing anywhere, so no partition is in one."""
-    return Errors.INVALID_TXN_STATE
-
-
-def transactional_producer(data: bytes) -> tuple[int, int] | None:
-    """(producer id, epoch) when the first batch of ``data`` is a transactional data batch."""
-    if len(data) < 61 or data[22] & (TRANSACTIONAL_BIT | CONTROL_BIT) != TRANSACTIONAL_BIT:
-        return None
-    producer_id, producer_epoch = _PRODUCER.unpack_from(data, 43)
-    return producer_id, producer_epoch
-
-
-def verification_error_for_produce(code: int, transaction_abortable_supported: bool,
-                                   add_partition: bool = False) -> int:
-    """A coordinator's verification (or, ``add_partition``, transaction version 2 add) answer as
-    the producer gets it (Kafka's ``AddPartitionsToTxnManager`` and
-    ``ReplicaManager.handleProduceAppend``)."""
-    if code == Errors.PRODUCER_FENCED:
-        return Errors.INVALID_PRODUCER_EPOCH
-    if code == Errors.TRANSACTION_ABORTABLE and not transaction_abortable_supported:
-        return Errors.INVALID_TXN_STATE
-    if code in _RETRIABLE_AS_NOT_ENOUGH_REPLICAS or (code == Errors.CONCURRENT_TRANSACTIONS and not add_partition):
-        return Errors.NOT_ENOUGH_REPLICAS
-    return code
-
-
-@dataclass(frozen=True)
-class FetchParams:
-    replica_id: int = -1
-    max_wait_ms: int = 0
-    min_bytes: int = 1
-    max_bytes: int = 0x7FFFFFFF
-    isolation: int = ISOLATION_HIGH_WATERMARK
-    replica_epoch: int = -1
-    # Fetch v0-v2 (before KIP-74): the max bytes are a hard limit, a first batch larger than
-    # them is not returned whole (Kafka's FetchParams.hardMaxBytesLimit)
-    hard_max_bytes_limit: bool = False
-
-    @property
-    def is_follower(self) -> bool:
-        return self.replica_id >= 0
-
-
-class PartitionFetchInfo(NamedTuple):
-    """One partition of a fetch (a NamedTuple: built for every partition of every fetch, and a
-    frozen dataclass's constructor sets each field through a call)."""
-
-    fetch_offset: int
-    max_bytes: int
-    log_start_offset: int = -1
-    current_leader_epoch: int = -1
-    last_fetched_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,12 +105,6 @@ class ReplicaManagerSnapshot:
 _UNKNOWN_APPEND_INFO_ERRORS = frozenset((
     Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NOT_LEADER_OR_FOLLOWER, Errors.MESSAGE_TOO_LARGE,
     Errors.RECORD_LIST_TOO_LARGE, Errors.CORRUPT_MESSAGE, Errors.KAFKA_STORAGE_ERROR))
-
-
-def isolation_for(replica_id: int, isolation_level: int) -> int:
-    if replica_id >= 0:
-        return ISOLATION_LOG_END
-    return ISOLATION_TXN_COMMITTED if isolation_level == 1 else ISOLATION_HIGH_WATERMARK
 
 
 class ReplicaManager:
@@ -437,6 +360,7 @@ class ReplicaManager:
             self.delete_records_purgatory.try_complete_else_watch(op, [self._key(tp) for tp in statuses])
         else:
             response_callback(statuses)
+
     def _verify(self, transactional_id: str, producer: tuple[int, int], tp: TP,
                 transaction_abortable_supported: bool, add_partition: bool) -> None:
         """Ask the transaction coordinator (to add the partition, under transaction version 2);

@@ -3,9 +3,14 @@ from __future__ import annotations
 
 from kafka_emu.broker.server.config import KafkaConfig
 from kafka_emu.broker.server.metadata_store import BrokerInfo, MetadataStore
-from kafka_emu.broker.server.partition import ISOLATION_HIGH_WATERMARK, ISOLATION_LOG_END
+from kafka_emu.broker.server.fetch_params import (
+    ISOLATION_HIGH_WATERMARK,
+    ISOLATION_LOG_END,
+    FetchParams,
+    PartitionFetchInfo,
+)
 from kafka_emu.broker.storage.record_batch import build_batch
-from kafka_emu.broker.server.replica_manager import FetchParams, PartitionFetchInfo, ReplicaManager
+from kafka_emu.broker.server.replica_manager import ReplicaManager
 from kafka_emu.timer import DelayedOperationPurgatory, MockTime, MockTimer
 
 TOPIC = "t"

@@ -16,9 +16,8 @@ from kafka_emu.broker.server.fetch_session import (
     SessionFetchResponse,
     next_epoch,
 )
-from kafka_emu.broker.server.partition import ISOLATION_LOG_END
 from kafka_emu.broker.storage.record_batch import build_batch, iter_records
-from kafka_emu.broker.server.replica_manager import FetchParams, PartitionFetchInfo
+from kafka_emu.broker.server.fetch_params import ISOLATION_LOG_END, FetchParams, PartitionFetchInfo
 from kafka_emu.common.errors import Errors
 from kafka_emu.timer import MockTime
 from broker_harness import TP, Harness

@@ -51,8 +51,7 @@ def test_fetch_handler_answers_with_read_results(make_cluster):
     leader = c.leader_of("t")
     c.produce("t", 0, [(b"k", b"v1")])
     follower = next(b for b in range(3) if b != leader)
-    from kafka_emu.broker.server.replica_manager import FetchParams, PartitionFetchInfo
-    from kafka_emu.broker.server.partition import ISOLATION_LOG_END
+    from kafka_emu.broker.server.fetch_params import ISOLATION_LOG_END, FetchParams, PartitionFetchInfo
 
     answers: list = []
     done = threading.Event()

@@ -2,7 +2,7 @@
 ``DelayedProduceTest`` and ``DelayedFetchTest`` (MockTimer)."""
 import pytest
 
-from kafka_emu.broker.server.partition import ISOLATION_TXN_COMMITTED
+from kafka_emu.broker.server.fetch_params import ISOLATION_TXN_COMMITTED
 from kafka_emu.broker.storage.record_batch import iter_records
 from kafka_emu.common.errors import Errors
 from broker_harness import TP, Harness
@@ -279,7 +279,7 @@ def test_stats_count_messages_and_bytes():
 def test_delayed_fetch_cases_directly():
     """DelayedFetchTest: fenced epoch, not leader, diverging epoch complete the operation."""
     from kafka_emu.broker.server.delayed_fetch import DelayedFetch
-    from kafka_emu.broker.server.replica_manager import FetchParams, PartitionFetchInfo
+    from kafka_emu.broker.server.fetch_params import FetchParams, PartitionFetchInfo
 
     h = Harness()
     h.produce(2, acks=1)

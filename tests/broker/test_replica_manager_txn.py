@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from kafka_emu.broker.server.partition import ISOLATION_TXN_COMMITTED
+from kafka_emu.broker.server.fetch_params import ISOLATION_TXN_COMMITTED
 from kafka_emu.broker.storage.record_batch import build_batch, iter_records
-from kafka_emu.broker.server.replica_manager import no_transaction_coordinator
+from kafka_emu.broker.server.transaction_verification import no_transaction_coordinator
 from kafka_emu.broker.storage.transaction_index import AbortedTxn
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.txn_marker import TxnMarkerEntry

@@ -6,28 +6,26 @@ uses), and report it in the fetch after. The request is done for a partition whe
 *low watermark* (``Partition.low_watermark_if_leader``: the smallest log start offset over the
 leader and its live followers) reached the requested offset.
 
-One operation per request, watched on one ``TopicPartitionOperationKey`` per partition in the
-``DeleteRecords`` purgatory. Partitions that succeeded on the leader start pending with their
-error preset to REQUEST_TIMED_OUT (what the client sees on expiry, with the last low watermark
-seen); failed ones are settled. ``try_complete`` settles a pending partition when the partition
-is gone (UNKNOWN_TOPIC_OR_PARTITION), offline or not led here (NOT_LEADER_OR_FOLLOWER), or its low
+A ``DelayedPartitionsOperation`` in the ``DeleteRecords`` purgatory (on expiry the client sees
+REQUEST_TIMED_OUT with the last low watermark seen): a pending partition is settled when it is
+gone (UNKNOWN_TOPIC_OR_PARTITION), offline or not led here (NOT_LEADER_OR_FOLLOWER), or its low
 watermark reached the requested offset (NONE). It is re-checked whenever the replica manager
 triggers a partition's delayed operations: an HW move, a follower's log start offset moving, a
 leadership change.
 
-Locking: the purgatory's operation lock guards ``statuses``; ``try_complete`` takes each
-partition's lock only inside ``low_watermark_if_leader``.
+Locking: the purgatory's operation lock guards ``statuses``; ``settle`` takes the partition's
+lock only inside ``low_watermark_if_leader``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
+from kafka_emu.broker.server.delayed_partitions import DelayedPartitionsOperation
 from kafka_emu.common.errors import Errors
-from kafka_emu.timer import DelayedOperation
 
 if TYPE_CHECKING:
-    from kafka_emu.broker.server.replica_manager import ReplicaManager
+    from kafka_emu.broker.server.partition import Partition
 
 
 @dataclass
@@ -35,48 +33,23 @@ class DeleteRecordsPartitionStatus:
     required_offset: int
     low_watermark: int
     error: int
-    pending: bool = False
+    acks_pending: bool = False
 
 
-class DelayedDeleteRecords(DelayedOperation):
-    def __init__(self, delay_ms: int, statuses: dict[tuple[str, int], DeleteRecordsPartitionStatus],
-                 replica_manager: "ReplicaManager",
-                 response_callback: Callable[[dict[tuple[str, int], DeleteRecordsPartitionStatus]], None]) -> None:
-        super().__init__(delay_ms)
-        self.statuses = statuses
-        self.replica_manager = replica_manager
-        self.response_callback = response_callback
-        for status in statuses.values():
-            if status.error == Errors.NONE:
-                status.pending = True
-                status.error = Errors.REQUEST_TIMED_OUT
-
-    def try_complete(self) -> bool:
-        rm = self.replica_manager
-        pending = False
-        for tp, status in self.statuses.items():
-            if not status.pending:
-                continue
-            partition = rm.get_partition(tp)
-            if partition is None:
-                status.pending, status.error, status.low_watermark = False, Errors.UNKNOWN_TOPIC_OR_PARTITION, -1
-                continue
-            low_watermark = partition.low_watermark_if_leader()
-            if low_watermark is None:
-                status.pending, status.error, status.low_watermark = False, Errors.NOT_LEADER_OR_FOLLOWER, -1
-            elif low_watermark >= status.required_offset:
-                status.pending, status.error, status.low_watermark = False, Errors.NONE, low_watermark
-            else:
-                status.low_watermark = low_watermark
-                pending = True
-        if not pending:
-            return self.force_complete()
+class DelayedDeleteRecords(DelayedPartitionsOperation[DeleteRecordsPartitionStatus]):
+    def settle(self, partition: Partition | None, status: DeleteRecordsPartitionStatus) -> bool:
+        if partition is None:
+            status.error, status.low_watermark = Errors.UNKNOWN_TOPIC_OR_PARTITION, -1
+            return True
+        low_watermark = partition.low_watermark_if_leader()
+        if low_watermark is None:
+            status.error, status.low_watermark = Errors.NOT_LEADER_OR_FOLLOWER, -1
+            return True
+        status.low_watermark = low_watermark
+        if low_watermark >= status.required_offset:
+            status.error = Errors.NONE
+            return True
         return False
 
-    def on_expiration(self) -> None:
-        for status in self.statuses.values():
-            if status.pending:
-                self.replica_manager.stats.record_delete_records_expiration()
-
-    def on_complete(self) -> None:
-        self.response_callback(self.statuses)
+    def record_expiration(self) -> None:
+        self.replica_manager.stats.record_delete_records_expiration()

@@ -13,10 +13,8 @@ locks (ints).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-from kafka_emu.common.errors import Errors
 from kafka_emu.timer import DelayedOperation
 
 if TYPE_CHECKING:

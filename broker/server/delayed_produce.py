@@ -1,28 +1,25 @@
 """DelayedProduce: an acks=all produce waiting until the ISR has every partition's data.
 
-One operation per request, watched on one ``TopicPartitionOperationKey`` per partition in the
-``Produce`` purgatory. Partitions whose append succeeded start with ``acks_pending`` and their
-error preset to REQUEST_TIMED_OUT (what the client sees on expiry); failed ones are settled.
-``try_complete`` settles a pending partition when the partition is gone or not led here
-(UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER) or when the HW reached the required
-offset (NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min ISR meanwhile).
+A ``DelayedPartitionsOperation`` in the ``Produce`` purgatory: a pending partition is settled
+when it is gone or not led here (UNKNOWN_TOPIC_OR_PARTITION / NOT_LEADER_OR_FOLLOWER) or when the
+HW reached the required offset (NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+min ISR meanwhile).
 
 Locking: the operation lock (the purgatory's RLock, or the caller's, e.g. a group lock for a
-coordinator append) guards ``statuses`` and ``acks_pending``; ``try_complete`` reads partition
-state without partition locks (ints; a stale read is repeated by the next trigger).
+coordinator append) guards ``statuses``; ``settle`` reads partition state without partition
+locks (ints; a stale read is repeated by the next trigger).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
+from kafka_emu.broker.server.delayed_partitions import DelayedPartitionsOperation
 from kafka_emu.common.errors import Errors
-from kafka_emu.timer import DelayedOperation
 
 if TYPE_CHECKING:
     from kafka_emu.broker.protocol.fast_produce import RecordError
-    from kafka_emu.broker.server.replica_manager import ReplicaManager
-    from kafka_emu.coordinator.group_lock import GroupLock
+    from kafka_emu.broker.server.partition import Partition
 
 
 @dataclass(slots=True)
@@ -37,47 +34,16 @@ class ProducePartitionStatus:
     record_errors: tuple[RecordError, ...] = ()   # INVALID_RECORD: the records at fault
 
 
-class DelayedProduce(DelayedOperation):
-    def __init__(self, delay_ms: int, statuses: dict[tuple[str, int], ProducePartitionStatus],
-                 replica_manager: "ReplicaManager",
-                 response_callback: Callable[[dict[tuple[str, int], ProducePartitionStatus]], None],
-                 lock: GroupLock | None = None) -> None:
-        super().__init__(delay_ms, lock)
-        self.statuses = statuses
-        self.replica_manager = replica_manager
-        self.response_callback = response_callback
-        for status in statuses.values():
-            if status.error == Errors.NONE:
-                status.acks_pending = True
-                status.error = Errors.REQUEST_TIMED_OUT
-            else:
-                status.acks_pending = False
-
-    def try_complete(self) -> bool:
-        rm = self.replica_manager
-        pending = False
-        for tp, status in self.statuses.items():
-            if not status.acks_pending:
-                continue
-            partition = rm.get_partition(tp)
-            if partition is None:
-                status.acks_pending = False
-                status.error = Errors.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            done, error = partition.check_enough_replicas_reach_offset(status.required_offset)
-            if error != Errors.NONE or done:
-                status.acks_pending = False
-                status.error = error
-            else:
-                pending = True
-        if not pending:
-            return self.force_complete()
+class DelayedProduce(DelayedPartitionsOperation[ProducePartitionStatus]):
+    def settle(self, partition: Partition | None, status: ProducePartitionStatus) -> bool:
+        if partition is None:
+            status.error = Errors.UNKNOWN_TOPIC_OR_PARTITION
+            return True
+        done, error = partition.check_enough_replicas_reach_offset(status.required_offset)
+        if error != Errors.NONE or done:
+            status.error = error
+            return True
         return False
 
-    def on_expiration(self) -> None:
-        for status in self.statuses.values():
-            if status.acks_pending:
-                self.replica_manager.stats.record_produce_expiration()
-
-    def on_complete(self) -> None:
-        self.response_callback(self.statuses)
+    def record_expiration(self) -> None:
+        self.replica_manager.stats.record_produce_expiration()

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Callable, Union
 from uuid import UUID
 
+from kafka_emu.broker.protocol.adapter import build, response_schema
 from kafka_emu.broker.protocol.error_response import build_error_response
 from kafka_emu.common.errors import Errors
 
@@ -34,6 +35,28 @@ def respond(apis: KafkaApis, request: Request, body: object) -> None:
 
 def respond_error(apis: KafkaApis, request: Request, error_code: int) -> None:
     respond(apis, request, build_error_response(request.api_key, request.api_version, request.body, error_code))
+
+
+def fenced_error_for(version: int, min_version_with_fenced: int, error: int) -> int:
+    """PRODUCER_FENCED as the transaction APIs' older versions know it (INVALID_PRODUCER_EPOCH)."""
+    if error == Errors.PRODUCER_FENCED and version < min_version_with_fenced:
+        return Errors.INVALID_PRODUCER_EPOCH
+    return error
+
+
+def error_code_answer(apis: KafkaApis, request: Request, api_key: int,
+                      fenced_since: int = 2) -> Callable[..., None]:
+    """How the transaction APIs whose answer is one error code answer (AddOffsetsToTxn, EndTxn,
+    InitProducerId): PRODUCER_FENCED as INVALID_PRODUCER_EPOCH before version ``fenced_since``;
+    ``fields`` the version has (EndTxn v5's producer id and epoch) are filled too, the others
+    take their defaults (-1 for ids and epochs)."""
+    cls = response_schema(api_key, request.api_version)
+
+    def answer(error: int, **fields: int) -> None:
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE,
+                                     error_code=fenced_error_for(request.api_version, fenced_since, error),
+                                     **fields))
+    return answer
 
 
 def topic_name_error(name: str | None) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_emu.broker.apis.add_partitions_to_txn import error_code_answer
+from kafka_emu.broker.apis._common import error_code_answer
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.apis.find_coordinator import partition_for
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC

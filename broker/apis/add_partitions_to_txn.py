@@ -11,9 +11,9 @@ and no client sends it.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
-from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
+from kafka_emu.broker.apis._common import ZERO_THROTTLE, fenced_error_for, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.errors import Errors
@@ -23,25 +23,6 @@ if TYPE_CHECKING:
     from kafka_emu.broker.network.request_channel import Request
 
 API_KEY = 24
-
-
-def fenced_error_for(version: int, min_version_with_fenced: int, error: int) -> int:
-    """PRODUCER_FENCED as older clients know it (INVALID_PRODUCER_EPOCH)."""
-    if error == Errors.PRODUCER_FENCED and version < min_version_with_fenced:
-        return Errors.INVALID_PRODUCER_EPOCH
-    return error
-
-
-def error_code_answer(apis: KafkaApis, request: Request, api_key: int) -> Callable[..., None]:
-    """How AddOffsetsToTxn and EndTxn answer: one error code, PRODUCER_FENCED as
-    INVALID_PRODUCER_EPOCH before v2; ``fields`` the version has (EndTxn v5's producer id and
-    epoch) are filled too."""
-    cls = response_schema(api_key, request.api_version)
-
-    def answer(error: int, **fields: int) -> None:
-        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE,
-                                     error_code=fenced_error_for(request.api_version, 2, error), **fields))
-    return answer
 
 
 def handle_add_partitions_to_txn(apis: KafkaApis, request: Request) -> None:

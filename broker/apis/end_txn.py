@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_emu.broker.apis.add_partitions_to_txn import error_code_answer
+from kafka_emu.broker.apis._common import error_code_answer
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction.transaction_coordinator import TV_2

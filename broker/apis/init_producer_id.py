@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_emu.broker.apis._common import ZERO_THROTTLE, duration_ms, respond
+from kafka_emu.broker.apis._common import duration_ms, error_code_answer
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.protocol.adapter import build, response_schema
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction import InitProducerIdResult
 
@@ -31,14 +30,7 @@ MAX_EPOCH = 32767
 
 def handle_init_producer_id(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    version = request.api_version
-    cls = response_schema(API_KEY, version)
-
-    def answer(error: int, producer_id: int = -1, producer_epoch: int = -1) -> None:
-        if error == Errors.PRODUCER_FENCED and version < 4:
-            error = Errors.INVALID_PRODUCER_EPOCH
-        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=error,
-                                     producer_id=producer_id, producer_epoch=producer_epoch))
+    answer = error_code_answer(apis, request, API_KEY, fenced_since=4)
 
     pid = int(getattr(body, "producer_id", -1))
     epoch = int(getattr(body, "producer_epoch", -1))
@@ -53,15 +45,15 @@ def handle_init_producer_id(apis: KafkaApis, request: Request) -> None:
             return
 
         def on_result(result: InitProducerIdResult) -> None:
-            answer(result.error, result.producer_id, result.producer_epoch)
+            answer(result.error, producer_id=result.producer_id, producer_epoch=result.producer_epoch)
 
         coordinator.handle_init_producer_id(transactional_id, duration_ms(body.transaction_timeout),
                                             (pid, epoch) if pid != -1 else None, on_result)
         return
     if pid >= 0 and epoch >= 0 and epoch < MAX_EPOCH:
-        answer(Errors.NONE, pid, epoch + 1)
+        answer(Errors.NONE, producer_id=pid, producer_epoch=epoch + 1)
     else:
-        answer(Errors.NONE, apis.metadata.next_producer_id(), 0)
+        answer(Errors.NONE, producer_id=apis.metadata.next_producer_id(), producer_epoch=0)
 
 
 APIS = (ApiSpec(API_KEY, "InitProducerId", 0, 5, handle_init_producer_id),)   # v6 is KIP-939 two-phase commit

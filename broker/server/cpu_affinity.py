@@ -39,8 +39,8 @@ Stateless; ``pinned`` touches only the calling thread.
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
-from typing import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Callable, Iterator
 
 from kafka_emu.common.config_def import ConfigException
 
@@ -85,42 +85,38 @@ def pinned(cpus: frozenset[int] | None) -> Iterator[None]:
         yield
 
 
-@contextmanager
-def _on_cpus(cpus: frozenset[int]) -> Iterator[None]:
+def _on_cpus(cpus: frozenset[int]) -> AbstractContextManager[None]:
     before = os.sched_getaffinity(0)
     if before == cpus:
-        yield
-        return
-    try:
-        os.sched_setaffinity(0, cpus)
-    except OSError:   # the CPUs went away (cpuset changed, CPU offlined): place nothing
-        yield
-        return
-    try:
-        yield
-    finally:
-        try:
-            os.sched_setaffinity(0, before)
-        except OSError:
-            pass      # some of the caller's CPUs went away meanwhile: it keeps what it has
+        return nullcontext()
+    # apply: the CPUs may have gone away (cpuset changed, CPU offlined): place nothing;
+    # restore: some of the caller's CPUs may have gone meanwhile: it keeps what it has
+    return _while_set(lambda: os.sched_setaffinity(0, cpus), lambda: os.sched_setaffinity(0, before))
+
+
+def _batch_scheduled() -> AbstractContextManager[None]:
+    """``SCHED_BATCH`` for the calling thread during the block (where the OS has it), its own
+    policy back afterwards; a thread not under ``SCHED_OTHER`` (real-time, idle) keeps its own.
+    A security policy may refuse it: the thread keeps the normal policy then."""
+    if not BATCH_SUPPORTED or os.sched_getscheduler(0) != os.SCHED_OTHER:
+        return nullcontext()
+    return _while_set(lambda: os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0)),
+                      lambda: os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0)))
 
 
 @contextmanager
-def _batch_scheduled() -> Iterator[None]:
-    """``SCHED_BATCH`` for the calling thread during the block (where the OS has it), its own
-    policy back afterwards; a thread not under ``SCHED_OTHER`` (real-time, idle) keeps its own."""
-    if not BATCH_SUPPORTED or os.sched_getscheduler(0) != os.SCHED_OTHER:
-        yield
-        return
+def _while_set(apply: Callable[[], None], restore: Callable[[], None]) -> Iterator[None]:
+    """The block after ``apply()``, then ``restore()``. The OS may refuse either (OSError): a
+    refused ``apply`` runs the block as it is, a refused ``restore`` leaves what the OS allows."""
     try:
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-    except OSError:   # refused by a security policy: the threads keep the normal policy
+        apply()
+    except OSError:
         yield
         return
     try:
         yield
     finally:
         try:
-            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+            restore()
         except OSError:
             pass

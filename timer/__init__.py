@@ -1,4 +1,5 @@
-"""Time and delayed work: Kafka's hierarchical timing wheel and delayed-operation purgatory.
+"""Time and delayed work: Kafka's hierarchical timing wheel and delayed-operation purgatory, and
+the broker's ``KafkaScheduler`` (``timer.scheduler``), as in Kafka's server-common.
 
 This package imports nothing else of the project but the leaf ``kafka_emu.logsetup``. Each timer
 and purgatory describes itself for metrics with ``snapshot()`` (``TimerSnapshot``,

@@ -83,7 +83,8 @@ def build_config(args: argparse.Namespace) -> dict[str, object]:
     ``advertised.listeners``, advertising each broker's bound port); without them the file's
     ``listeners`` apply, else ``PLAINTEXT://127.0.0.1:9092``. Raises ``ConfigException``.
     """
-    from kafka_emu.broker.server.config import ConfigException, load_properties
+    from kafka_emu.common.config_def import ConfigException
+    from kafka_emu.common.properties import load_properties
 
     props: dict[str, object] = dict(load_properties(args.config)) if args.config else {}
     for item in args.set:

@@ -3,13 +3,17 @@
 ``KAFKA_CONFIG_DEF`` is the emulator's counterpart of Kafka's ``KafkaConfig.configDef`` (itself
 assembled from ``ServerConfigs``, ``SocketServerConfigs``, ``ReplicationConfigs``,
 ``ServerLogConfigs``, ``GroupCoordinatorConfig`` ...): every broker key the emulator reads, with
-Kafka's name, type, default, validator and doc, plus the broker-level synonyms of the topic configs
-(``log.retention.hours`` ...), those the emulator's log acts on marked implemented. The group
-coordinator's defaults are stated in ``coordinator.group.config.DEFAULTS``, the transaction coordinator's
-in ``coordinator.transaction.config.DEFAULTS`` (the coordinators do not import the broker); this
+Kafka's name, type, default, validator and doc. As Kafka's ``KafkaConfig`` includes the storage
+module's ``ServerLogConfigs`` and ``CleanerConfig``, this table includes the log layer's broker keys
+(``broker.storage.log_config``: ``log.dirs``, the broker-level synonyms of the topic configs such
+as ``log.retention.hours``, the log manager's and cleaner's settings), defined there because the
+log reads them and imports nothing of the server. The group coordinator's defaults are stated in
+``coordinator.group.config.DEFAULTS``, the transaction coordinator's in
+``coordinator.transaction.config.DEFAULTS`` (the coordinators do not import the broker); this
 table takes them from there and adds the types.
 
-Every way in goes through the table: a ``server.properties`` file (``load_properties``), a dict
+Every way in goes through the table: a ``server.properties`` file
+(``kafka_emu.common.properties.load_properties``, Kafka's ``Utils.loadProps``), a dict
 (``EmbeddedCluster``, the pytest fixture) and the command line. A bad value raises
 ``ConfigException`` naming key, value and what is expected; ``kafka-emu`` prints that one line and
 exits 2. A given key the emulator will not act on (one Kafka defines but the emulator does not
@@ -34,17 +38,15 @@ Immutable after construction (read from any thread without a lock).
 """
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 from typing import Mapping
 
 import structlog
 
 from kafka_emu.broker.server import cpu_affinity
+from kafka_emu.broker.storage.log_config import LOG_MANAGER_KEYS, SERVER_LOG_KEYS
 from kafka_emu.common.config_def import (
-    LONG_MAX,
-    NOT_IMPLEMENTED,
+    STRICT_CONFIG,
     ConfigDef,
     ConfigException,
     Dynamic,
@@ -53,8 +55,9 @@ from kafka_emu.common.config_def import (
     Importance,
     Range,
     Type,
-    ValidList,
     ValidString,
+    ignored_message,
+    strict_refusal,
 )
 from kafka_emu.coordinator.group.config import DEFAULTS as GROUP_DEFAULTS
 from kafka_emu.coordinator.transaction.config import DEFAULTS as TXN_DEFAULTS
@@ -64,17 +67,13 @@ from kafka_emu.coordinator.transaction.config import (
 from kafka_emu.logsetup import FORMATS as LOG_FORMATS, LEVELS as LOG_LEVELS
 
 __all__ = ["API_COMPATIBILITY", "KAFKA_3_9", "KAFKA_4X", "ConfigException", "KafkaConfig", "KAFKA_CONFIG_DEF",
-           "STRICT_CONFIG", "load_properties", "parse_properties"]
+           "STRICT_CONFIG"]
 
 _log = structlog.get_logger("broker.config")
 
 MIB = 1024 * 1024
-STRICT_CONFIG = "emulator.strict.config"
 LISTENER_PORT_REUSED = "kafka.emu.listener.port.reused"
 HIGH, MEDIUM, LOW = Importance.HIGH, Importance.MEDIUM, Importance.LOW
-COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
-TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
-CLEANUP_POLICIES = ("compact", "delete")
 # emulator.api.compatibility: whose API version ranges the broker advertises and serves
 # (``broker.apis.api_spec.ApiSpec.versions``): Kafka 4.x's (KIP-896) or Kafka 3.9's
 API_COMPATIBILITY = "emulator.api.compatibility"
@@ -124,26 +123,6 @@ def _group(name: str, type_: Type, validator: object, importance: Importance, do
 
 def _txn(name: str, type_: Type, validator: object, importance: Importance, doc: str) -> ConfigKey:
     return _key(name, type_, TXN_DEFAULTS[name], validator, importance, doc)
-
-
-def _log_key(name: str, type_: Type, default: ConfigValue, validator: object, doc: str,
-             implemented: bool = False, primary: bool = True) -> ConfigKey:
-    """A broker-level default of a topic config (``implemented``: the emulator's log acts on it).
-
-    The primary synonym of a topic config (``primary``) is dynamic, as Kafka's
-    ``DynamicLogConfig.ReconfigurableConfigs``; the emulator applies it at once exactly when its
-    log acts on it (every log's ``LogConfig`` is recomputed). Alternate units
-    (``log.retention.hours``) are read-only, as in Kafka."""
-    dynamic = Dynamic.READ_ONLY if not primary else Dynamic.APPLIED if implemented else Dynamic.NOT_APPLIED
-    return _key(name, type_, default, validator, MEDIUM, doc, implemented, dynamic)
-
-
-def _physical_memory_quarter() -> int:
-    """A quarter of the machine's physical memory (the default log memory budget)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
-    except (ValueError, OSError, AttributeError):
-        return 1024 * MIB
 
 
 _AT_LEAST_0, _AT_LEAST_1 = Range.at_least(0), Range.at_least(1)
@@ -259,71 +238,10 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "min.insync.replicas of the transaction topic."),
     _txn("transaction.state.log.segment.bytes", Type.INT, Range.at_least(1 * MIB), HIGH,
          "segment.bytes of the transaction topic."),
-    # TransactionLogConfig: producer-id expiration (KIP-854), read by LogManager.remove_expired_producers
-    _key("producer.id.expiration.ms", Type.INT, 86400000, _AT_LEAST_1, LOW,
-         "The time in ms that a topic partition leader will wait before expiring producer IDs (producers "
-         "with an ongoing transaction never expire).", dynamic=Dynamic.APPLIED),
-    ConfigKey("producer.id.expiration.check.interval.ms", Type.INT, 600000, _AT_LEAST_1, LOW,
-              "The interval at which to remove producer IDs that have expired.", internal=True),
-    # ServerLogConfigs: broker defaults of topic configs (see log_config.TOPIC_CONFIG_SYNONYMS)
-    _log_key("log.segment.bytes", Type.INT, 1024 * MIB, Range.at_least(1 * MIB), "The maximum size of a single log file.", implemented=True),
-    _log_key("log.roll.ms", Type.LONG, None, None, "The maximum time before a new log segment is rolled out (in milliseconds).", implemented=True),
-    _log_key("log.roll.hours", Type.INT, 168, _AT_LEAST_1, "The maximum time before a new log segment is rolled out (in hours).", implemented=True, primary=False),
-    _log_key("log.roll.jitter.ms", Type.LONG, None, None, "The maximum jitter subtracted from the roll time (in milliseconds).", implemented=True),
-    _log_key("log.roll.jitter.hours", Type.INT, 0, _AT_LEAST_0, "The maximum jitter subtracted from the roll time (in hours).", implemented=True, primary=False),
-    _log_key("log.index.size.max.bytes", Type.INT, 10 * MIB, Range.at_least(4), "The maximum size in bytes of the offset index.", implemented=True),
-    _log_key("log.flush.interval.messages", Type.LONG, LONG_MAX, _AT_LEAST_1, "Messages accumulated on a log partition before they are flushed.", implemented=True),
-    _log_key("log.flush.interval.ms", Type.LONG, None, None, "The maximum time a message stays in memory before being flushed.", implemented=True),
-    _log_key("log.flush.scheduler.interval.ms", Type.LONG, LONG_MAX, None, "How often the log flusher checks whether a log needs flushing.", implemented=True, primary=False),
-    _log_key("log.retention.bytes", Type.LONG, -1, None, "The maximum size of the log before deleting it.", implemented=True),
-    _log_key("log.retention.ms", Type.LONG, None, None, "How long to keep a log file before deleting it (in milliseconds).", implemented=True),
-    _log_key("log.retention.minutes", Type.INT, None, None, "How long to keep a log file before deleting it (in minutes).", implemented=True, primary=False),
-    _log_key("log.retention.hours", Type.INT, 168, None, "How long to keep a log file before deleting it (in hours).", implemented=True, primary=False),
-    _log_key("log.index.interval.bytes", Type.INT, 4096, _AT_LEAST_0, "The interval with which an entry is added to the offset index.", implemented=True),
-    _log_key("log.cleaner.delete.retention.ms", Type.LONG, 86400000, _AT_LEAST_0, "How long delete tombstones are retained in compacted logs.", implemented=True),
-    _log_key("log.cleaner.min.compaction.lag.ms", Type.LONG, 0, _AT_LEAST_0, "The minimum time a message remains uncompacted in the log.", implemented=True),
-    _log_key("log.cleaner.max.compaction.lag.ms", Type.LONG, LONG_MAX, _AT_LEAST_1, "The maximum time a message remains ineligible for compaction.", implemented=True),
-    _log_key("log.segment.delete.delay.ms", Type.LONG, 60000, _AT_LEAST_0, "The amount of time to wait before deleting a file from the filesystem."),
-    _log_key("log.cleaner.min.cleanable.ratio", Type.DOUBLE, 0.5, Range.between(0, 1), "The minimum ratio of dirty log to total log for a log to be cleaned.", implemented=True),
-    _log_key("log.cleanup.policy", Type.LIST, ["delete"], ValidList(CLEANUP_POLICIES, allow_empty=True), "The default cleanup policy for segments beyond the retention window.", implemented=True),
-    _log_key("compression.type", Type.STRING, "producer", ValidString(COMPRESSION_TYPES), "The final compression type of a topic's batches.", implemented=True),
-    _log_key("compression.gzip.level", Type.INT, -1, None, "The compression level to use if compression.type is gzip.", implemented=True),
-    _log_key("compression.lz4.level", Type.INT, 9, Range.between(1, 17), "The compression level to use if compression.type is lz4.", implemented=True),
-    _log_key("compression.zstd.level", Type.INT, 3, Range.between(-131072, 22), "The compression level to use if compression.type is zstd.", implemented=True),
-    _log_key("log.preallocate", Type.BOOLEAN, False, None, "Preallocate the file on disk when creating a new log segment."),
-    _log_key("log.message.timestamp.type", Type.STRING, "CreateTime", ValidString(TIMESTAMP_TYPES), "Whether the timestamp in the message is create time or log append time.", implemented=True),
-    _log_key("log.message.timestamp.before.max.ms", Type.LONG, LONG_MAX, _AT_LEAST_0, "How far a message timestamp may lie in the past."),
-    _log_key("log.message.timestamp.after.max.ms", Type.LONG, 3600000, _AT_LEAST_0, "How far a message timestamp may lie in the future."),
-    _log_key("log.local.retention.ms", Type.LONG, -2, Range.at_least(-2), "Local retention time of tiered-storage logs (-2: log.retention.ms)."),
-    _log_key("log.local.retention.bytes", Type.LONG, -2, Range.at_least(-2), "Local retention size of tiered-storage logs (-2: log.retention.bytes)."),
-    _key("log.dirs", Type.STRING, None, None, HIGH,
-         "Comma-separated directories holding the logs in Kafka's layout (unset: log.dir; both unset: "
-         "logs in memory only, nothing touches the disk)."),
-    _key("log.dir", Type.STRING, None, None, HIGH, "The log directory, used when log.dirs is not set."),
-    _key("log.flush.offset.checkpoint.interval.ms", Type.INT, 60000, _AT_LEAST_0, HIGH,
-         "How often the recovery-point-offset-checkpoint is written (with log.dirs)."),
-    _key("log.flush.start.offset.checkpoint.interval.ms", Type.INT, 60000, _AT_LEAST_0, HIGH,
-         "How often the log-start-offset-checkpoint is written (with log.dirs)."),
+    *SERVER_LOG_KEYS,   # broker.storage.log_config: Kafka's ServerLogConfigs
     _key("replica.high.watermark.checkpoint.interval.ms", Type.LONG, 5000, _AT_LEAST_1, HIGH,
          "How often the high watermarks are saved to replication-offset-checkpoint (with log.dirs)."),
-    _key("log.retention.check.interval.ms", Type.LONG, 300000, _AT_LEAST_1, MEDIUM,
-         "The frequency in milliseconds that the log retention task checks for deletable segments."),
-    _key("log.initial.task.delay.ms", Type.LONG, 30000, _AT_LEAST_0, LOW,
-         "The initial delay before the log retention (and other log) tasks first run."),
-    _key("log.cleaner.enable", Type.BOOLEAN, True, None, MEDIUM,
-         "Run the log cleaner (compaction of cleanup.policy=compact topics, __consumer_offsets among them)."),
-    _key("log.cleaner.backoff.ms", Type.LONG, 15000, _AT_LEAST_0, MEDIUM,
-         "The amount of time to sleep when there are no logs to clean.", dynamic=Dynamic.NOT_APPLIED),
-    _key("log.cleaner.dedupe.buffer.size", Type.LONG, 128 * 1024 * 1024, None, MEDIUM,
-         "The total memory used for log deduplication across all cleaner threads (24 bytes per key of "
-         "the offset map).", dynamic=Dynamic.NOT_APPLIED),
-    _key("log.cleaner.io.buffer.load.factor", Type.DOUBLE, 0.9, None, MEDIUM,
-         "Log cleaner dedupe buffer load factor: the fraction of the offset map's slots filled before a "
-         "cleaning round stops mapping.", dynamic=Dynamic.NOT_APPLIED),
-    # the emulator's own
-    _key("emulator.log.memory.max.bytes", Type.LONG, _physical_memory_quarter(), _AT_LEAST_0, HIGH,
-         "Memory all logs may hold together; beyond it the oldest committed segments of the largest "
-         "partitions are deleted as if by retention (default: a quarter of physical memory)."),
+    *LOG_MANAGER_KEYS,  # broker.storage.log_config: the log manager's tasks, CleanerConfig
     _key(API_COMPATIBILITY, Type.STRING, KAFKA_4X, ValidString((KAFKA_4X, KAFKA_3_9)), HIGH,
          "Whose API version ranges the broker advertises and serves: 4.x (Kafka 4's, KIP-896) or 3.9 "
          "(adds the old versions Kafka 4.0 removed, for older clients)."),
@@ -384,14 +302,6 @@ KAFKA_PREFIXES_NOT_DEFINED: tuple[str, ...] = (
 KAFKA_CONFIG_DEF = ConfigDef(BROKER_KEYS, KAFKA_KEYS_NOT_DEFINED, KAFKA_PREFIXES_NOT_DEFINED)
 
 
-def ignored_message(name: str, reason: str, what: str = "configuration") -> str:
-    """The one line that tells a user a given key has no effect (Kafka's ``logUnused`` wording
-    for unknown keys)."""
-    if reason == NOT_IMPLEMENTED:
-        return f"The {what} '{name}' is defined by Kafka but not implemented by the emulator."
-    return f"The {what} '{name}' was supplied but isn't a known config."
-
-
 def _unify_node_id(given: Mapping[str, object], values: dict[str, ConfigValue]) -> None:
     """KRaft's ``node.id`` and ``broker.id`` name one id: either sets both; both must agree."""
     if values["node.id"] == -1:
@@ -401,10 +311,6 @@ def _unify_node_id(given: Mapping[str, object], values: dict[str, ConfigValue]) 
     elif values["broker.id"] != values["node.id"]:
         raise ConfigException(f"broker.id={values['broker.id']} and node.id={values['node.id']} must be equal "
                               f"when both are set")
-
-
-def strict_refusal(name: str, reason: str, what: str = "configuration") -> ConfigException:
-    return ConfigException(f"{ignored_message(name, reason, what)} ({STRICT_CONFIG}=true refuses it)")
 
 
 class KafkaConfig:
@@ -455,85 +361,3 @@ class KafkaConfig:
 
     def __repr__(self) -> str:
         return f"KafkaConfig(broker.id={self.broker_id})"
-
-
-# ---- server.properties ------------------------------------------------------------------------
-
-def _logical_lines(text: str) -> list[str]:
-    """java.util.Properties' logical lines: comments and blank lines dropped, a line ending in
-    an odd number of backslashes continued on the next (leading white space removed)."""
-    out: list[str] = []
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.lstrip()
-        if not pending and (not line or line.startswith(("#", "!"))):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2:
-            pending += line[:-1]
-            continue
-        out.append(pending + line)
-        pending = ""
-    if pending:
-        out.append(pending)
-    return out
-
-
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape(text: str) -> str:
-    out, i = [], 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt == "u" and i + 6 <= len(text):
-                try:
-                    out.append(chr(int(text[i + 2:i + 6], 16)))
-                    i += 6
-                    continue
-                except ValueError:
-                    pass
-            out.append(_ESCAPES.get(nxt, nxt))
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """A ``server.properties`` text as java.util.Properties reads it: ``#``/``!`` comments, blank
-    lines, ``key=value``, ``key: value`` or ``key value`` with any white space around the
-    separator, backslash continuations and escapes; a key alone has the empty value. Values are
-    strings; the table converts them (``KafkaConfig``)."""
-    out: dict[str, str] = {}
-    for line in _logical_lines(text):
-        i, escaped = 0, False
-        while i < len(line):
-            ch = line[i]
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch in "=: \t\f":
-                break
-            i += 1
-        key, rest = line[:i], line[i:].lstrip(" \t\f")
-        if rest[:1] in ("=", ":"):
-            rest = rest[1:].lstrip(" \t\f")
-        out[_unescape(key)] = _unescape(rest)
-    return out
-
-
-def load_properties(path: str | Path) -> dict[str, str]:
-    """Read a ``server.properties`` file; a missing or unreadable file is a ``ConfigException``."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigException(f"Config file {path} not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigException(f"Config file {path} cannot be read: {reason}") from None
-    return parse_properties(text)

@@ -53,7 +53,7 @@ from kafka_emu.broker.server.replica_fetcher import ReplicaFetcherManager
 from kafka_emu.broker.server.replica_manager import ReplicaManager, ReplicaManagerSnapshot
 from kafka_emu.broker.network.request_channel import Request, RequestChannel, RequestChannelSnapshot
 from kafka_emu.broker.server.request_handler import HandlerPoolSnapshot, KafkaRequestHandlerPool
-from kafka_emu.broker.server.scheduler import KafkaScheduler
+from kafka_emu.timer.scheduler import KafkaScheduler
 from kafka_emu.broker.server.transaction_verification import TransactionVerifier
 from kafka_emu.broker.server.txn_marker_sender import InProcessTxnMarkerSender
 from kafka_emu.coordinator.group.group_coordinator import GroupCoordinator, GroupCoordinatorSnapshot

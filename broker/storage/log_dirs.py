@@ -39,13 +39,11 @@ import os
 import threading
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kafka_emu.broker.storage.checkpoint_file import CorruptCheckpointError, MetaProperties, write_atomically
-from kafka_emu.broker.server.config import ConfigException, KafkaConfig
-
-if TYPE_CHECKING:
-    from kafka_emu.broker.server.metadata_store import MetadataStore
+from kafka_emu.broker.storage.log_config import BrokerConfig
+from kafka_emu.common.config_def import ConfigException
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
@@ -57,7 +55,7 @@ class InconsistentClusterIdException(ConfigException):
     """A log directory belongs to another cluster (Kafka's ``InconsistentClusterIdException``)."""
 
 
-def configured_log_dirs(config: KafkaConfig) -> list[Path]:
+def configured_log_dirs(config: BrokerConfig) -> list[Path]:
     """``log.dirs``, else ``log.dir``, as paths; [] when neither is set (logs in memory)."""
     value = config.get("log.dirs") or config.get("log.dir") or ""
     return [Path(item.strip()).expanduser() for item in str(value).split(",") if item.strip()]
@@ -139,6 +137,13 @@ def take_clean_shutdown(directory: Path) -> bool:
     return True
 
 
+class ControllerState(Protocol):
+    """The controller state a snapshot file writes (``broker.server.metadata_store.MetadataStore``)."""
+
+    def state_snapshot(self) -> dict[str, Any]:
+        """The state as JSON values, taken under the store's locks."""
+
+
 class MetadataSnapshotFile:
     """The cluster's controller state as JSON (see the module docstring); a callable for
     ``MetadataStore.on_change``."""
@@ -161,7 +166,7 @@ class MetadataSnapshotFile:
             raise ConfigException(f"log.dirs: {self.path} is not a metadata snapshot of this emulator ({exc})") from None
         return state
 
-    def __call__(self, store: "MetadataStore") -> None:
+    def __call__(self, store: ControllerState) -> None:
         with self._lock:
             state = store.state_snapshot()
             state["version"] = METADATA_SNAPSHOT_VERSION

@@ -60,7 +60,7 @@ import shutil
 import threading
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple, Protocol
 
 import structlog
 
@@ -74,7 +74,7 @@ from kafka_emu.broker.storage.checkpoint_file import (
     PartitionMetadataFile,
 )
 from kafka_emu.broker.storage.unified_log import UnifiedLog
-from kafka_emu.broker.storage.log_config import LogConfig
+from kafka_emu.broker.storage.log_config import MEMORY_BUDGET_CONFIG, BrokerConfig, LogConfig
 from kafka_emu.broker.storage.log_dirs import (
     check_meta_properties,
     configured_log_dirs,
@@ -83,19 +83,14 @@ from kafka_emu.broker.storage.log_dirs import (
     write_clean_shutdown,
 )
 from kafka_emu.broker.storage.persistent_log import PersistentLog
+from kafka_emu.timer.scheduler import KafkaScheduler
 from kafka_emu.timer.time import Time
-
-if TYPE_CHECKING:
-    from kafka_emu.broker.server.config import KafkaConfig
-    from kafka_emu.broker.server.metadata_store import MetadataStore
-    from kafka_emu.broker.server.scheduler import KafkaScheduler
 
 _log = structlog.get_logger("broker.log_manager")
 
 TP = tuple[str, int]
 MEMORY_CHECK_INTERVAL_MS = 1000
 IN_MEMORY_LOG_DIR = "/kafka-emu/in-memory/broker-{broker_id}"   # the notional log dir DescribeLogDirs names
-MEMORY_BUDGET_CONFIG = "emulator.log.memory.max.bytes"
 
 
 def _load_malloc_trim() -> Any:
@@ -142,8 +137,36 @@ def process_memory_bytes() -> int | None:
     return total or None
 
 
+class ReplicaAssignment(Protocol):
+    """A partition's replicas as the controller assigns them."""
+
+    @property
+    def replicas(self) -> tuple[int, ...]: ...
+
+
+class TopicAssignment(Protocol):
+    """A topic as the controller knows it: its id, configs and partitions' replicas."""
+
+    @property
+    def topic_id(self) -> uuid.UUID: ...
+    @property
+    def configs(self) -> Mapping[str, object]: ...
+    @property
+    def partitions(self) -> Mapping[int, ReplicaAssignment]: ...
+
+
+class ClusterMetadata(Protocol):
+    """What ``load_logs`` reads of the controller's state to tell this broker's logs from strays
+    (Kafka's ``LogManager.startup`` reads the metadata image): the cluster id and each topic.
+    ``broker.server.metadata_store.MetadataStore`` is one."""
+
+    @property
+    def cluster_id(self) -> str: ...
+    def topic(self, name: str) -> TopicAssignment | None: ...
+
+
 class LogManager:
-    def __init__(self, config: "KafkaConfig", logs: dict[TP, UnifiedLog] | None = None,
+    def __init__(self, config: BrokerConfig, logs: dict[TP, UnifiedLog] | None = None,
                  time: Time | None = None) -> None:
         self.config = config
         self.logs: dict[TP, UnifiedLog] = logs if logs is not None else {}
@@ -193,11 +216,11 @@ class LogManager:
             PartitionMetadataFile(directory / PARTITION_METADATA_FILE).write(topic_id)
         return log
 
-    def load_logs(self, metadata: "MetadataStore") -> None:
+    def load_logs(self, metadata: ClusterMetadata) -> None:
         """Load every partition directory of this broker's log dirs not already in ``logs``
         (see the module docstring); raises ``ConfigException`` for a directory that cannot be
         written or belongs to another cluster or node."""
-        broker_id = self.config.broker_id
+        broker_id = int(self.config["broker.id"])  # type: ignore[arg-type]
         for d in self.live_log_dirs:
             prepare_dir(d)
             check_meta_properties(d, metadata.cluster_id, broker_id)
@@ -244,7 +267,7 @@ class LogManager:
     def persistent_logs(self) -> list[PersistentLog]:
         return [log for log in self.all_logs() if isinstance(log, PersistentLog)]
 
-    def schedule_tasks(self, scheduler: "KafkaScheduler") -> None:
+    def schedule_tasks(self, scheduler: KafkaScheduler) -> None:
         """Kafka's flusher and checkpoint tasks (with ``log.dirs``)."""
         if not self.live_log_dirs:
             return

@@ -64,7 +64,7 @@ TV_2 = 2   # the client transaction version of EndTxn v5, Produce v12 and TxnOff
 
 
 class PeriodicScheduler(Protocol):
-    """The broker's scheduler (``broker.server.scheduler.KafkaScheduler``)."""
+    """The broker's scheduler (``kafka_emu.timer.scheduler.KafkaScheduler``)."""
 
     def schedule(self, name: str, fn: Callable[[], None], period_ms: int, delay_ms: int | None = None) -> None:
         ...

@@ -257,6 +257,20 @@ class ParsedConfig:
 
 UNKNOWN = "unknown"
 NOT_IMPLEMENTED = "not implemented by the emulator"
+# The broker key that turns an ignored key (of the broker's or a topic's config) into an error
+STRICT_CONFIG = "emulator.strict.config"
+
+
+def ignored_message(name: str, reason: str, what: str = "configuration") -> str:
+    """The one line that tells a user a given key has no effect (Kafka's ``logUnused`` wording
+    for unknown keys)."""
+    if reason == NOT_IMPLEMENTED:
+        return f"The {what} '{name}' is defined by Kafka but not implemented by the emulator."
+    return f"The {what} '{name}' was supplied but isn't a known config."
+
+
+def strict_refusal(name: str, reason: str, what: str = "configuration") -> ConfigException:
+    return ConfigException(f"{ignored_message(name, reason, what)} ({STRICT_CONFIG}=true refuses it)")
 
 
 class ConfigDef:

@@ -10,7 +10,7 @@ from kafka_emu.broker.storage.log_config import LogConfig
 from kafka_emu.broker.storage.log_manager import LogManager
 from kafka_emu.broker.storage.producer_state import AppendOrigin, ProducerStateManager
 from kafka_emu.broker.storage.record_batch import BatchInfo, build_batch
-from kafka_emu.broker.server.scheduler import KafkaScheduler
+from kafka_emu.timer.scheduler import KafkaScheduler
 from kafka_emu.common.errors import Errors, KafkaError
 from kafka_emu.timer.time import MockTime
 

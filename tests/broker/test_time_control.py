@@ -15,7 +15,7 @@ import pytest
 
 from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
 from kafka_emu.broker.cluster.control.time_control import ManualTime, OffsetTime, advance, make_time
-from kafka_emu.broker.server.scheduler import KafkaScheduler
+from kafka_emu.timer.scheduler import KafkaScheduler
 from kafka_emu.common.errors import Errors
 from kafka_emu.timer import SystemTimer, Time, TimerTask
 

@@ -9,7 +9,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from kafka_emu.broker.server.config import KAFKA_CONFIG_DEF, ConfigException, KafkaConfig, load_properties, parse_properties
+from kafka_emu.broker.server.config import KAFKA_CONFIG_DEF, ConfigException, KafkaConfig
+from kafka_emu.broker.storage.log_config import (
+    BROKER_DEFAULTS, LOG_CONFIG_DEF, LOG_MANAGER_KEYS, SERVER_LOG_KEYS, topic_value,
+)
+from kafka_emu.common.properties import load_properties, parse_properties
 from kafka_emu.common.config_def import (
     INT_MAX,
     INT_MIN,
@@ -200,3 +204,15 @@ def test_any_text_for_an_int_key_parses_or_is_refused_cleanly(text: str) -> None
         assert "num.io.threads" in str(exc)
     else:
         assert isinstance(value, int) and value >= 1 and int(text.strip()) == value
+
+
+def test_the_log_layers_keys_and_defaults() -> None:
+    """KafkaConfig's table includes the broker keys the log layer defines
+    (``broker.storage.log_config``, as Kafka's includes ``ServerLogConfigs``), and a log handed
+    no broker config reads, for every topic config, what a default ``KafkaConfig`` gives."""
+    broker = KafkaConfig()
+    for key in (*SERVER_LOG_KEYS, *LOG_MANAGER_KEYS):
+        assert KAFKA_CONFIG_DEF.keys[key.name] is key
+        assert BROKER_DEFAULTS[key.name] == broker[key.name]
+    for name in LOG_CONFIG_DEF.keys:
+        assert topic_value(name, {}, BROKER_DEFAULTS) == topic_value(name, {}, broker), name

@@ -9,7 +9,7 @@ from typing import Iterator
 import pytest
 from txn_harness import TP1, TXN_TIMEOUT, TxnHarness
 
-from kafka_emu.broker.server.scheduler import KafkaScheduler
+from kafka_emu.timer.scheduler import KafkaScheduler
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction.transaction_metadata import TransactionState
 

@@ -1,5 +1,9 @@
 """KafkaScheduler: one named thread running the broker's periodic tasks (``kafka-scheduler-<id>``).
 
+Kafka keeps its ``KafkaScheduler`` in server-common beside the timer, so that the log layer and
+the coordinators can be handed one without depending on the broker; it lives here for the same
+reason (``broker.storage.log_manager`` schedules its flusher and checkpoints on it).
+
 Used for ``isr-expiration`` (every ``replica.lag.time.max.ms / 2``), ``kafka-log-retention``,
 the log memory budget and, with ``log.dirs``, the flusher, the checkpoints and the one-off
 ``flush-log`` of a rolled segment. Tasks run on the scheduler

@@ -17,8 +17,8 @@ under ``emulator.api.compatibility=3.9`` only, with down-conversion) stay on kio
   does; the known ones (``cluster_id``, ``replica_state`` from v15, the partitions'
   ``replica_directory_id`` from v17 and ``high_watermark`` from v18) are read as kio reads them.
 * ``encode_fetch_body(version, topics, error)`` writes the response body (no header) from the
-  broker's read results (``broker.server.partition.LogReadResult``, resolved per partition by
-  ``broker.apis.fetch.partition_responses``); None where a value does not fit the format, and
+  broker's read results (any ``PartitionData``: the server's ``LogReadResult``, resolved per
+  partition by ``broker.apis.fetch.partition_responses``); None where a value does not fit the format, and
   the caller uses kio. Tagged fields are written as kio writes them: only when not at their
   default (``diverging_epoch``, ``current_leader``; ``snapshot_id`` and ``node_endpoints`` are
   never set by the broker). The bytes are kio's exactly (``tests/wire/test_fast_fetch.py``
@@ -30,13 +30,10 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 from uuid import UUID
 
 from kafka_emu.broker.protocol.fast_wire import DECODE_ERRORS, Malformed, count, length, uvarint, write_count, write_string
-
-if TYPE_CHECKING:
-    from kafka_emu.broker.server.partition import LogReadResult
 
 FETCH = 1
 FIRST_VERSION = 4        # the oldest layout handled here (v0-v3: kio with broker.protocol.legacy_schema)
@@ -318,10 +315,43 @@ def _decode(version: int, buf: bytes, off: int) -> FetchRequestData:
 
 # --- responses -----------------------------------------------------------------------------------
 
+class AbortedTransaction(Protocol):
+    """An aborted transaction a read_committed fetch skips (Kafka's ``AbortedTransaction``)."""
+
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def first_offset(self) -> int: ...
+
+
+class PartitionData(Protocol):
+    """One partition's read result as the response writes it (Kafka's
+    ``FetchResponseData.PartitionData``); the server's ``LogReadResult`` is one."""
+
+    @property
+    def records(self) -> bytes | None: ...
+    @property
+    def error(self) -> int: ...
+    @property
+    def high_watermark(self) -> int: ...
+    @property
+    def last_stable_offset(self) -> int: ...
+    @property
+    def log_start_offset(self) -> int: ...
+    @property
+    def diverging_epoch(self) -> tuple[int, int] | None: ...   # (epoch, end offset)
+    @property
+    def leader_id(self) -> int: ...
+    @property
+    def leader_epoch(self) -> int: ...
+    @property
+    def aborted_transactions(self) -> Sequence[AbortedTransaction] | None: ...   # read_committed only
+
+
 # (topic key as the client sent it: name, or id from v13; topic name, None if unknown;
 # (partition index, read result, whether its leader hint is sent) in request order) of one
 # answered topic
-TopicResults = tuple["str | UUID | None", "str | None", Sequence[tuple[int, "LogReadResult", bool]]]
+TopicResults = tuple["str | UUID | None", "str | None", Sequence[tuple[int, PartitionData, bool]]]
 
 
 def encode_fetch_body(version: int, topics: Sequence[TopicResults], error: int = 0) -> bytes | None:

@@ -311,13 +311,14 @@ class CannedChannel:
 
 def measure_network_only(conn_counts: list[int], warmup: float, duration: float) -> dict[str, int]:
     from kafka_emu.broker.server import cpu_affinity
+    from kafka_emu.broker.apis.api_versions import DefaultApiVersionManager
     from kafka_emu.broker.server.config import KafkaConfig
     from kafka_emu.broker.network.socket_server import SocketServer
 
     cpus = cpu_affinity.resolve(cpu_affinity.DEFAULT)   # the placement a cluster would get
     with cpu_affinity.pinned(cpus):
         channel = CannedChannel()
-        server = SocketServer(KafkaConfig({"broker.id": 0}), channel)
+        server = SocketServer(KafkaConfig({"broker.id": 0}), channel, api_versions=DefaultApiVersionManager())
         server.startup()
     try:
         return {str(c): round(measure_rate([("127.0.0.1", server.bound_port, "t", p) for p in range(c)],

@@ -2,9 +2,10 @@
 
 Each module here declares ``APIS``, one ``ApiSpec`` (key, name, version range, handler) per API
 it serves. ``APIS`` below is their union, the single statement of what the broker speaks: KafkaApis
-dispatches on it, ApiVersions advertises it and the network processors admit only what
-``is_supported`` accepts. Each range is what kio decodes and the handler fills correctly;
-versions newer than a handler understands are left out rather than half-served.
+dispatches on it, ApiVersions advertises it and the network processors admit only what it
+serves (``api_versions.DefaultApiVersionManager``, handed to them). Each range is what kio
+decodes and the handler fills correctly; versions newer than a handler understands are left out
+rather than half-served.
 
 Deliberately absent: GetTelemetrySubscriptions (librdkafka calls it only when advertised) and
 ConsumerGroupHeartbeat (KIP-848; the emulator runs the classic group protocol only).

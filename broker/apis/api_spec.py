@@ -4,7 +4,7 @@ Kafka states an API's key, name and version range once, in ``ApiKeys`` and the m
 schemas; here each module of ``broker.apis`` states them once, next to the handler, as ``APIS``
 (a tuple of ``ApiSpec``). ``broker.apis.APIS`` gathers them, and everything that needs to know
 what the broker speaks reads that table: KafkaApis' dispatch, the ApiVersions answer and the
-network processors' version check (``broker.apis.is_supported``).
+network processors' version check (``api_versions.DefaultApiVersionManager``).
 
 Compatibility modes (broker config ``emulator.api.compatibility``): ``min_version..max_version``
 is what the broker serves as Kafka 4.x (KIP-896 removed the oldest versions of many APIs);

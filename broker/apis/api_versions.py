@@ -100,3 +100,32 @@ def _handle(apis: KafkaApis, request: Request) -> None:
 
 
 APIS = (ApiSpec(API_KEY, "ApiVersions", 0, 4, _handle),)
+
+
+class DefaultApiVersionManager:
+    """What the network layer admits (its ``ApiVersionManager`` protocol, Kafka's
+    ``DefaultApiVersionManager``): the versions ``broker.apis.APIS`` serves in one
+    ``emulator.api.compatibility`` mode, with their names; ApiVersions at any other version gets
+    KIP-511's v0 answer. ``KafkaServer`` hands one to its ``SocketServer``.
+
+    The ranges are read from the specs once (``ApiSpec.versions``), so admitting a request is one
+    dict lookup and a comparison. Immutable; safe from any thread."""
+
+    __slots__ = ("_enabled",)
+
+    def __init__(self, compatibility: str = KAFKA_4X) -> None:
+        # api key -> (min version, max version, name)
+        self._enabled: dict[int, tuple[int, int, str]] = {
+            key: (*spec.versions(compatibility), spec.name) for key, spec in registry.APIS.items()}
+
+    def enabled_api_name(self, api_key: int, api_version: int) -> str | None:
+        entry = self._enabled.get(api_key)
+        if entry is not None and entry[0] <= api_version <= entry[1]:
+            return entry[2]
+        return None
+
+    def api_name(self, api_key: int) -> str:
+        return registry.api_name(api_key)
+
+    def answers_unsupported_versions(self, api_key: int) -> bool:
+        return api_key == API_KEY

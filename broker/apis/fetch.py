@@ -39,6 +39,7 @@ from kafka_emu.broker.protocol.fast_fetch import (
     TopicResults,
     encode_fetch_body,
     error_counts,
+    fetch_replica_id,
 )
 from kafka_emu.broker.server.replica_fetcher import ReplicaFetchRequestData
 from kafka_emu.broker.server.fetch_params import FetchParams, PartitionFetchInfo, isolation_for
@@ -59,7 +60,7 @@ def replica_id_of(body: Any, version: int) -> int:
     """The fetching replica's id, -1 for a consumer (Kafka's ``FetchRequest.replicaId``)."""
     if isinstance(body, ReplicaFetchRequestData):
         return body.params.replica_id
-    return int(body.replica_state.replica_id) if version >= 15 else int(body.replica_id)
+    return fetch_replica_id(body, version)
 
 
 def parse_fetch_request(body: Any, version: int, metadata: MetadataStore

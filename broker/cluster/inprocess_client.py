@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from kio.index import load_request_schema
 
+from kafka_emu.broker.apis import api_name
 from kafka_emu.broker.network.request_channel import Request, RequestChannel, Response
 
 _correlation = itertools.count(1)
@@ -25,7 +26,7 @@ class BrokerUnavailable(Exception):
 def send_async(channel: RequestChannel, api_key: int, api_version: int, body: Any,
                callback: Callable[[Response], None], client_id: str = "in-process") -> bool:
     req = Request(api_key=api_key, api_version=api_version, correlation_id=next(_correlation),
-                  client_id=client_id, body=body, respond=callback)
+                  client_id=client_id, body=body, respond=callback, api_name=api_name(api_key))
     return channel.send_request(req, timeout_s=5.0)
 
 

@@ -12,6 +12,11 @@ response writes" below); otherwise it queues a ``NetworkResponse`` (``broker.net
 on the owning processor, waking it through an eventfd; the processor never polls for
 responses.
 
+Admission: what the broker serves is not read here but asked of the ``ApiVersionManager`` the
+socket server is handed (Kafka's, built by ``KafkaServer`` from ``broker.apis``), so the network
+layer imports no handler. It answers with the API's name, which the processor stamps on the
+``Request`` it creates (logs and metrics read it there).
+
 Hygiene: ``socket.request.max.bytes`` is checked against the 4-byte size prefix before any body
 byte is buffered; ``connections.max.idle.ms`` closes quiet connections; a frame that cannot be
 parsed (unknown API key, truncated body, a version the broker does not serve: Kafka's
@@ -48,12 +53,10 @@ import struct
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from kafka_emu.broker.apis import api_name, is_supported
-from kafka_emu.broker.apis.api_versions import API_KEY as API_VERSIONS_KEY
 from kafka_emu.broker.network.kafka_channel import KafkaChannel
 from kafka_emu.broker.protocol.codec import (
     InvalidRequestError,
@@ -68,6 +71,8 @@ from kafka_emu.broker.network.request_channel import (
     NetworkResponse,
     NoOpResponse,
     Request,
+    RequestBody,
+    Response,
     SendResponse,
     WrittenResponse,
 )
@@ -78,6 +83,7 @@ if TYPE_CHECKING:
 
 _log = structlog.get_logger("broker.network")
 _SIZE = struct.Struct(">i")
+_KEY = struct.Struct(">h")   # a request frame's first field
 _RECV_CHUNK = 256 * 1024
 # Poll timeout while requests are in flight: bounds how late the processor notices a directly
 # written response on an otherwise quiet connection (metrics, idle accounting).
@@ -85,6 +91,23 @@ _IN_FLIGHT_POLL_S = 0.01
 _IN = select.EPOLLIN
 _OUT = select.EPOLLOUT
 _ERR = select.EPOLLERR | select.EPOLLHUP
+
+
+class ApiVersionManager(Protocol):
+    """What the network layer asks of the APIs the broker serves (Kafka's ``ApiVersionManager``,
+    handed to its ``SocketServer``): ``broker.apis.api_versions.DefaultApiVersionManager`` for the
+    broker's ``emulator.api.compatibility`` mode."""
+
+    def enabled_api_name(self, api_key: int, api_version: int) -> str | None:
+        """The API's name if the broker serves this version of it (Kafka's ``isApiEnabled``),
+        else None: the connection is closed."""
+
+    def api_name(self, api_key: int) -> str:
+        """Kafka's name of any key (for the log line of a refused request)."""
+
+    def answers_unsupported_versions(self, api_key: int) -> bool:
+        """KIP-511: whether a request of this API at a version the broker does not serve is still
+        handed on, without a body, to be answered (ApiVersions: a v0 UNSUPPORTED_VERSION answer)."""
 
 
 class _Waker:
@@ -149,6 +172,8 @@ class Processor(ShutdownableThread):
         self.server = server
         self.processor_id = processor_id
         self.listener = listener
+        self._api_versions = server.api_versions
+        self._enabled_api_name = server.api_versions.enabled_api_name   # bound once: called per request
         self._epoll = select.epoll()
         self._waker = _Waker()
         self._wake_fd = self._waker.fd
@@ -474,48 +499,52 @@ class Processor(ShutdownableThread):
         try:
             header = decode_request_header(frame)
         except UnsupportedVersionError as exc:
-            if len(frame) >= 10 and struct.unpack_from(">h", frame, 0)[0] == API_VERSIONS_KEY:
-                self._submit_unsupported_api_versions(channel, frame, start_ns)
+            api_versions = self._api_versions
+            if len(frame) >= 10 and api_versions.answers_unsupported_versions(_KEY.unpack_from(frame, 0)[0]):
+                self._submit_unsupported_version(channel, frame, start_ns)
                 return
             self._malformed(channel, str(exc))
             return
         except InvalidRequestError as exc:
             self._malformed(channel, str(exc))
             return
-        if not is_supported(header.api_key, header.api_version, self.server.api_compatibility):
-            if header.api_key == API_VERSIONS_KEY:
-                self._submit(channel, header, None, start_ns)
+        api_key = header.api_key
+        name = self._enabled_api_name(api_key, header.api_version)
+        if name is None:
+            if self._api_versions.answers_unsupported_versions(api_key):
+                self._submit(channel, header, None, start_ns, self._api_versions.api_name(api_key))
                 return
             # Kafka's SocketServer.parseRequestHeader: a version the broker does not enable is an
             # InvalidRequestException, and the connection is closed
-            self._malformed(channel, f"version {header.api_version} of api key {header.api_key} is not enabled",
-                            api=api_name(header.api_key), api_version=header.api_version)
+            self._malformed(channel, f"version {header.api_version} of api key {api_key} is not enabled",
+                            api=self._api_versions.api_name(api_key), api_version=header.api_version)
             return
         try:
             body = decode_request_fast(header, frame)
         except InvalidRequestError as exc:
-            self._malformed(channel, str(exc), api=api_name(header.api_key), api_version=header.api_version)
+            self._malformed(channel, str(exc), api=name, api_version=header.api_version)
             return
-        self._submit(channel, header, body, start_ns)
+        self._submit(channel, header, body, start_ns, name)
 
-    def _submit_unsupported_api_versions(self, channel: KafkaChannel, frame: bytes, start_ns: int) -> None:
+    def _submit_unsupported_version(self, channel: KafkaChannel, frame: bytes, start_ns: int) -> None:
         """KIP-511: an ApiVersions request newer than any we know still gets the v0 error reply.
 
         Its header may be v2 with tags we cannot be sure of, so only the fixed prefix is read.
         """
-        _key, version, correlation_id, client_len = struct.unpack_from(">hhih", frame, 0)
+        api_key, version, correlation_id, client_len = struct.unpack_from(">hhih", frame, 0)
         client_id = None
         if client_len > 0 and 10 + client_len <= len(frame):
             client_id = frame[10:10 + client_len].decode("utf-8", "replace")
-        header = RequestHeaderData(API_VERSIONS_KEY, version, correlation_id, client_id, len(frame))
-        self._submit(channel, header, None, start_ns)
+        header = RequestHeaderData(api_key, version, correlation_id, client_id, len(frame))
+        self._submit(channel, header, None, start_ns, self._api_versions.api_name(api_key))
 
     def _set_in_flight(self, channel: KafkaChannel) -> None:
         if not channel.in_flight:
             channel.in_flight = True
             self._in_flight += 1
 
-    def _submit(self, channel: KafkaChannel, header: RequestHeaderData, body: Any, start_ns: int) -> None:
+    def _submit(self, channel: KafkaChannel, header: RequestHeaderData, body: RequestBody, start_ns: int,
+                api_name: str) -> None:
         channel.muted = True
         self._set_in_flight(channel)
         self.requests_received += 1
@@ -525,7 +554,8 @@ class Processor(ShutdownableThread):
             correlation_id=header.correlation_id,
             client_id=header.client_id,
             body=body,
-            respond=_Responder(self, channel.connection_id, header.correlation_id, header.api_key),
+            respond=_Responder(self, channel.connection_id, header.correlation_id, api_name),
+            api_name=api_name,
             connection_id=channel.connection_id,
             processor_id=self.processor_id,
             client_host=channel.peer.rpartition(":")[0],
@@ -644,28 +674,28 @@ class _Responder:
     travels with the bytes, so the processor can time the send and report the request.
     """
 
-    __slots__ = ("processor", "connection_id", "correlation_id", "api_key", "done")
+    __slots__ = ("processor", "connection_id", "correlation_id", "api_name", "done")
 
-    def __init__(self, processor: Processor, connection_id: str, correlation_id: int, api_key: int) -> None:
+    def __init__(self, processor: Processor, connection_id: str, correlation_id: int, api_name: str) -> None:
         self.processor = processor
         self.connection_id = connection_id
         self.correlation_id = correlation_id
-        self.api_key = api_key
+        self.api_name = api_name
         self.done = False
 
-    def __call__(self, response: Any) -> None:
+    def __call__(self, response: Response) -> None:
         if self.done:
             _log.warning("duplicate_response", connection_id=self.connection_id,
-                         correlation_id=self.correlation_id, api=api_name(self.api_key))
+                         correlation_id=self.correlation_id, api=self.api_name)
             return
         self.done = True
-        req = getattr(response, "request", None)
-        if req is not None and not getattr(req, "response_complete_time_ns", 0):
+        req = response.request
+        if not req.response_complete_time_ns:
             req.response_complete_time_ns = time.monotonic_ns()  # refined below once encoded
-        if getattr(response, "close_connection", False):
+        if response.close_connection:
             self.processor.enqueue_response(CloseConnectionResponse(self.connection_id, req))
             return
-        body = getattr(response, "body", None)
+        body = response.body
         if body is None:
             self.processor.enqueue_response(NoOpResponse(self.connection_id, req))
             return
@@ -673,9 +703,8 @@ class _Responder:
             data = encode_response(self.correlation_id, body)
         except Exception as exc:  # noqa: BLE001 - a bad entity from a handler closes only this link
             _log.error("response_encode_failed", connection_id=self.connection_id,
-                       api=api_name(self.api_key), correlation_id=self.correlation_id, reason=repr(exc))
+                       api=self.api_name, correlation_id=self.correlation_id, reason=repr(exc))
             self.processor.enqueue_response(CloseConnectionResponse(self.connection_id, req))
             return
-        if req is not None:
-            req.response_complete_time_ns = time.monotonic_ns()
+        req.response_complete_time_ns = time.monotonic_ns()
         self.processor.respond(self.connection_id, data, req)

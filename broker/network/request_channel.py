@@ -13,9 +13,15 @@ replica fetchers, benchmarks) right there, as nothing is sent; for a network req
 ResponseQueueTimeMs and ResponseSendTimeMs are real. ``send_response`` keeps the response body
 on the request (``response_body``) for those listeners (error counts by code).
 
-Test control (``broker.cluster.control``): when ``control`` is set, every answer passes through
-``ClusterControl.on_response`` first (recording, latency, isolation), which may deliver it later
-through ``deliver_response``.
+A request carries what its handler, logs and metrics need, stamped by whoever creates it (the
+network processor from the header it admitted, the in-process clients, the replica fetchers):
+its API's name (``api_name``) and, for an in-process follower Fetch, the follower's id
+(``replica_id``). So this module imports no handler and nothing of the server: it sits between
+the network layer and the handlers, below both (``tests/test_layering.py``).
+
+Test control (``broker.cluster.control``): when ``control`` (a ``ResponseHook``) is set, every
+answer passes through its ``on_response`` first (recording, latency, isolation), which may
+deliver it later through ``deliver_response``.
 
 Locking: the queue has its own lock; ``request_listeners`` is only appended to at start-up.
 """
@@ -25,16 +31,53 @@ import queue
 import threading
 import time as _time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from typing import Callable, NamedTuple, Protocol, Sequence, Union
 
 import structlog
+from kio.static.protocol import RequestPayload, ResponsePayload
 
-if TYPE_CHECKING:
-    from kafka_emu.broker.cluster.control import ClusterControl
-
-FETCH_API_KEY = 1
+from kafka_emu.broker.protocol.codec import EncodedResponse
+from kafka_emu.broker.protocol.fast_fetch import FETCH, FetchRequestData, PartitionData, fetch_replica_id
+from kafka_emu.broker.protocol.fast_produce import ProduceRequestData
 
 _log = structlog.get_logger("broker.request_channel")
+
+TopicPartition = tuple[str, int]
+
+
+class InProcessFetch(Protocol):
+    """The body of an in-process follower Fetch (``broker.server.replica_fetcher``'s
+    ``ReplicaFetchRequestData``): never encoded, read only by the leader's Fetch handler. With
+    session id 0 and epoch -1 (Kafka's sessionless fetch) it is answered with a plain list of
+    read results, otherwise with a ``SessionFetchAnswer``."""
+
+    @property
+    def session_id(self) -> int: ...
+    @property
+    def session_epoch(self) -> int: ...
+
+
+class SessionFetchAnswer(Protocol):
+    """The answer to an in-process follower Fetch with session fields
+    (``broker.server.fetch_session.SessionFetchResponse``)."""
+
+    @property
+    def error(self) -> int: ...
+    @property
+    def session_id(self) -> int: ...
+    @property
+    def results(self) -> Sequence[tuple[TopicPartition, PartitionData]]: ...
+
+
+# What a request carries: a kio request entity, the hand-decoded Produce or Fetch of the network
+# path (``broker.protocol.fast_produce``/``fast_fetch``), an in-process follower Fetch, or None
+# (an ApiVersions request at a version the broker does not know: KIP-511's fallback).
+RequestBody = Union[RequestPayload, ProduceRequestData, FetchRequestData, InProcessFetch, None]
+# What it is answered with: a kio response entity, bytes a hand-written encoder wrote
+# (``codec.EncodedResponse``), the read results of an in-process follower Fetch, or None
+# (no response: acks=0 Produce, or a closed connection).
+ResponseBody = Union[ResponsePayload, EncodedResponse, Sequence[tuple[TopicPartition, PartitionData]],
+                     SessionFetchAnswer, None]
 
 
 @dataclass(eq=False, slots=True)
@@ -43,41 +86,48 @@ class Request:
     api_version: int
     correlation_id: int
     client_id: str | None
-    body: Any                      # a kio request entity (decoded)
+    body: RequestBody
     respond: Callable[["Response"], None]   # delivers the response to whoever sent the request
+    api_name: str                  # Kafka's name of the API (Produce, JoinGroup...): logs, metric labels
     connection_id: str = "in-process"
     processor_id: int = -1         # -1 for in-process requests (replica fetchers, benchmarks)
     client_host: str = ""
     listener: str = "PLAINTEXT"
+    replica_id: int = -1           # the follower an in-process Fetch comes from (stamped by its fetcher)
     start_time_ns: int = 0
     dequeue_time_ns: int = 0
     api_local_complete_time_ns: int = 0
     response_complete_time_ns: int = 0
     response_dequeue_time_ns: int = 0
     end_time_ns: int = 0           # the response was written (network) / handed back (in-process)
-    response_body: Any = None      # set by send_response: what the request was answered with
-
-    @property
-    def api_name(self) -> str:
-        """Kafka's name of the API (``Produce``, ``JoinGroup``...), for logs and metric labels."""
-        # imported here: the handler modules behind broker.apis import this module
-        from kafka_emu.broker.apis import api_name
-        return api_name(self.api_key)
+    response_body: ResponseBody = None   # set by send_response: what the request was answered with
 
     @property
     def is_from_follower(self) -> bool:
-        """A Fetch sent by a follower replica (Kafka's ``FetchRequest.isFromFollower``)."""
-        if self.api_key != FETCH_API_KEY:
-            return False
-        from kafka_emu.broker.apis.fetch import replica_id_of  # the fetch API imports this module
-        return replica_id_of(self.body, self.api_version) >= 0
+        """A Fetch sent by a follower replica (Kafka's ``FetchRequest.isFromFollower``): stamped
+        on an in-process one, stated in the body of one decoded from the wire."""
+        if self.replica_id >= 0:
+            return True
+        return self.api_key == FETCH and fetch_replica_id(self.body, self.api_version) >= 0
 
 
 @dataclass(eq=False, slots=True)
 class Response:
     request: Request
-    body: Any | None               # a kio response entity; None = no response (acks=0 produce)
+    body: ResponseBody
     close_connection: bool = False
+
+
+Deliver = Callable[[Request, ResponseBody, bool], None]
+
+
+class ResponseHook(Protocol):
+    """What ``send_response`` calls before delivering an answer, when set (``control``): test
+    control's ``broker.cluster.control.ClusterControl``."""
+
+    def on_response(self, broker: int, request: Request, body: ResponseBody, close: bool,
+                    deliver: Deliver) -> bool:
+        """True if the answer was taken over (``deliver`` is called later, or it was replaced)."""
 
 
 # --- what a network processor is told to do once a request is answered -----------------------
@@ -154,7 +204,7 @@ class RequestChannel:
             request_listeners if request_listeners is not None else [])
         self.closed = False
         self._wakeup_pending = False
-        self.control: ClusterControl | None = None   # set by KafkaServer
+        self.control: ResponseHook | None = None   # set by KafkaServer (test control)
         # KafkaApis.handle, for requests served on their sender's thread (``handle_inline``)
         self.inline_handler: Callable[[Request], None] | None = None   # set by KafkaServer
 
@@ -223,14 +273,14 @@ class RequestChannel:
             item.dequeue_time_ns = _time.monotonic_ns()
         return item
 
-    def send_response(self, request: Request, body: object, close_connection: bool = False) -> None:
+    def send_response(self, request: Request, body: ResponseBody, close_connection: bool = False) -> None:
         control = self.control
         if control is not None and control.on_response(self.broker_id, request, body, close_connection,
                                                        self.deliver_response):
             return
         self.deliver_response(request, body, close_connection)
 
-    def deliver_response(self, request: Request, body: object, close_connection: bool = False) -> None:
+    def deliver_response(self, request: Request, body: ResponseBody, close_connection: bool = False) -> None:
         now = _time.monotonic_ns()
         if not request.api_local_complete_time_ns:
             request.api_local_complete_time_ns = now

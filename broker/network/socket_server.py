@@ -25,9 +25,9 @@ from typing import Any, Callable, Mapping
 
 import structlog
 
-from kafka_emu.broker.server.config import API_COMPATIBILITY, KafkaConfig
+from kafka_emu.broker.server.config import KafkaConfig
 from kafka_emu.broker.network.acceptor import Acceptor
-from kafka_emu.broker.network.processor import Processor
+from kafka_emu.broker.network.processor import ApiVersionManager, Processor
 from kafka_emu.broker.network.request_channel import CloseConnectionResponse, Request
 
 _log = structlog.get_logger("broker.network")
@@ -89,18 +89,21 @@ class SocketServer:
     connections), then processors (closing their connections), and joins every thread.
     Configuration read: ``listeners`` (default ``PLAINTEXT://127.0.0.1:0``),
     ``advertised.listeners``, ``num.network.threads``, ``socket.request.max.bytes``,
-    ``connections.max.idle.ms``.
+    ``connections.max.idle.ms``. What the broker serves comes with ``api_versions`` (built by
+    ``KafkaServer`` for its ``emulator.api.compatibility``, as Kafka's ``BrokerServer`` hands its
+    ``SocketServer`` an ``ApiVersionManager``): the network layer imports no handler.
     """
 
     def __init__(self, config: KafkaConfig | Mapping[str, object] | None, request_channel: Any,
-                 broker_id: int | None = None, request_factory: Callable[..., Any] | None = None) -> None:
+                 broker_id: int | None = None, request_factory: Callable[..., Any] | None = None, *,
+                 api_versions: ApiVersionManager) -> None:
         config = config if isinstance(config, KafkaConfig) else KafkaConfig(config)
         self.config = config
         self.request_channel = request_channel
         self.broker_id = broker_id if broker_id is not None else config.broker_id
         self.request_factory = request_factory or Request
+        self.api_versions = api_versions
         self.max_request_size: int = config["socket.request.max.bytes"]
-        self.api_compatibility: str = config[API_COMPATIBILITY]   # whose API versions are served
         self.connections_max_idle_ms: int = config["connections.max.idle.ms"]
         self.num_network_threads: int = config["num.network.threads"]
         listeners = parse_listeners(config["listeners"]) or [("PLAINTEXT", "127.0.0.1", 0)]

@@ -137,6 +137,12 @@ class FetchRequestData:
     cluster_id: str | None
 
 
+def fetch_replica_id(body: Any, version: int) -> int:
+    """The fetching replica's id a Fetch request (kio's, or a ``FetchRequestData``) states, -1
+    for a consumer (Kafka's ``FetchRequest.replicaId``): from v15 in ``replica_state``."""
+    return int(body.replica_state.replica_id) if version >= FIRST_REPLICA_STATE else int(body.replica_id)
+
+
 def decode_fetch_request(version: int, frame: bytes, offset: int) -> FetchRequestData | None:
     """The FetchRequest body at ``offset``, or None when kio should decide (see module doc).
 

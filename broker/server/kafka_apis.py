@@ -12,9 +12,9 @@ key it cannot parse); a handler that raises gets a generic error response
 (UNKNOWN_SERVER_ERROR) if the protocol package can build one, otherwise a close. The handler
 thread never dies.
 
-Test control (``broker.cluster.control``): when the cluster has a ``ClusterControl`` (``control``), it
-sees each request first and may answer it itself (an injected error, an interception, an
-isolated broker's closed connection); see ``ClusterControl.on_request``.
+Test control (``broker.cluster.control``): when the cluster has a ``ClusterControl`` (``control``, a
+``RequestHook``), it sees each request first and may answer it itself (an injected error, an
+interception, an isolated broker's closed connection); see ``ClusterControl.on_request``.
 
 When the handler returns (answered, parked in a purgatory, or raised) ``handle`` stamps
 ``request.api_local_complete_time_ns`` unless the handler's answer already did, as Kafka's
@@ -28,7 +28,7 @@ Locking: the table is filled at start-up and only read afterwards.
 from __future__ import annotations
 
 import time as _time
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Mapping, Protocol
 
 import structlog
 
@@ -40,7 +40,6 @@ from kafka_emu.logsetup import request_context
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.config import KafkaConfig
-    from kafka_emu.broker.cluster.control import ClusterControl
     from kafka_emu.broker.server.metadata_store import MetadataStore
     from kafka_emu.broker.server.replica_manager import ReplicaManager
     from kafka_emu.broker.network.request_channel import Request, RequestChannel
@@ -51,11 +50,19 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("broker.kafka_apis")
 
 
+class RequestHook(Protocol):
+    """What ``KafkaApis.handle`` calls before the handler, when set (``control``): test control's
+    ``broker.cluster.control.ClusterControl``."""
+
+    def on_request(self, apis: KafkaApis, request: Request) -> bool:
+        """True if the request was answered here (the handler must not run)."""
+
+
 class KafkaApis:
     def __init__(self, config: KafkaConfig, request_channel: RequestChannel, metadata: MetadataStore,
                  replica_manager: ReplicaManager, time: Time,
                  group_coordinator: GroupCoordinator | None = None,
-                 control: ClusterControl | None = None,
+                 control: RequestHook | None = None,
                  apis: Mapping[int, ApiSpec] = APIS,
                  transaction_coordinator: TransactionCoordinator | None = None) -> None:
         self.config = config

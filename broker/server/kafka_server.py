@@ -34,14 +34,15 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 import structlog
 
 from kafka_emu.broker.server import cpu_affinity
-from kafka_emu.broker.server.config import LISTENER_PORT_REUSED, KafkaConfig
+from kafka_emu.broker.apis.api_versions import DefaultApiVersionManager
+from kafka_emu.broker.server.config import API_COMPATIBILITY, LISTENER_PORT_REUSED, KafkaConfig
 from kafka_emu.broker.server.replica_manager_coordinator_log import ReplicaManagerCoordinatorLog
-from kafka_emu.broker.server.kafka_apis import KafkaApis
+from kafka_emu.broker.server.kafka_apis import KafkaApis, RequestHook
 from kafka_emu.broker.storage.unified_log import UnifiedLog
 from kafka_emu.broker.storage.log_cleaner import LogCleaner, LogCleanerSnapshot
 from kafka_emu.broker.storage.log_manager import MEMORY_CHECK_INTERVAL_MS
@@ -51,7 +52,7 @@ from kafka_emu.broker.network.socket_server import SocketServer, SocketServerSna
 from kafka_emu.broker.server.partition import Partition
 from kafka_emu.broker.server.replica_fetcher import ReplicaFetcherManager
 from kafka_emu.broker.server.replica_manager import ReplicaManager, ReplicaManagerSnapshot
-from kafka_emu.broker.network.request_channel import Request, RequestChannel, RequestChannelSnapshot
+from kafka_emu.broker.network.request_channel import Request, RequestChannel, RequestChannelSnapshot, ResponseHook
 from kafka_emu.broker.server.request_handler import HandlerPoolSnapshot, KafkaRequestHandlerPool
 from kafka_emu.timer.scheduler import KafkaScheduler
 from kafka_emu.broker.server.transaction_verification import TransactionVerifier
@@ -62,9 +63,6 @@ from kafka_emu.coordinator.transaction import (
 )
 from kafka_emu.timer.purgatory import PurgatorySnapshot
 from kafka_emu.timer.time import Time
-
-if TYPE_CHECKING:
-    from kafka_emu.broker.cluster.control import ClusterControl
 
 
 _log = structlog.get_logger("broker.kafka_server")
@@ -85,11 +83,16 @@ class BrokerSnapshot:
     transaction_coordinator: TransactionCoordinatorSnapshot | None = None
 
 
+class ControlHooks(RequestHook, ResponseHook, Protocol):
+    """Test control's two hooks on the request path, handed to ``KafkaApis`` (``on_request``) and
+    the ``RequestChannel`` (``on_response``): ``broker.cluster.control.ClusterControl``."""
+
+
 class KafkaServer:
     def __init__(self, config: KafkaConfig | Mapping[str, Any], metadata: MetadataStore | None = None,
                  time: Time | None = None, logs: dict[tuple[str, int], UnifiedLog] | None = None,
                  host: str = "127.0.0.1", port: int = 0, enable_coordinator: bool = True,
-                 control: ClusterControl | None = None) -> None:
+                 control: ControlHooks | None = None) -> None:
         if not isinstance(config, KafkaConfig):
             config = KafkaConfig(config)
             config.log_ignored()
@@ -101,7 +104,7 @@ class KafkaServer:
         self.host = host
         self.port = port
         self.enable_coordinator = enable_coordinator
-        self.control = control   # broker.control.ClusterControl (test control) or None
+        self.control = control   # broker.cluster.control.ClusterControl (test control) or None
         self._lock = threading.Lock()
         self.request_channel: RequestChannel | None = None
         self.replica_manager: ReplicaManager | None = None
@@ -221,7 +224,8 @@ class KafkaServer:
         cfg = self.config
         if not listeners:
             cfg = cfg.with_overrides(listeners=f"PLAINTEXT://{self.host}:{self.port}")
-        server = SocketServer(cfg, self.request_channel, self.broker_id)
+        api_versions = DefaultApiVersionManager(cfg[API_COMPATIBILITY])
+        server = SocketServer(cfg, self.request_channel, self.broker_id, api_versions=api_versions)
         try:
             server.startup()
         except OSError:
@@ -229,7 +233,7 @@ class KafkaServer:
                 raise
             # the port this broker had before its restart is taken: take a new ephemeral one
             cfg = cfg.with_overrides(listeners=f"PLAINTEXT://{self.host}:0")
-            server = SocketServer(cfg, self.request_channel, self.broker_id)
+            server = SocketServer(cfg, self.request_channel, self.broker_id, api_versions=api_versions)
             server.startup()
         self.socket_server = server
         self.host, self.port = server.advertised_endpoint()

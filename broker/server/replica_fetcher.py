@@ -227,8 +227,8 @@ class ReplicaFetcherThread(ShutdownableThread):
             responses.put((correlation, response.body))
 
         request = Request(api_key=1, api_version=FETCH_VERSION, correlation_id=correlation,
-                          client_id=self.name, body=body, respond=respond,
-                          connection_id=f"replica-{self.broker_id}")
+                          client_id=self.name, body=body, respond=respond, api_name="Fetch",
+                          connection_id=f"replica-{self.broker_id}", replica_id=body.params.replica_id)
         if not channel.handle_inline(request):   # answered now (on the queue already) or parked
             return None
         while True:

@@ -87,7 +87,7 @@ class InProcessTxnMarkerSender:
 
         request = Request(api_key=WRITE_TXN_MARKERS, api_version=WRITE_TXN_MARKERS_VERSION,
                           correlation_id=next(_correlation), client_id=f"broker-{self.broker_id}-txn-marker-sender",
-                          body=_request_body(entries), respond=on_response,
+                          body=_request_body(entries), respond=on_response, api_name="WriteTxnMarkers",
                           connection_id=f"txn-markers-{self.broker_id}")
         if not channel.send_request(request, timeout_s=5.0):
             callback(None)

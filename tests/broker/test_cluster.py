@@ -207,13 +207,13 @@ def test_unknown_api_closes_and_listeners_see_timings(make_cluster):
 
 def test_request_channel_is_bounded():
     ch = RequestChannel(queue_size=2)
-    mk = lambda: Request(0, 0, 0, None, None, lambda r: None)
+    mk = lambda: Request(0, 0, 0, None, None, lambda r: None, "Produce")
     assert ch.send_request(mk()) and ch.send_request(mk())
     assert not ch.send_request(mk(), timeout_s=0.01)
     assert ch.size() == 2
     answered = []
     ch._queue.get_nowait()
-    req = Request(0, 0, 0, None, None, answered.append)
+    req = Request(0, 0, 0, None, None, answered.append, "Produce")
     ch.send_request(req)
     ch.close()
     assert answered and answered[0].close_connection and not ch.send_request(mk())

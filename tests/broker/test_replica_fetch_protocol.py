@@ -58,7 +58,8 @@ def test_fetch_handler_answers_with_read_results(make_cluster):
     body = ReplicaFetchRequestData(FetchParams(replica_id=follower, max_wait_ms=0, isolation=ISOLATION_LOG_END),
                                    [(("t", 0), PartitionFetchInfo(fetch_offset=0, max_bytes=1 << 20))])
     request = Request(api_key=1, api_version=17, correlation_id=1, client_id="test", body=body,
-                      respond=lambda resp: (answers.append(resp.body), done.set()))
+                      respond=lambda resp: (answers.append(resp.body), done.set()), api_name="Fetch",
+                      replica_id=follower)
     assert c.broker(leader).request_channel.send_request(request, timeout_s=5)
     assert done.wait(10)
     [(tp, result)] = answers[0]

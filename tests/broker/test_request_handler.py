@@ -46,7 +46,8 @@ def _run(requests: int, io_threads: int = 1) -> tuple[list[int], list[int], int]
     apis = KafkaApis(KafkaConfig({"broker.id": 0}), channel, None, None, Time.SYSTEM, apis={})  # type: ignore[arg-type]
     apis.register(API, handler)
     for i in range(requests):
-        channel.send_request(Request(API, 0, i, "t", None, respond=lambda r: answered.append(r.request.correlation_id)))
+        channel.send_request(Request(API, 0, i, "t", None, respond=lambda r: answered.append(r.request.correlation_id),
+                                     api_name="Test"))
     pool = KafkaRequestHandlerPool(0, channel, apis, actions, io_threads)
     pool.start()
     try:

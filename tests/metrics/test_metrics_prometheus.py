@@ -116,10 +116,12 @@ def request_path() -> Iterator[SimpleNamespace]:
 
 
 def send(channel: Any, api_key: int, correlation_id: int, answered: threading.Semaphore) -> None:
+    from kafka_emu.broker.apis import api_name
     from kafka_emu.broker.network.request_channel import Request
 
     channel.send_request(Request(api_key=api_key, api_version=12, correlation_id=correlation_id,
-                                 client_id="prom-test", body=None, respond=lambda _: answered.release()))
+                                 client_id="prom-test", body=None, respond=lambda _: answered.release(),
+                                 api_name=api_name(api_key)))
 
 
 def test_prometheus_scrapes_request_path_under_load(tmp_path: Path, request_path: SimpleNamespace) -> None:

@@ -15,7 +15,7 @@ import pytest
 from kio.index import load_request_schema, load_response_schema
 
 from kafka_emu.broker.apis import APIS, is_supported
-from kafka_emu.broker.apis.api_versions import handle_api_versions
+from kafka_emu.broker.apis.api_versions import DefaultApiVersionManager, handle_api_versions
 from kafka_emu.broker.network.socket_server import SocketServer
 from kafka_emu.broker.protocol.adapter import build
 from kafka_emu.broker.protocol.codec import decode_response, encode_request
@@ -32,6 +32,7 @@ class StubRequest:
     client_id: str | None
     body: Any
     respond: Callable[[Any], None]
+    api_name: str
     connection_id: str = ""
     processor_id: int = -1
     client_host: str = ""
@@ -88,7 +89,7 @@ def server():
     ch = StubChannel()
     srv = SocketServer({"broker.id": 7, "num.network.threads": 2, "socket.request.max.bytes": 1 << 20,
                         "connections.max.idle.ms": 600000},
-                       ch, request_factory=StubRequest)
+                       ch, request_factory=StubRequest, api_versions=DefaultApiVersionManager())
     srv.startup()
     yield srv
     srv.shutdown()
@@ -230,7 +231,7 @@ def test_bad_frames_close_only_that_connection(server: SocketServer, payload: by
 def test_oversized_prefix_is_rejected_before_the_body() -> None:
     ch = StubChannel(1)
     srv = SocketServer({"socket.request.max.bytes": 1000, "num.network.threads": 1}, ch,
-                       broker_id=1, request_factory=StubRequest)
+                       broker_id=1, request_factory=StubRequest, api_versions=DefaultApiVersionManager())
     srv.startup()
     try:
         s = connect(srv)
@@ -245,7 +246,7 @@ def test_oversized_prefix_is_rejected_before_the_body() -> None:
 def test_idle_connections_are_closed() -> None:
     ch = StubChannel(1)
     srv = SocketServer({"connections.max.idle.ms": 200, "num.network.threads": 1}, ch,
-                       broker_id=1, request_factory=StubRequest)
+                       broker_id=1, request_factory=StubRequest, api_versions=DefaultApiVersionManager())
     srv.startup()
     try:
         s = connect(srv)

@@ -38,6 +38,11 @@ deleted); the pytest plugin's module-scoped users call it to start each test cle
 ``metrics_url`` is then ``http://host:port/metrics``. ``close()`` stops the endpoint before the
 brokers, so no scrape races a shutdown.
 
+``schema_registry_port`` (None: off; 0: a free port) starts an embedded Confluent Schema
+Registry (``broker.cluster.schema_registry``, the ``registry`` extra) on
+``schema_registry_host`` once the brokers are up, stored in the compacted ``_schemas`` topic;
+``schema_registry_url`` is then ``http://host:port``. ``reset()`` empties it too.
+
 Test control (``broker.cluster.control``, see docs/testing-failure.md): ``inject_errors``,
 ``set_latency``, ``intercept``, ``isolate``/``heal``, ``move_leader``,
 ``move_group_coordinator``, ``clear_faults`` and the ``faults(...)`` context manager make the
@@ -74,6 +79,7 @@ from kafka_emu.timer.time import Time
 
 if TYPE_CHECKING:
     from kafka_emu.broker.cluster.control.control import Interceptor
+    from kafka_emu.broker.cluster.schema_registry.rest import SchemaRegistryServer
     from kafka_emu.metrics.cluster import ClusterMetrics
 
 _log = structlog.get_logger("broker.cluster")
@@ -138,7 +144,8 @@ class EmbeddedCluster:
                  time: Time | str | None = None, offsets_topic: bool = True,
                  enable_coordinator: bool = True, start: bool = True,
                  metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
-                 record_requests: bool | int = False) -> None:
+                 record_requests: bool | int = False, schema_registry_port: int | None = None,
+                 schema_registry_host: str = "127.0.0.1") -> None:
         # An embedding application that set up structlog keeps its set-up; otherwise only
         # warnings and errors are printed (structlog's own default prints debug events).
         ensure_logging_configured()
@@ -172,6 +179,13 @@ class EmbeddedCluster:
         self.metrics_port = metrics_port
         self.metrics_host = metrics_host
         self.metrics: ClusterMetrics | None = None    # while the endpoint runs
+        self.schema_registry_port = schema_registry_port
+        self.schema_registry_host = schema_registry_host
+        self.schema_registry: SchemaRegistryServer | None = None   # while the registry runs
+        if schema_registry_port is not None:
+            from kafka_emu.broker.cluster.schema_registry import require_extra
+
+            require_extra()
         if start:
             self.start()
 
@@ -210,7 +224,19 @@ class EmbeddedCluster:
 
             self.metrics = serve_cluster_metrics(self, self.metrics_port, self.metrics_host)
             self.metrics.registry.register(ControlCollector(self.control))
+        if self.schema_registry_port is not None and self.schema_registry is None:
+            from kafka_emu.broker.cluster.schema_registry.metrics import SchemaRegistryCollector
+            from kafka_emu.broker.cluster.schema_registry.rest import serve_schema_registry
+
+            self.schema_registry = serve_schema_registry(self, self.schema_registry_port, self.schema_registry_host)
+            if self.metrics is not None:
+                self.metrics.registry.register(SchemaRegistryCollector(self.schema_registry))
         return self
+
+    @property
+    def schema_registry_url(self) -> str | None:
+        """``http://host:port`` of the embedded schema registry, None when off."""
+        return self.schema_registry.url if self.schema_registry is not None else None
 
     @property
     def metrics_url(self) -> str | None:
@@ -245,6 +271,9 @@ class EmbeddedCluster:
             self._closed = True
             servers = list(self.servers.values())
             metrics, self.metrics = self.metrics, None
+            registry, self.schema_registry = self.schema_registry, None
+        if registry is not None:
+            registry.close()
         if metrics is not None:
             try:
                 metrics.close()
@@ -270,6 +299,7 @@ class EmbeddedCluster:
     # ------------------------------------------------------------------ reset
     def reset(self, timeout_s: float = 10.0) -> None:
         """Back to an empty cluster: faults cleared (``clear_faults``), recorded requests dropped,
+        the schema registry emptied (its ``_schemas`` topic created anew),
         every consumer group and every non-internal topic deleted, as an admin would with
         DeleteGroups and DeleteTopics, and the dynamic broker configs removed (IncrementalAlterConfigs
         DELETE); the brokers keep running, on the same clock.
@@ -289,6 +319,8 @@ class EmbeddedCluster:
         while True:
             left = self._delete_groups() + self._delete_topics()
             if not left:
+                if self.schema_registry is not None:
+                    self.schema_registry.registry.reset()
                 return
             if monotonic() >= deadline:
                 raise RuntimeError(f"reset: still present after {timeout_s:g} s: {', '.join(left)}")

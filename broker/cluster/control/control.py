@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeAlias
 
@@ -123,6 +123,23 @@ class ControlRequest:
         return getattr(self.__dict__["body"], name)
 
 
+@dataclass
+class RegistryErrorInjection:
+    """Queued schema registry error codes, for requests of ``method`` and ``endpoint`` (any when None)."""
+
+    errors: deque[int]
+    method: str | None = None
+    endpoint: str | None = None
+    injected: int = 0
+
+    def matches(self, method: str, endpoint: str) -> bool:
+        return bool(self.errors) and self.method in (None, method) and self.endpoint in (None, endpoint)
+
+    def describe(self) -> dict[str, Any]:
+        return {"errors": list(self.errors), "method": self.method, "endpoint": self.endpoint,
+                "injected": self.injected}
+
+
 class _DelayedResponse(TimerTask):
     __slots__ = ("deliver", "request", "body", "close_connection")
 
@@ -153,6 +170,9 @@ class ClusterControl:
             capacity = DEFAULT_CAPACITY if record_requests is True else int(record_requests)
             self.recorder = RequestRecorder(capacity)
         self._latency_reaper: SystemTimerReaper | None = None
+        # schema registry faults: queued error codes (with their method/endpoint filters) and a latency
+        self._registry_errors: list[RegistryErrorInjection] = []
+        self._registry_latency_ms = 0
         # What the hooks must look at (recomputed on every change, read without the lock).
         self._request_work = False
         self._response_work = self.recorder is not None
@@ -307,6 +327,48 @@ class ClusterControl:
 
         self.intercept(key, answer)
 
+    # ------------------------------------------------------------------ schema registry faults
+    def inject_registry_errors(self, errors: Iterable[int], *, method: str | None = None,
+                               endpoint: str | None = None) -> RegistryErrorInjection:
+        """The next schema registry requests (of ``method`` and ``endpoint``, a route template
+        such as ``/schemas/ids/{id}``, when given) answer these Confluent error codes, one each
+        (50001: status 500; 40401: 404; 409: 409), before the registry looks at them."""
+        codes = deque(int(e) for e in errors)
+        if not codes or any(not 400 <= (c if c < 1000 else c // 100) <= 599 for c in codes):
+            raise ValueError("errors must be Confluent error codes (such as 50001, 40401, 409) "
+                             "whose status is 4xx or 5xx")
+        injection = RegistryErrorInjection(codes, None if method is None else method.upper(), endpoint)
+        with self._lock:
+            self._registry_errors.append(injection)
+        self._event("registry_errors_queued", **injection.describe())
+        return injection
+
+    def set_registry_latency(self, ms: int) -> None:
+        """Delay every schema registry answer by ``ms`` (0 removes it)."""
+        if ms < 0:
+            raise ValueError("latency must be >= 0 ms")
+        with self._lock:
+            self._registry_latency_ms = int(ms)
+        self._event("registry_latency_set", ms=ms)
+
+    def registry_fault(self, method: str, endpoint: str) -> tuple[int, int | None] | None:
+        """(latency ms, error code or None) for one registry request; None when nothing applies
+        (called by ``schema_registry.rest`` before each request)."""
+        if not self._registry_errors and not self._registry_latency_ms:
+            return None
+        code = None
+        with self._lock:
+            for injection in self._registry_errors:
+                if injection.matches(method, endpoint):
+                    code = injection.errors.popleft()
+                    injection.injected += 1
+                    break
+            self._registry_errors = [i for i in self._registry_errors if i.errors]
+            latency = self._registry_latency_ms
+        if code is not None:
+            self._event("registry_error_injected", method=method, endpoint=endpoint, error=code)
+        return latency, code
+
     def clear_faults(self) -> None:
         """Remove every injection, latency and interceptor, and heal every isolated broker
         (logged and counted only when there was something to clear: a test suite may call it
@@ -315,8 +377,12 @@ class ClusterControl:
         with self._lock:
             isolated = sorted(self._isolated)
             latencies, interceptors = len(self._latency), len(self._interceptors)
+            dropped += len(self._registry_errors)
+            latencies += bool(self._registry_latency_ms)
             self._latency.clear()
             self._interceptors.clear()
+            self._registry_errors.clear()
+            self._registry_latency_ms = 0
             self._changed_locked()
         for broker in isolated:
             self.heal(broker)
@@ -428,8 +494,11 @@ class ClusterControl:
             interceptors = sorted(APIS[k].name for k in self._interceptors)
             isolated = sorted(self._isolated)
             counts = dict(self.counts)
+            registry = {"errors": [i.describe() for i in self._registry_errors],
+                        "latency_ms": self._registry_latency_ms}
         return {"errors": [i.describe() for i in self.faults.pending()], "latency": latency,
                 "interceptors": interceptors, "isolated": isolated, "counts": counts,
+                "schema_registry": registry,
                 "time": {"mode": time_control.time_mode(self.cluster.time),
                          "now_ms": self.cluster.time.milliseconds()}}
 

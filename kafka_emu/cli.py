@@ -92,6 +92,9 @@ COMMANDS: dict[str, Command | dict[str, Command]] = {
                        "segment log vs the old list log: append/read rates, RSS under retention"),
         "transactions": Command("kafka_emu.bench.bench_transactions",
                                 "transactions/s and commit latency vs the same records produced idempotently"),
+        "registry": Command("kafka_emu.bench.bench_registry",
+                            "schema registry lookups by id and registrations vs a dict-backed HTTP server "
+                            "(needs [registry])"),
     },
     "stress": {
         "purgatory": Command("kafka_emu.loadgen.stress_purgatory",
@@ -106,6 +109,7 @@ COMMANDS: dict[str, Command | dict[str, Command]] = {
 # Import name -> the extra that installs it (pyproject.toml [project.optional-dependencies]).
 EXTRA_OF_MODULE = {name: "load" for name in (
     "pyspark", "py4j", "pyarrow", "pandas", "numpy", "matplotlib", "yaml", "confluent_kafka", "kafka")}
+EXTRA_OF_MODULE.update({name: "registry" for name in ("avro", "jsonschema", "proto_schema_parser", "google")})
 
 
 class UsageError(Exception):

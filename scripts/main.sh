@@ -12,7 +12,7 @@ if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
     apt-get install -y -qq default-jre-headless >/dev/null
   fi
 fi
-python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[load]"
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore -e ".[load,registry]"
 start=$(date +%s)
 kafka-emu load --spec examples/workload.yaml --report-dir "reports/main-$(date -u +%Y%m%d-%H%M%S)" "$@"
 echo "main job finished in $(( $(date +%s) - start )) s"

@@ -13,7 +13,8 @@ a module (``pytestmark = ...``), a class or a single test; the closest marker wi
 pytest marker. Test-control options go next to ``brokers`` (``CLUSTER_OPTIONS``, passed on to
 ``EmbeddedCluster``): ``record_requests`` (True or a ring capacity: ``cluster.requests()``) and
 ``time`` (``"real"``, ``"offset"`` or ``"manual"``: ``cluster.advance_time(ms)``); see
-docs/testing-failure.md. The marker's values go over the ``kafka_cluster_config`` fixture's
+docs/testing-failure.md. ``schema_registry_port=0`` starts the embedded schema registry
+(``cluster.schema_registry_url``; the ``registry`` extra). The marker's values go over the ``kafka_cluster_config`` fixture's
 (three brokers; a module or conftest may override that fixture: ``{"brokers": n, "config":
 {...}}`` and any of the options), whose ``config`` goes over ``DEFAULT_TEST_CONFIG (replication factor 3 for new
 topics, capped at the cluster size unless configured; group timeouts shortened for tests;
@@ -72,7 +73,7 @@ DEFAULT_TEST_CONFIG: dict[str, Any] = {
 }
 # capped at the cluster size unless the fixture's or the marker's config sets them
 REPLICATION_FACTOR_KEYS = ("default.replication.factor", "offsets.topic.replication.factor")
-CLUSTER_OPTIONS = ("record_requests", "time")   # EmbeddedCluster keywords the fixture passes on
+CLUSTER_OPTIONS = ("record_requests", "time", "schema_registry_port")   # EmbeddedCluster keywords the fixture passes on
 MARKER_KEYWORDS = ("brokers", "config", "scope", *CLUSTER_OPTIONS)
 SCOPES = ("module", "class", "function")
 

@@ -29,6 +29,11 @@ errors, latency, isolation, leader moves, time travel, recorded requests) on
 ``--control-host`` (127.0.0.1 unless given), printed as ``control=http://host:port``;
 ``--time offset|manual`` and ``--record-requests [N]`` configure the cluster for it. See
 docs/testing-failure.md.
+
+``--schema-registry-port`` starts an embedded Confluent Schema Registry (REST API v1, stored in
+the ``_schemas`` topic; ``broker.cluster.schema_registry``, the ``registry`` extra) on
+``--schema-registry-host`` (127.0.0.1 unless given), printed as ``schema.registry.url=http://host:port``.
+Without the extra installed the command stops with one line naming it (exit 2).
 """
 from __future__ import annotations
 
@@ -68,6 +73,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="serve the test-control HTTP API on this port (0: a free port; default: none)")
     parser.add_argument("--control-host", default="127.0.0.1",
                         help="address of the test-control API")
+    parser.add_argument("--schema-registry-port", type=port, default=None,
+                        help="serve a Confluent-compatible schema registry on this port (0: a free port; "
+                             "needs the registry extra; default: none)")
+    parser.add_argument("--schema-registry-host", default="127.0.0.1",
+                        help="address of the schema registry")
     parser.add_argument("--time", choices=("real", "offset", "manual"), default="real",
                         help="broker clock: offset or manual allow POST /v1/time/advance")
     parser.add_argument("--record-requests", type=positive_int, nargs="?", const=10_000, default=None,
@@ -132,6 +142,19 @@ def _start_control(cluster: Any, port: int, host: str) -> Any:
     return server
 
 
+def _start_schema_registry(cluster: Any, port: int, host: str, exporter: Any) -> Any:
+    """The schema registry (``broker.cluster.schema_registry``), its metrics on ``exporter`` when
+    there is one; raises OSError if the port cannot be bound."""
+    from kafka_emu.broker.cluster.schema_registry.metrics import SchemaRegistryCollector
+    from kafka_emu.broker.cluster.schema_registry.rest import serve_schema_registry
+
+    server = serve_schema_registry(cluster, port, host)
+    if exporter is not None:
+        exporter.registry.register(SchemaRegistryCollector(server))
+    print(f"schema.registry.url={server.url}", flush=True)
+    return server
+
+
 def run(args: argparse.Namespace) -> int:
     from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
     from kafka_emu.broker.server.config import KafkaConfig
@@ -156,10 +179,15 @@ def run(args: argparse.Namespace) -> int:
         stop.set()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    if args.schema_registry_port is not None:
+        from kafka_emu.broker.cluster.schema_registry import require_extra
+
+        require_extra()   # ConfigException: one line naming the extra, exit 2
     cluster = EmbeddedCluster(brokers=args.brokers, config=props, start=False, time=args.time,
                               record_requests=args.record_requests or False)
     exporter = None
     control = None
+    registry = None
     try:
         try:
             cluster.start()
@@ -177,11 +205,20 @@ def run(args: argparse.Namespace) -> int:
                 control = _start_control(cluster, args.control_port, args.control_host)
             except OSError as exc:
                 return _bind_failure("control port", args.control_host, args.control_port, exc)
+        if args.schema_registry_port is not None:
+            try:
+                registry = _start_schema_registry(cluster, args.schema_registry_port, args.schema_registry_host,
+                                                  exporter)
+            except OSError as exc:
+                return _bind_failure("schema registry port", args.schema_registry_host,
+                                     args.schema_registry_port, exc)
         _log.info("serving", brokers=args.brokers, bootstrap_servers=cluster.bootstrap_servers)
         while not stop.wait(0.5):
             pass
         _log.info("shutting_down", signal=received[0])
     finally:
+        if registry is not None:
+            registry.close()
         if control is not None:
             control.close()
         if exporter is not None:

@@ -374,6 +374,16 @@ class SchemaRegistry:
             candidates = candidates[:1]
         base = level.removesuffix("_TRANSITIVE")
         messages: list[str] = []
+        try:
+            messages = self._check_candidates(parsed, candidates, base)
+        except InvalidSchema as exc:   # a rule the type's checker does not implement
+            raise errors.invalid_schema(f"Invalid schema of type {parsed.schema_type}, details: {exc}") from None
+        if messages:
+            messages.append(f"{{validateFields: 'false', compatibility: '{level}'}}")
+        return messages
+
+    def _check_candidates(self, parsed: ParsedSchema, candidates: list[SchemaValue], base: str) -> list[str]:
+        messages: list[str] = []
         for old in candidates:
             old_parsed = self._parsed_value(old)
             if old_parsed.schema_type != parsed.schema_type:
@@ -388,8 +398,6 @@ class SchemaRegistry:
                     messages += _old_schema(old)
             if messages:
                 break
-        if messages:
-            messages.append(f"{{validateFields: 'false', compatibility: '{level}'}}")
         return messages
 
     # ------------------------------------------------------------------ operations

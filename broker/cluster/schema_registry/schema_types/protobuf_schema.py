@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool
@@ -86,6 +87,7 @@ def _well_known() -> dict[str, FDP]:
 
 
 _WELL_KNOWN_FILES: dict[str, FDP] | None = None
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 
 
 # ------------------------------------------------------------------ text -> FileDescriptorProto
@@ -197,19 +199,18 @@ def _message(out: Any, element: Any, proto3: bool) -> None:
 
 # ------------------------------------------------------------------ either form
 def _to_descriptor(schema: str, name: str) -> tuple[FDP, bool]:
-    """The descriptor of ``schema`` and whether it was given as a base64 descriptor."""
-    try:
-        return _from_text(schema, name), False
-    except InvalidSchema as text_error:
+    """The descriptor of ``schema`` and whether it was given as a base64 descriptor (tried first
+    when the text is all base64 characters: ``.proto`` text never is, having spaces and ``;``)."""
+    if _BASE64.fullmatch(schema.strip()):
         try:
-            raw = base64.b64decode(schema.strip(), validate=True)
             proto = FDP()
-            proto.ParseFromString(raw)
+            proto.ParseFromString(base64.b64decode(schema.strip(), validate=True))
         except (binascii.Error, ValueError, DecodeError):
-            raise text_error from None
+            raise InvalidSchema("neither .proto text nor a base64 FileDescriptorProto") from None
         if not proto.name:
             proto.name = name
         return proto, True
+    return _from_text(schema, name), False
 
 
 class ProtobufSchema:

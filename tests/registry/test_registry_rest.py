@@ -216,3 +216,31 @@ def test_store_failure_is_50001_and_changes_nothing(rest: Rest, kafka_cluster) -
     assert (status, error["error_code"]) == (500, 50001)
     assert rest.call("GET", "/subjects")[1] == []
     assert rest.register("st", S1)[0] == 200
+
+
+def test_registry_faults_over_the_control_http_api(rest: Rest, kafka_cluster) -> None:
+    """POST /v1/faults/registry queues registry errors for suites in any language."""
+    from kafka_emu.broker.cluster.control.control_http import serve_control
+
+    control = serve_control(kafka_cluster)
+    try:
+        status, body = Rest(control.url).call("POST", "/v1/faults/registry", {"errors": [50001], "method": "GET"},
+                                              content_type="application/json")
+        assert status == 201 and body["injection"]["errors"] == [50001]
+        assert rest.call("GET", "/subjects")[1]["error_code"] == 50001
+        assert rest.call("GET", "/subjects")[0] == 200
+    finally:
+        control.close()
+
+
+def test_metrics_count_requests_by_endpoint_and_status(rest: Rest, kafka_cluster) -> None:
+    from kafka_emu.broker.cluster.schema_registry.metrics import SchemaRegistryCollector
+
+    rest.register("m", S1)
+    rest.call("GET", "/schemas/ids/99")
+    families = {f.name: f for f in SchemaRegistryCollector(kafka_cluster.schema_registry).collect()}
+    samples = {(s.labels["endpoint"], s.labels["status"]): s.value
+               for s in families["kafka_emu_schema_registry_requests"].samples if s.name.endswith("_total")}
+    assert samples[("/subjects/{subject}/versions", "200")] >= 1
+    assert samples[("/schemas/ids/{id}", "404")] >= 1
+    assert families["kafka_emu_schema_registry_subjects"].samples[0].value == 1

@@ -9,6 +9,8 @@
 ``POST   /v1/faults/errors``                ``{"api", "errors", "broker"?, "topic"?, "partition"?, "group"?}``
 ``POST   /v1/faults/latency``               ``{"broker", "ms", "api"?}`` (``ms`` 0 removes it)
 ``POST   /v1/faults/responses``             ``{"api", "response", "count"?}``: answer the next requests yourself
+``POST   /v1/faults/registry``              ``{"errors", "method"?, "endpoint"?}``: schema registry error codes
+``POST   /v1/faults/registry/latency``      ``{"ms"}``: delay every schema registry answer (0 removes it)
 ``DELETE /v1/faults``                       clear every fault (heals isolated brokers)
 ``POST   /v1/brokers/{id}/{action}``        ``stop``, ``start``, ``isolate``, ``heal``
 ``POST   /v1/leaders``                      ``{"topic", "partition", "broker"}``
@@ -112,6 +114,9 @@ class ControlHTTPServer:
                 "broker": (int,), "ms": (int, float), "api": (str, int)}, ("broker", "ms")),
             ("POST", "/v1/faults/responses"): _Route(self._responses, {
                 "api": (str, int), "response": (dict,), "count": (int,)}, ("api", "response")),
+            ("POST", "/v1/faults/registry"): _Route(self._registry_errors, {
+                "errors": (list,), "method": (str,), "endpoint": (str,)}, ("errors",)),
+            ("POST", "/v1/faults/registry/latency"): _Route(self._registry_latency, {"ms": (int, float)}, ("ms",)),
             ("DELETE", "/v1/faults"): _Route(self._clear, {}),
             ("POST", "/v1/leaders"): _Route(self._leader, {
                 "topic": (str,), "partition": (int,), "broker": (int,)}, ("topic", "partition", "broker")),
@@ -209,6 +214,17 @@ class ControlHTTPServer:
     def _responses(self, api: str | int, response: dict[str, JsonValue], count: int = 1) -> Reply:
         self.control.answer_with(api, response, count)
         return 201, {"api": api, "count": count}
+
+    def _registry_errors(self, errors: list[Any], method: str | None = None,
+                         endpoint: str | None = None) -> Reply:
+        if not all(isinstance(e, int) and not isinstance(e, bool) for e in errors):
+            raise BadRequest("errors must be Confluent error codes (integers such as 50001)")
+        injection = self.control.inject_registry_errors(errors, method=method, endpoint=endpoint)
+        return 201, {"injection": injection.describe()}
+
+    def _registry_latency(self, ms: float) -> Reply:
+        self.control.set_registry_latency(int(ms))
+        return 200, {"ms": int(ms)}
 
     def _clear(self) -> Reply:
         self.control.clear_faults()

@@ -5,7 +5,8 @@ How the metrics reach the broker: they do not. Each component describes itself w
 ``HandlerPoolSnapshot``, ``SocketServerSnapshot``, ``ReplicaManagerSnapshot`` with
 ``BrokerTopicStatsSnapshot`` and ``LogSnapshot``, ``PurgatorySnapshot``, ``TimerSnapshot``,
 ``GroupCoordinatorSnapshot``); ``KafkaServer.snapshot()`` gathers them into one
-``BrokerSnapshot``. ``metrics.sources`` states, as Protocols, what the collectors read of those
+``BrokerSnapshot``; the cluster's schema registry, while one runs, gives its own
+``SchemaRegistrySnapshot``. ``metrics.sources`` states, as Protocols, what the collectors read of those
 snapshots, so this package imports nothing of ``broker`` or ``coordinator`` and never looks an
 attribute up by a guessed name. Request timings and error counts come from a listener the
 metrics append to ``KafkaServer.request_listeners``.

@@ -16,7 +16,8 @@ or, for one broker on its own, ``ClusterMetrics().register_broker(server)``.
 
 A scrape takes one snapshot per broker first, then emits: consumer-group lag joins the committed
 offsets of each coordinator with the high watermarks of the partitions' leaders, which may be
-other brokers.
+other brokers. The cluster's schema registry, while ``cluster.schema_registry`` runs one, adds
+its own snapshot's families (``metrics.schema_registry``, no ``broker_id``).
 
 Locking: ``_lock`` guards ``_brokers``, ``_servers``, ``_closed`` and each BrokerMetrics'
 ``retired`` flag. A scrape copies the broker list under it and reads the brokers without it, so
@@ -38,6 +39,7 @@ from kafka_emu.metrics import names
 from kafka_emu.metrics.broker_metrics import BrokerMetrics, Samples, leader_high_watermarks
 from kafka_emu.metrics.endpoint import MetricsHTTPServer
 from kafka_emu.metrics.request_metrics import RequestMetrics
+from kafka_emu.metrics.schema_registry import collect_schema_registry
 from kafka_emu.metrics.sources import BrokerSnapshotView, BrokerSource, ClusterSource
 
 _log = structlog.get_logger("metrics.cluster")
@@ -77,6 +79,12 @@ class _ClusterCollector:
         high_watermarks = leader_high_watermarks([snapshot for _, snapshot in taken])
         for broker, snapshot in taken:
             broker.collect_into(samples, snapshot, high_watermarks)
+        registry = self._owner.cluster.schema_registry if self._owner.cluster is not None else None
+        if registry is not None:
+            try:
+                collect_schema_registry(samples, registry.snapshot())
+            except Exception:   # the registry closing under the scrape: the brokers still count
+                _log.warning("metrics_schema_registry_snapshot_failed", exc_info=True)
         for spec in _SCRAPED_SPECS:
             rows = samples.values.get(spec.name)
             if not rows:

@@ -201,6 +201,21 @@ def build() -> dict[str, Any]:
             [(f'sum by (consumergroup, topic) (kafka_consumergroup_lag{{{SEL}}})', "{{consumergroup}} {{topic}}")],
             w=24)
 
+    L.row("Schema registry")
+    job = 'job=~"$job"'   # one registry per cluster: no broker_id
+    L.panel("Registry requests per second", "Schema registry requests answered, by route and HTTP status "
+            "(serializers register and look up schemas; deserializers fetch them by id).",
+            [(f'sum by (method, endpoint, status) (rate(kafka_emu_schema_registry_requests_total{{{job}}}[{RI}]))',
+              "{{method}} {{endpoint}} {{status}}")], unit="reqps", w=8)
+    L.panel("Registry mean request time", "Seconds spent answering per request, by route, over the window.",
+            [(f'sum by (method, endpoint) (rate(kafka_emu_schema_registry_request_seconds_total{{{job}}}[{RI}])) / '
+              f'sum by (method, endpoint) (rate(kafka_emu_schema_registry_requests_total{{{job}}}[{RI}]))',
+              "{{method}} {{endpoint}}")], unit="s", w=8)
+    L.panel("Registry contents", "Live subjects and versions, and distinct schema ids per type.",
+            [(f'kafka_emu_schema_registry_subjects{{{job}}}', "subjects"),
+             (f'kafka_emu_schema_registry_versions{{{job}}}', "versions"),
+             (f'kafka_emu_schema_registry_schemas{{{job}}}', "{{schema_type}} schemas")], w=8)
+
     return {
         "uid": UID,
         "title": "kafka-emu",

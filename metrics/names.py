@@ -15,7 +15,8 @@ request times become Prometheus histograms (``_bucket``/``_sum``/``_count``) in 
 Series with no Kafka counterpart use the ``kafka_emu_`` prefix; consumer-group offsets and lag
 use kafka-exporter's names, as dashboards for Kafka expect them there.
 
-Every series also carries ``broker_id``.
+Every series also carries ``broker_id``, except the embedded schema registry's: one registry
+serves the whole cluster (``per_broker=False``).
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ BROKER_LABEL = "broker_id"
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """One exported family. ``labels`` excludes ``broker_id``, which every family has."""
+    """One exported family. ``labels`` excludes ``broker_id``, which every per-broker family has."""
 
     name: str
     kind: Kind
@@ -37,10 +38,11 @@ class MetricSpec:
     help: str
     mbean: str | None  # the Kafka MBean (or Kafka metric) mirrored, None if emulator-specific
     unit: str = ""
+    per_broker: bool = True   # False: a series of the whole cluster, without broker_id
 
     @property
     def all_labels(self) -> tuple[str, ...]:
-        return (BROKER_LABEL, *self.labels)
+        return (BROKER_LABEL, *self.labels) if self.per_broker else self.labels
 
 
 # ---------------------------------------------------------------- purgatory and timer
@@ -337,6 +339,36 @@ CONSUMER_GROUP_LAG = MetricSpec(
     "computed at scrape time; absent while the partition has no leader.",
     "kafka-exporter kafka_consumergroup_lag")
 
+# ---------------------------------------------------------------- schema registry (one per cluster)
+# Confluent's registry has no Prometheus names of its own (its JMX beans are per Jetty endpoint).
+SCHEMA_REGISTRY_REQUESTS = MetricSpec(
+    "kafka_emu_schema_registry_requests", "counter", ("method", "endpoint", "status"),
+    "Schema registry requests answered, by HTTP method, route template (/subjects/{subject}/versions; "
+    "unknown for a path without route) and HTTP status.", None, per_broker=False)
+SCHEMA_REGISTRY_REQUEST_SECONDS = MetricSpec(
+    "kafka_emu_schema_registry_request_seconds", "counter", ("method", "endpoint"),
+    "Seconds spent answering schema registry requests, by method and route; its rate over the "
+    "requests' rate is the mean.", None, "seconds", per_broker=False)
+SCHEMA_REGISTRY_SUBJECTS = MetricSpec(
+    "kafka_emu_schema_registry_subjects", "gauge", (),
+    "Schema registry subjects with a live (not deleted) version.", None, per_broker=False)
+SCHEMA_REGISTRY_VERSIONS = MetricSpec(
+    "kafka_emu_schema_registry_versions", "gauge", (),
+    "Live (not deleted) subject versions in the schema registry.", None, per_broker=False)
+SCHEMA_REGISTRY_SOFT_DELETED = MetricSpec(
+    "kafka_emu_schema_registry_soft_deleted_versions", "gauge", (),
+    "Soft-deleted subject versions in the schema registry.", None, per_broker=False)
+SCHEMA_REGISTRY_SCHEMAS = MetricSpec(
+    "kafka_emu_schema_registry_schemas", "gauge", ("schema_type",),
+    "Distinct schema ids in the schema registry, by schema type (AVRO, JSON, PROTOBUF).", None,
+    per_broker=False)
+SCHEMA_REGISTRY_MAX_ID = MetricSpec(
+    "kafka_emu_schema_registry_max_schema_id", "gauge", (),
+    "The largest schema id the schema registry has given out.", None, per_broker=False)
+SCHEMA_REGISTRY = (SCHEMA_REGISTRY_REQUESTS, SCHEMA_REGISTRY_REQUEST_SECONDS, SCHEMA_REGISTRY_SUBJECTS,
+                   SCHEMA_REGISTRY_VERSIONS, SCHEMA_REGISTRY_SOFT_DELETED, SCHEMA_REGISTRY_SCHEMAS,
+                   SCHEMA_REGISTRY_MAX_ID)
+
 ALL: tuple[MetricSpec, ...] = (
     PURGATORY_SIZE, NUM_DELAYED, DELAYED_PRODUCE_EXPIRES, DELAYED_FETCH_EXPIRES, DELAYED_DELETE_RECORDS_EXPIRES,
     PURGATORY_EXPIRATIONS, PURGATORY_PURGES, TIMER_PENDING, TIMER_EXPIRED,
@@ -351,6 +383,7 @@ ALL: tuple[MetricSpec, ...] = (
     COMPLETED_REBALANCES, REBALANCES_STARTED, REBALANCE_TIME, REBALANCE_TIME_MAX,
     HEARTBEAT_EXPIRATIONS, TXN_PARTITION_LOAD_TIME, TXN_PARTITION_LOAD_TIME_MAX, TXN_MARKER_QUEUE_SIZE,
     TXN_PENDING_COMPLETION, TXN_BY_STATE, CONSUMER_GROUP_CURRENT_OFFSET, CONSUMER_GROUP_LAG,
+    *SCHEMA_REGISTRY,
 )
 
 BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in ALL}

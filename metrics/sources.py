@@ -237,8 +237,44 @@ class BrokerSource(Protocol):
     def snapshot(self) -> BrokerSnapshotView | None: ...
 
 
+class SchemaRegistryContentsView(Protocol):
+    """``broker.cluster.schema_registry.registry.RegistrySnapshot``."""
+
+    @property
+    def subjects(self) -> int: ...
+    @property
+    def versions(self) -> int: ...
+    @property
+    def soft_deleted_versions(self) -> int: ...
+    @property
+    def max_schema_id(self) -> int: ...
+    @property
+    def schemas_by_type(self) -> Mapping[str, int]: ...
+
+
+class SchemaRegistrySnapshotView(Protocol):
+    """``broker.cluster.schema_registry.rest.SchemaRegistrySnapshot``."""
+
+    @property
+    def requests(self) -> Mapping[tuple[str, str, int], int]: ...   # (method, endpoint, status)
+    @property
+    def request_seconds(self) -> Mapping[tuple[str, str], float]: ...   # (method, endpoint)
+    @property
+    def contents(self) -> SchemaRegistryContentsView: ...
+
+
+class SchemaRegistrySource(Protocol):
+    """``broker.cluster.schema_registry.rest.SchemaRegistryServer``."""
+
+    def snapshot(self) -> SchemaRegistrySnapshotView: ...
+
+
 class ClusterSource(Protocol):
-    """``broker.cluster.embedded_cluster.EmbeddedCluster``: its brokers by id (restarts replace the object)."""
+    """``broker.cluster.embedded_cluster.EmbeddedCluster``: its brokers by id (restarts replace the
+    object) and its schema registry while one runs (one per cluster, so its series have no
+    ``broker_id``)."""
 
     @property
     def servers(self) -> Mapping[int, BrokerSource]: ...
+    @property
+    def schema_registry(self) -> SchemaRegistrySource | None: ...

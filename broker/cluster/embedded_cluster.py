@@ -225,12 +225,10 @@ class EmbeddedCluster:
             self.metrics = serve_cluster_metrics(self, self.metrics_port, self.metrics_host)
             self.metrics.registry.register(ControlCollector(self.control))
         if self.schema_registry_port is not None and self.schema_registry is None:
-            from kafka_emu.broker.cluster.schema_registry.metrics import SchemaRegistryCollector
             from kafka_emu.broker.cluster.schema_registry.rest import serve_schema_registry
 
+            # its metrics: ClusterMetrics reads self.schema_registry at every scrape
             self.schema_registry = serve_schema_registry(self, self.schema_registry_port, self.schema_registry_host)
-            if self.metrics is not None:
-                self.metrics.registry.register(SchemaRegistryCollector(self.schema_registry))
         return self
 
     @property

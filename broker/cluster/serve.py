@@ -142,19 +142,6 @@ def _start_control(cluster: Any, port: int, host: str) -> Any:
     return server
 
 
-def _start_schema_registry(cluster: Any, port: int, host: str, exporter: Any) -> Any:
-    """The schema registry (``broker.cluster.schema_registry``), its metrics on ``exporter`` when
-    there is one; raises OSError if the port cannot be bound."""
-    from kafka_emu.broker.cluster.schema_registry.metrics import SchemaRegistryCollector
-    from kafka_emu.broker.cluster.schema_registry.rest import serve_schema_registry
-
-    server = serve_schema_registry(cluster, port, host)
-    if exporter is not None:
-        exporter.registry.register(SchemaRegistryCollector(server))
-    print(f"schema.registry.url={server.url}", flush=True)
-    return server
-
-
 def run(args: argparse.Namespace) -> int:
     from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
     from kafka_emu.broker.server.config import KafkaConfig
@@ -179,21 +166,26 @@ def run(args: argparse.Namespace) -> int:
         stop.set()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    if args.schema_registry_port is not None:
-        from kafka_emu.broker.cluster.schema_registry import require_extra
-
-        require_extra()   # ConfigException: one line naming the extra, exit 2
+    # with a registry port: ConfigException (one line naming the registry extra, exit 2) when the
+    # extra is missing; the registry starts with the brokers and its metrics are the cluster's
     cluster = EmbeddedCluster(brokers=args.brokers, config=props, start=False, time=args.time,
-                              record_requests=args.record_requests or False)
+                              record_requests=args.record_requests or False,
+                              schema_registry_port=args.schema_registry_port,
+                              schema_registry_host=args.schema_registry_host)
     exporter = None
     control = None
-    registry = None
     try:
         try:
             cluster.start()
         except BindError as exc:
             return _bind_failure("port", exc.host, exc.port, exc)
+        except OSError as exc:   # the brokers bind BindError's, so this is the registry's port
+            if args.schema_registry_port is None:
+                raise
+            return _bind_failure("schema registry port", args.schema_registry_host, args.schema_registry_port, exc)
         print(f"bootstrap.servers={cluster.bootstrap_servers}", flush=True)
+        if cluster.schema_registry_url is not None:
+            print(f"schema.registry.url={cluster.schema_registry_url}", flush=True)
         if args.metrics_port is not None:
             host = args.host or DEFAULT_HOST
             try:
@@ -205,20 +197,11 @@ def run(args: argparse.Namespace) -> int:
                 control = _start_control(cluster, args.control_port, args.control_host)
             except OSError as exc:
                 return _bind_failure("control port", args.control_host, args.control_port, exc)
-        if args.schema_registry_port is not None:
-            try:
-                registry = _start_schema_registry(cluster, args.schema_registry_port, args.schema_registry_host,
-                                                  exporter)
-            except OSError as exc:
-                return _bind_failure("schema registry port", args.schema_registry_host,
-                                     args.schema_registry_port, exc)
         _log.info("serving", brokers=args.brokers, bootstrap_servers=cluster.bootstrap_servers)
         while not stop.wait(0.5):
             pass
         _log.info("shutting_down", signal=received[0])
     finally:
-        if registry is not None:
-            registry.close()
         if control is not None:
             control.close()
         if exporter is not None:

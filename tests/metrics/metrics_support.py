@@ -140,6 +140,7 @@ class FakeBroker:
 @dataclass
 class FakeCluster:
     servers: dict[int, FakeBroker] = field(default_factory=dict)
+    schema_registry: None = None   # metrics.sources.ClusterSource: no registry runs
 
 
 def parse(text: str) -> dict[str, Any]:

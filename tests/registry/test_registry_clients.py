@@ -12,7 +12,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from conftest import REGISTRY
+from registry_support import REGISTRY
 
 pytestmark = pytest.mark.kafka_cluster(**REGISTRY)
 

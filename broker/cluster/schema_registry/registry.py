@@ -41,8 +41,8 @@ parsed-schema cache is filled under it too. Parsing and compatibility checks run
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import structlog
 
@@ -117,16 +117,15 @@ class SchemaValue:
         return self.schema_type, self.schema, self.references
 
 
-@dataclass
-class RegistryCounts:
-    """What the metrics read: live subjects, live versions and distinct schema ids."""
+@dataclass(frozen=True)
+class RegistrySnapshot:
+    """What the registry holds, for its metrics (``metrics.sources.SchemaRegistryContentsView``)."""
 
-    subjects: int = 0
-    versions: int = 0
-    soft_deleted_versions: int = 0
-    schemas: int = 0
-    max_id: int = 0
-    by_type: dict[str, int] = field(default_factory=dict)
+    subjects: int                        # subjects with a live version
+    versions: int                        # live (not deleted) subject versions
+    soft_deleted_versions: int
+    max_schema_id: int                   # the largest id given out
+    schemas_by_type: Mapping[str, int]   # distinct schema ids per type, every type of SCHEMA_TYPES
 
 
 def _references(raw: Any) -> tuple[Reference, ...]:
@@ -731,19 +730,26 @@ class SchemaRegistry:
             return out
 
     # ------------------------------------------------------------------ metrics
-    def counts(self) -> RegistryCounts:
+    @property
+    def max_id(self) -> int:
+        """The largest schema id given out (``fetchMaxId``)."""
         with self._lock:
-            counts = RegistryCounts(max_id=self._max_id, schemas=len(self._id_keys))
-            for versions in self._versions.values():
-                live = [v for v in versions.values() if not v.deleted]
-                counts.subjects += bool(live)
-                counts.versions += len(live)
-                counts.soft_deleted_versions += len(versions) - len(live)
-            for schema_id, keys in self._id_keys.items():
+            return self._max_id
+
+    def snapshot(self) -> RegistrySnapshot:
+        """One pass over the versions under ``_lock`` (a scrape holds requests back for that long)."""
+        with self._lock:
+            subjects = versions = soft_deleted = 0
+            for by_version in self._versions.values():
+                live = sum(not v.deleted for v in by_version.values())
+                subjects += bool(live)
+                versions += live
+                soft_deleted += len(by_version) - live
+            by_type = dict.fromkeys(SCHEMA_TYPES, 0)
+            for keys in self._id_keys.values():
                 subject, version = min(keys)
-                schema_type = self._versions[subject][version].schema_type
-                counts.by_type[schema_type] = counts.by_type.get(schema_type, 0) + 1
-            return counts
+                by_type[self._versions[subject][version].schema_type] += 1
+            return RegistrySnapshot(subjects, versions, soft_deleted, self._max_id, by_type)
 
 
 def _key_text(subject: str, version: int) -> str:

@@ -21,7 +21,7 @@ death.
 
 Around each request: the test control's registry faults (``ClusterControl.registry_fault``:
 an injected error status or a latency, see docs/testing-failure.md), the per-endpoint counts
-the metrics read (``RequestCounts``), and a debug event ``schema_registry_request`` under
+the metrics read (``RequestCounts``, in ``snapshot()``), and a debug event ``schema_registry_request`` under
 ``logsetup.request_context`` (``request`` is ``SchemaRegistry <METHOD> <endpoint>``,
 ``client_id`` the client's ``User-Agent``).
 
@@ -38,14 +38,14 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 from urllib.parse import parse_qs, unquote
 
 import structlog
 
 from kafka_emu.broker.cluster.schema_registry import errors
 from kafka_emu.broker.cluster.schema_registry.errors import RestError
-from kafka_emu.broker.cluster.schema_registry.registry import SchemaRegistry
+from kafka_emu.broker.cluster.schema_registry.registry import RegistrySnapshot, SchemaRegistry
 from kafka_emu.broker.cluster.schema_registry.schema_types import SCHEMA_TYPES
 from kafka_emu.logsetup import request_context
 
@@ -123,6 +123,15 @@ class RequestCounts:
     def snapshot(self) -> tuple[dict[tuple[str, str, int], int], dict[tuple[str, str], float]]:
         with self._lock:
             return dict(self.requests), dict(self.seconds)
+
+
+@dataclass(frozen=True)
+class SchemaRegistrySnapshot:
+    """What the metrics read of a running registry (``metrics.sources.SchemaRegistrySnapshotView``)."""
+
+    requests: Mapping[tuple[str, str, int], int]       # (method, endpoint, status) -> requests answered
+    request_seconds: Mapping[tuple[str, str], float]   # (method, endpoint) -> seconds spent answering
+    contents: RegistrySnapshot
 
 
 class SchemaRegistryResources:
@@ -204,7 +213,7 @@ class SchemaRegistryResources:
             out["references"] = [r.to_json() for r in value.references]
         out["schema"] = self.registry.formatted(value, call.query.get("format", ""))
         if call.flag("fetchMaxId"):
-            out["maxId"] = self.registry.counts().max_id
+            out["maxId"] = self.registry.max_id
         return out
 
     def raw_schema_by_id(self, call: Call) -> Any:
@@ -317,6 +326,11 @@ class SchemaRegistryServer:
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    def snapshot(self) -> SchemaRegistrySnapshot:
+        """Request counts and contents for a scrape (``metrics.schema_registry``)."""
+        requests, seconds = self.counts.snapshot()
+        return SchemaRegistrySnapshot(requests, seconds, self.registry.snapshot())
 
     def start(self) -> "SchemaRegistryServer":
         for thread in (self._acceptor, *self._workers):

@@ -63,6 +63,23 @@ def op_summary(samples: pd.DataFrame) -> tuple[dict[str, dict[str, Any]], list[d
     return dict(sorted(ops.items())), errors, span
 
 
+def producer_summary(samples: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per producer of the spec (its instances together, from the ``producer:<name>:<i>`` task ids):
+    attempted, acked and failed records, acked bytes, delivery p50/p99 of the acked."""
+    produce = samples[(samples["op"] == "produce") & samples["task"].str.startswith("producer:")]
+    names = produce["task"].str.replace(r"^producer:(.*):\d+$", r"\1", regex=True)
+    out: dict[str, dict[str, Any]] = {}
+    for name, frame in produce.groupby(names, sort=True):
+        ok = frame[frame["error"] == ""]
+        entry: dict[str, Any] = {"attempted": int(len(frame)), "acked": int(len(ok)),
+                                 "failed": int(len(frame) - len(ok)), "bytes": int(ok["bytes"].fillna(0).sum())}
+        lat = ok["latency_ms"].dropna()
+        if len(lat):
+            entry["latency_ms"] = {"p50": _clean(float(lat.quantile(0.5))), "p99": _clean(float(lat.quantile(0.99)))}
+        out[str(name)] = entry
+    return out
+
+
 def per_second(samples: pd.DataFrame, start: float) -> pd.DataFrame:
     """second, op, messages, bytes, p50 and p99 latency (successful produce/consume only)."""
     ok = ok_rows(samples, *LATENCY_OPS).assign(second=lambda f: (f["ts"] - start).floordiv(1).astype("int64"))

@@ -27,12 +27,25 @@ def embedded_cluster_class() -> Any:
     return EmbeddedCluster
 
 
-def start_cluster(brokers: int = 3, config: dict[str, Any] | None = None) -> Any:
+def start_cluster(brokers: int = 3, config: dict[str, Any] | None = None,
+                  schema_registry_host: str | None = None) -> Any:
+    """``schema_registry_host``: also run the cluster's schema registry there, on a free port
+    (None: no registry); a missing ``registry`` extra is one line."""
     cfg = dict(CLUSTER_CONFIG)
     cfg["default.replication.factor"] = min(brokers, 3)
     cfg["offsets.topic.replication.factor"] = min(brokers, 3)
     cfg.update(config or {})
-    return embedded_cluster_class()(brokers=brokers, config=cfg)
+    cls = embedded_cluster_class()
+    if schema_registry_host is None:
+        return cls(brokers=brokers, config=cfg)
+    from kafka_emu.broker.cluster.schema_registry import require_extra
+    from kafka_emu.broker.server.config import ConfigException
+
+    try:
+        require_extra()
+    except ConfigException as exc:
+        raise LoadgenError(str(exc)) from None
+    return cls(brokers=brokers, config=cfg, schema_registry_port=0, schema_registry_host=schema_registry_host)
 
 
 def close_cluster(cluster: Any) -> None:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafka_emu.loadgen.errors import LoadgenError, UsageError
+from kafka_emu.loadgen.errors import LoadgenError, SpecError, UsageError
 
 if TYPE_CHECKING:
     from kafka_emu.loadgen.spec import WorkloadSpec
@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
             raw["duration_s"] = args.duration
         raw["ramp"] = ramp_from_args(args, raw.get("ramp"))
         spec = parse_spec(raw)
+        check_serializers(spec, external=bool(args.bootstrap_servers))
         conf = spark_conf(args.spark_conf)
         from kafka_emu.loadgen.spark_session import check_java
 
@@ -88,6 +89,22 @@ def run(args: argparse.Namespace) -> int:
         return _run(args, spec, conf)
     except LoadgenError as exc:
         return _fail(exc.message, exc.exit_code)
+
+
+def check_serializers(spec: WorkloadSpec, external: bool) -> None:
+    """Before anything starts: an Avro producer needs a registry (the embedded cluster runs one, an
+    external cluster's is named by the spec) and confluent-kafka's Avro support on this machine."""
+    avro = [i for i, p in enumerate(spec.producers) if p.serializer == "avro"]
+    if not avro:
+        return
+    if external and spec.schema_registry_url is None:
+        raise SpecError(f"invalid workload spec: producers[{avro[0]}].serializer: avro against an external "
+                        "cluster (--bootstrap-servers) needs the registry's URL in the spec's schema_registry_url")
+    try:
+        import confluent_kafka.schema_registry.avro  # noqa: F401 - fastavro and the registry client
+    except ImportError as exc:
+        raise LoadgenError(f"serializer: avro needs confluent-kafka's Avro support ({exc}): "
+                           "pip install 'kafka-emu[load]'") from None
 
 
 def _raw(spec: WorkloadSpec) -> dict:
@@ -128,7 +145,8 @@ def _run(args: argparse.Namespace, spec: WorkloadSpec, conf: dict[str, str]) -> 
     from kafka_emu.loadgen.ramp import run_ramp
     from kafka_emu.loadgen.report import write_summary
     from kafka_emu.loadgen.spark_session import start_session
-    from kafka_emu.loadgen.target import create_topics, check_reachable, open_target, scrape_metrics
+    from kafka_emu.loadgen.target import (check_reachable, check_registry_reachable, create_topics, open_target,
+                                          scrape_metrics)
     from kafka_emu.metrics.progress import progress_enabled
 
     wall_began = time.time()
@@ -136,9 +154,16 @@ def _run(args: argparse.Namespace, spec: WorkloadSpec, conf: dict[str, str]) -> 
     out_dir = Path(args.report_dir or Path("reports") / f"load-{run_id}")
     show = progress_enabled(args)
     verbose = getattr(args, "log_level", None) == "debug"
+    # the embedded cluster runs its registry when an Avro producer needs one the spec does not name
+    embedded_registry = bool(spec.avro_producers) and spec.schema_registry_url is None
     with open_target(args.bootstrap_servers, brokers=args.brokers, config=embedded_config(args.advertised_host),
-                     timeout_s=args.connect_timeout) as target:
+                     timeout_s=args.connect_timeout,
+                     schema_registry_host=(args.advertised_host or "127.0.0.1") if embedded_registry else None
+                     ) as target:
         brokers = check_reachable(target.bootstrap, args.connect_timeout)
+        if spec.avro_producers:
+            spec = dataclasses.replace(spec, schema_registry_url=spec.schema_registry_url or target.schema_registry_url)
+            check_registry_reachable(spec.schema_registry_url, args.connect_timeout)
         create_topics(target.bootstrap, spec.topics, brokers)
         if show:
             print(f"load: target {target.bootstrap} ({'embedded' if target.embedded else 'external'}, "

@@ -4,12 +4,21 @@ confluent-kafka reports delivery through callbacks served by ``poll``/``flush`` 
 thread, with librdkafka's own produce-to-ack latency (``Message.latency``). kafka-python resolves
 futures on its sender thread; its callbacks append to the same sink, which is safe because a
 list append is atomic under the GIL and nothing reads the sink until the task has ended.
+
+``serializer: avro`` (confluent only) wraps each drawn payload in an ``AVRO_SCHEMA`` record
+written by confluent-kafka's ``AvroSerializer`` against the spec's schema registry, as an
+application's producer would: the serializer registers the schema under ``<topic>-value`` on its
+first record for a topic and then serves the id from its client's cache. A record the serializer
+refuses (the registry down or answering an error) is a failed produce attempt whose error names
+the registry's error code; ``bytes`` in the samples is the serialized size.
 """
 from __future__ import annotations
 
+import itertools
+import json
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from kafka_emu.loadgen.pacing import Pacer, wait_until
 from kafka_emu.loadgen.payloads import PayloadSource
@@ -26,6 +35,47 @@ BATCHING = {
     "kafka-python": {"latency": {"linger_ms": 5},
                      "throughput": {"linger_ms": 20, "batch_size": 262_144, "buffer_memory": 128 * 1024 * 1024}},
 }
+
+
+AVRO_SCHEMA = json.dumps({
+    "type": "record", "name": "LoadRecord", "namespace": "kafka_emu.loadgen",
+    "doc": "A load-generator record: the producer task that wrote it, its sequence number there, a payload "
+           "of the spec's size distribution.",
+    "fields": [{"name": "producer", "type": "string"}, {"name": "seq", "type": "long"},
+               {"name": "payload", "type": "bytes"}],
+})
+
+ValueSource = Callable[[str], bytes]   # topic -> the next record value
+
+
+def avro_values(registry_url: str, task: str, payloads: PayloadSource) -> ValueSource:
+    """Values serialized by ``AvroSerializer`` through the registry at ``registry_url``."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    serializer = AvroSerializer(SchemaRegistryClient({"url": registry_url}), AVRO_SCHEMA)
+    contexts: dict[str, SerializationContext] = {}
+    seq = itertools.count()
+
+    def value(topic: str) -> bytes:
+        ctx = contexts.get(topic)
+        if ctx is None:
+            ctx = contexts[topic] = SerializationContext(topic, MessageField.VALUE)
+        return serializer({"producer": task, "seq": next(seq), "payload": payloads.next_value()}, ctx)
+
+    return value
+
+
+def _produce_error(exc: Exception) -> str:
+    """The error column of a record that never reached the client's queue."""
+    from confluent_kafka import KafkaError
+
+    err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+    if err is not None:
+        return err.name()
+    code = getattr(exc, "error_code", None)   # SchemaRegistryError: the registry's answer
+    return f"{type(exc).__name__}:{code}" if code is not None else type(exc).__name__
 
 
 def run_producer(params: dict[str, Any], bootstrap: str, t0: float, start_s: float, stop_s: float,
@@ -67,6 +117,8 @@ def _run_confluent(params: dict[str, Any], bootstrap: str, pacer: Pacer, payload
         conf["transactional.id"] = sink.task
     producer = Producer(conf)
     topics = params["topics"]
+    values: ValueSource = (avro_values(params["schema_registry_url"], sink.task, payloads)
+                           if params.get("serializer") == "avro" else lambda _topic: payloads.next_value())
     in_transaction = 0
     if per_transaction:
         producer.init_transactions(30)
@@ -96,17 +148,15 @@ def _run_confluent(params: dict[str, Any], bootstrap: str, pacer: Pacer, payload
         for _ in range(pacer.due()):
             if per_transaction and in_transaction == 0:
                 producer.begin_transaction()
+            topic = topics[i % len(topics)]
             try:
-                producer.produce(topics[i % len(topics)], payloads.next_value(), payloads.next_key(),
-                                 on_delivery=on_delivery)
+                producer.produce(topic, values(topic), payloads.next_key(), on_delivery=on_delivery)
                 in_transaction += 1
             except BufferError:
-                sink.add("produce", None, error="_QUEUE_FULL", topic=topics[i % len(topics)])
+                sink.add("produce", None, error="_QUEUE_FULL", topic=topic)
                 producer.poll(0.05)
-            except Exception as exc:  # KafkaException from produce() itself
-                err = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
-                sink.add("produce", None, error=err.name() if err else type(exc).__name__,
-                         topic=topics[i % len(topics)])
+            except Exception as exc:  # KafkaException from produce() itself, or the serializer's
+                sink.add("produce", None, error=_produce_error(exc), topic=topic)
             pacer.sent += 1
             i += 1
             if per_transaction and in_transaction >= per_transaction:

@@ -85,6 +85,9 @@ def build_report(samples: pa.Table | pd.DataFrame, out_dir: Path, run_info: dict
                               "mb_per_s_avg": round(float(sub["bytes"].sum()) / active / 1e6, 3),
                               "active_seconds": active}
     produce = ops.get("produce", {"count": 0, "ok": 0, "errors": 0, "bytes": 0})
+    serializers = {p["name"]: p.get("serializer", "bytes") for p in run_info.get("spec", {}).get("producers", ())}
+    producers = {name: {"serializer": serializers.get(name, "bytes"), **entry}
+                 for name, entry in aggregate.producer_summary(frame).items()}
     summary: dict[str, Any] = {
         "run": {**run_info, "samples": int(len(frame)), "start_ts": start, "end_ts": end,
                 "elapsed_s": round(end - start, 3)},
@@ -92,6 +95,7 @@ def build_report(samples: pa.Table | pd.DataFrame, out_dir: Path, run_info: dict
         "latency_definitions": list(LATENCY_DEFINITIONS),
         "produced": {"attempted": produce["count"], "acked": produce["ok"], "failed": produce["errors"],
                      "bytes": produce["bytes"]},
+        "producers": producers,
         "consumed": delivery,
         "throughput": throughput,
         "operations": ops,
@@ -147,6 +151,22 @@ def _phase_line(ph: dict[str, Any], run: dict[str, Any]) -> str:
     return "Time: " + " · ".join(parts) + total + "."
 
 
+def _registry_line(s: dict[str, Any]) -> str | None:
+    """The schema registry's part in the run, from the cluster's /metrics scraped at the end
+    (``cluster_metrics``; the embedded cluster's, or ``--metrics-url``), when it has the series."""
+    metrics = s.get("cluster_metrics") or {}
+    counters, gauges = metrics.get("counters", {}), metrics.get("gauges", {})
+    requests = counters.get("kafka_emu_schema_registry_requests")
+    if requests is None:
+        return None
+    seconds = counters.get("kafka_emu_schema_registry_request_seconds", 0.0)
+    held = "".join(f", {name} {int(gauges[f'kafka_emu_schema_registry_{name}']['sum'])}"
+                   for name in ("subjects", "versions", "schemas") if f"kafka_emu_schema_registry_{name}" in gauges)
+    mean = f" (mean {seconds / requests * 1000:.1f} ms)" if requests else ""
+    url = s["run"].get("spec", {}).get("schema_registry_url")
+    return f"Schema registry{f' {url}' if url else ''}: {int(requests)} requests answered{mean}{held}."
+
+
 def summary_blocks(s: dict[str, Any]) -> list[Block]:
     run = s["run"]
     where = [f"Target: {run.get('target')}", f"master {run.get('master')}"]
@@ -159,6 +179,13 @@ def summary_blocks(s: dict[str, Any]) -> list[Block]:
     p = s["produced"]
     blocks.append(Block(text=f"Produced: {p['acked']} acked of {p['attempted']} attempted ({p['failed']} failed), "
                              f"{p['bytes'] / 1e6:.2f} MB."))
+    if s.get("producers"):
+        blocks.append(Block(header=["producer", "serializer", "acked", "failed", "MB", "p50 ms", "p99 ms"],
+                            rows=[[name, e["serializer"], str(e["acked"]), str(e["failed"]), f"{e['bytes'] / 1e6:.2f}",
+                                   _ms(e, "p50"), _ms(e, "p99")] for name, e in s["producers"].items()]))
+    registry = _registry_line(s)
+    if registry:
+        blocks.append(Block(text=registry))
     if s["throughput"]:
         blocks.append(Block(header=["throughput", "avg msgs/s", "peak msgs/s", "avg MB/s"],
                             rows=[[op, str(t["messages_per_s_avg"]), str(t["messages_per_s_peak"]),

@@ -26,6 +26,10 @@ KEY_MODES = ("none", "random", "sequential")
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
 CHURN_ACTIONS = ("join", "leave", "crash")
 BATCHING = ("latency", "throughput")
+# How a producer makes its record values: "bytes", random bytes of the drawn size; "avro", an Avro
+# record around those bytes through confluent-kafka's AvroSerializer and a schema registry
+# (``producer_task.AVRO_SCHEMA``; subject ``<topic>-value``, registered on first use).
+SERIALIZERS = ("bytes", "avro")
 ADMIN_ACTIONS = ("create_topic", "delete_topic", "list_topics", "describe_groups", "describe_cluster",
                  "list_groups")
 
@@ -70,6 +74,7 @@ class ProducerSpec:
     config: dict[str, Any] = field(default_factory=dict)
     # > 0: a transactional producer committing a transaction every this many records (confluent, acks=all)
     transaction_records: int = 0
+    serializer: str = "bytes"   # SERIALIZERS; avro needs client confluent and a schema registry
 
 
 @dataclass(frozen=True)
@@ -146,9 +151,17 @@ class WorkloadSpec:
     groups: tuple[GroupSpec, ...] = ()
     admin: tuple[AdminAction, ...] = ()
     ramp: RampSpec | None = None
+    # The registry of serializer: avro producers. None: the embedded cluster's own (started for
+    # such a spec); an external cluster (--bootstrap-servers) needs it named.
+    schema_registry_url: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @property
+    def avro_producers(self) -> tuple[str, ...]:
+        """Names of the producers that serialize through a schema registry."""
+        return tuple(p.name for p in self.producers if p.serializer == "avro")
 
 
 class _Checker:
@@ -251,7 +264,8 @@ def _parse_size(c: _Checker, raw: Any, path: str) -> SizeSpec:
 
 def _parse_producer(c: _Checker, raw: Any, path: str, duration: float) -> ProducerSpec:
     d = c.mapping(raw, path, {"name", "topics", "topic", "rate", "instances", "size", "keys", "acks",
-                              "client", "start_s", "stop_s", "batching", "config", "transaction_records"})
+                              "client", "start_s", "stop_s", "batching", "config", "transaction_records",
+                              "serializer"})
     keys_raw = d.get("keys", {})
     if isinstance(keys_raw, str):
         keys_raw = {"mode": keys_raw}
@@ -274,9 +288,12 @@ def _parse_producer(c: _Checker, raw: Any, path: str, duration: float) -> Produc
         batching=c.choice(d, "batching", path, "latency", BATCHING),
         config=c.config(d, path),
         transaction_records=c.number(d, "transaction_records", path, 0, minimum=0, integer=True),
+        serializer=c.choice(d, "serializer", path, "bytes", SERIALIZERS),
     )
     if p.transaction_records and (p.client != "confluent" or p.acks != -1):
         c.fail(f"{path}.transaction_records", "a transactional producer needs client: confluent and acks: all")
+    if p.serializer == "avro" and p.client != "confluent":
+        c.fail(f"{path}.serializer", "avro needs client: confluent (confluent-kafka's AvroSerializer)")
     stop = p.stop_s if p.stop_s is not None else duration
     if stop <= p.start_s:
         c.fail(path, f"stops ({stop:g} s) before it starts ({p.start_s:g} s)")
@@ -375,7 +392,7 @@ def parse_spec(raw: Any) -> WorkloadSpec:
     """Validate a decoded YAML/JSON document; raise SpecError listing every problem."""
     c = _Checker()
     d = c.mapping(raw, "", {"duration_s", "drain_s", "seed", "topics", "producers", "consumers", "groups",
-                            "admin", "ramp"})
+                            "admin", "ramp", "schema_registry_url"})
     if raw is not None and not isinstance(raw, dict):
         raise SpecError("workload spec: the document must be a mapping")
     duration = c.number(d, "duration_s", "", 30.0, minimum=0, exclusive=True)
@@ -418,6 +435,10 @@ def parse_spec(raw: Any) -> WorkloadSpec:
                     c.fail(f"{kind}[{i}].topics", f"topic {t!r} is not declared under topics")
     if not producers and not consumers and not groups and not admin:
         c.fail("", "the spec drives no load: add producers, consumers, groups or admin actions")
+    registry_url = d.get("schema_registry_url")
+    if registry_url is not None and not (isinstance(registry_url, str)
+                                         and registry_url.startswith(("http://", "https://"))):
+        c.fail("schema_registry_url", f"must be an http:// or https:// URL, got {registry_url!r}")
     ramp = _parse_ramp(c, d.get("ramp"))
     if ramp is not None:
         if not producers:
@@ -429,7 +450,7 @@ def parse_spec(raw: Any) -> WorkloadSpec:
         raise SpecError("invalid workload spec: " + "; ".join(p.lstrip(": ") for p in c.problems))
     return WorkloadSpec(duration_s=duration, drain_s=drain, seed=seed, topics=tuple(topics),
                         producers=tuple(producers), consumers=tuple(consumers), groups=tuple(groups),
-                        admin=tuple(admin), ramp=ramp)
+                        admin=tuple(admin), ramp=ramp, schema_registry_url=registry_url)
 
 
 def load_spec(path: str | Path) -> WorkloadSpec:

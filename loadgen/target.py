@@ -26,6 +26,7 @@ class Target:
     bootstrap: str
     cluster: Any = None            # the EmbeddedCluster when the run started one
     metrics_url: str | None = None
+    schema_registry_url: str | None = None   # the embedded cluster's registry, when it runs one
 
     @property
     def embedded(self) -> bool:
@@ -45,6 +46,19 @@ def check_reachable(bootstrap: str, timeout_s: float = 5.0) -> int:
         why = err.str() if hasattr(err, "str") else str(exc)
         raise ClusterUnreachableError(f"cannot reach a Kafka cluster at {bootstrap}: {why}") from None
     return len(md.brokers)
+
+
+def check_registry_reachable(url: str, timeout_s: float = 5.0) -> None:
+    """ClusterUnreachableError unless an HTTP server answers at ``url`` (any status: it is there)."""
+    import urllib.error
+
+    try:
+        urllib.request.urlopen(f"{url.rstrip('/')}/subjects", timeout=timeout_s).close()
+    except urllib.error.HTTPError:
+        return
+    except (OSError, ValueError) as exc:
+        why = getattr(exc, "reason", None) or exc
+        raise ClusterUnreachableError(f"cannot reach the schema registry at {url}: {why}") from None
 
 
 def create_topics(bootstrap: str, topics: tuple[TopicSpec, ...], brokers: int) -> None:
@@ -81,11 +95,13 @@ def delete_topic(bootstrap: str, name: str) -> None:
         _log.info("control_topic_not_deleted", topic=name, error=repr(exc))
 
 
-def _start_embedded(brokers: int, config: dict[str, Any]) -> tuple[Any, Any, str | None]:
-    """Start an EmbeddedCluster and its /metrics endpoint; returns (cluster, metrics, url)."""
+def _start_embedded(brokers: int, config: dict[str, Any], schema_registry_host: str | None
+                    ) -> tuple[Any, Any, str | None]:
+    """Start an EmbeddedCluster (with its schema registry on ``schema_registry_host`` unless None)
+    and its /metrics endpoint, which has the registry's series too; returns (cluster, metrics, url)."""
     from kafka_emu.loadgen.embedded import start_cluster
 
-    cluster = start_cluster(brokers, config)
+    cluster = start_cluster(brokers, config, schema_registry_host)
     try:
         from kafka_emu.metrics.cluster import ClusterMetrics
 
@@ -99,14 +115,20 @@ def _start_embedded(brokers: int, config: dict[str, Any]) -> tuple[Any, Any, str
 
 @contextlib.contextmanager
 def open_target(bootstrap: str | None, brokers: int = 3, config: dict[str, Any] | None = None,
-                timeout_s: float = 5.0) -> Iterator[Target]:
+                timeout_s: float = 5.0, schema_registry_host: str | None = None) -> Iterator[Target]:
+    """``schema_registry_host``: the embedded cluster also runs its schema registry, reached by
+    clients at that host (bound there when it is the loopback, on every interface otherwise, as
+    with ``--advertised-host``); None: no registry."""
     if bootstrap:
         check_reachable(bootstrap, timeout_s)
         yield Target(bootstrap)
         return
-    cluster, metrics, url = _start_embedded(brokers, dict(config or {}))
+    bind = schema_registry_host if schema_registry_host in (None, "127.0.0.1", "localhost") else "0.0.0.0"
+    cluster, metrics, url = _start_embedded(brokers, dict(config or {}), bind)
+    registry = cluster.schema_registry
     try:
-        yield Target(cluster.bootstrap_servers, cluster, url)
+        yield Target(cluster.bootstrap_servers, cluster, url,
+                     f"http://{schema_registry_host}:{registry.port}" if registry is not None else None)
     finally:
         if metrics is not None:
             metrics.close()

@@ -71,6 +71,8 @@ def build_tasks(spec: WorkloadSpec, slots: int, control_topic: str = CONTROL_TOP
     for p in spec.producers:
         stop = p.stop_s if p.stop_s is not None else spec.duration_s
         pd = dataclasses.asdict(p)
+        if p.serializer == "avro":
+            pd["schema_registry_url"] = spec.schema_registry_url
         for i in range(p.instances):
             tasks.append(Task(f"producer:{p.name}:{i}", "producer", p.start_s, stop,
                               {**pd, "instance": i, "seed": rng.getrandbits(32), **done},

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job: install, then start a 3-broker in-process cluster with its /metrics endpoint and
-# drive a 40 s Spark-generated mixed load at it (producers with acks=all and acks=1, two consumer
-# groups, one with joins, a leave and a crash, a standalone consumer, admin calls). Prints the
-# Markdown summary and the report folder (summary.json, samples.parquet/, PNG charts).
+# drive a 40 s Spark-generated mixed load at it (producers with acks=all and acks=1, Avro producers
+# through the cluster's schema registry, two consumer groups, one with joins, a leave and a crash,
+# standalone consumers, admin calls). Prints the Markdown summary and the report folder
+# (summary.json, samples.parquet/, PNG charts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then

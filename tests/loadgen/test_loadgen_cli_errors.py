@@ -37,6 +37,16 @@ def test_unreachable_cluster():
     assert "cannot reach a Kafka cluster at 127.0.0.1:1" in _one_line(result.stderr)
 
 
+def test_avro_producer_against_an_external_cluster_needs_the_registry_url(tmp_path):
+    spec = tmp_path / "w.yaml"
+    spec.write_text("topics: [{name: t}]\nproducers: [{name: p, topics: [t], serializer: avro}]\n")
+    result = _load(["--spec", str(spec), "--bootstrap-servers", "127.0.0.1:1"])
+    assert result.returncode == 2
+    assert _one_line(result.stderr) == (
+        "kafka-emu load: invalid workload spec: producers[0].serializer: avro against an external cluster "
+        "(--bootstrap-servers) needs the registry's URL in the spec's schema_registry_url")
+
+
 def test_java_missing(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     env["PATH"] = str(tmp_path)   # no java (and nothing else) on the PATH

@@ -24,6 +24,25 @@ def test_example_spec_is_valid(tmp_path):
     assert {g.group_id for g in spec.groups} == {"orders-app", "clicks-app"}
     assert spec.producers[1].client == "kafka-python" and spec.producers[1].acks == 1
     assert spec.producers[2].transaction_records == 20 and spec.producers[2].acks == -1
+    assert spec.avro_producers == ("payments-avro-writer",) and spec.schema_registry_url is None
+
+
+def test_avro_serializer_needs_confluent_and_a_registry_url_is_a_url():
+    avro = {"name": "p", "topics": ["t"], "rate": 50, "serializer": "avro"}
+    for raw, fragment in (({**BASE, "producers": [{**avro, "client": "kafka-python"}]},
+                           "producers[0].serializer: avro needs client: confluent"),
+                          ({**BASE, "producers": [{**avro, "serializer": "protobuf"}]},
+                           "producers[0].serializer: must be one of bytes, avro, got 'protobuf'"),
+                          ({**BASE, "schema_registry_url": "registry:8081"},
+                           "schema_registry_url: must be an http:// or https:// URL, got 'registry:8081'")):
+        with pytest.raises(SpecError) as info:
+            parse_spec(raw)
+        assert fragment in info.value.message
+    spec = parse_spec({**BASE, "producers": [avro, {"name": "b", "topics": ["t"]}],
+                       "schema_registry_url": "http://registry:8081"})
+    params = {t.task_id: t.params for t in build_tasks(spec, 1)}
+    assert params["producer:p:0"]["schema_registry_url"] == "http://registry:8081"
+    assert "schema_registry_url" not in params["producer:b:0"] and params["producer:b:0"]["serializer"] == "bytes"
 
 
 def test_transactional_producer_needs_confluent_and_acks_all():

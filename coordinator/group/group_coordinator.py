@@ -1,35 +1,21 @@
-"""GroupCoordinator: the classic (JoinGroup/SyncGroup) group coordinator
-(Kafka's ``kafka.coordinator.group.GroupCoordinator``).
+"""GroupCoordinator: the one entry every group API reaches (Kafka's ``GroupCoordinatorService``
+with the ``GroupCoordinatorShard`` of each ``__consumer_offsets`` partition).
 
-Every handler validates the coordinator status (``validateGroupStatus``), resolves the group and does its work
-under the group lock (``GroupMetadata.lock``); answers go through the caller's callback. A
-JoinGroup parks its callback on the member until the group's DelayedJoin completes; a follower's
-SyncGroup parks until the leader's assignment is persisted. Callbacks produced under a group
-lock run right after that lock is released, on the releasing thread (see ``group_lock``;
-Kafka invokes them under the lock — the emulator does not, so in-process callers may re-enter).
-Heartbeat, LeaveGroup and validation-error answers are given outside any lock, as in Kafka.
+Each handler validates the coordinator status first (inactive: COORDINATOR_NOT_AVAILABLE; the
+group's partition loading: COORDINATOR_LOAD_IN_PROGRESS, not owned: NOT_COORDINATOR), then hands
+the request to the group type that serves it:
+* ``GroupMetadataManager``: the groups of every type, the partitions this broker owns, loading;
+* ``OffsetMetadataManager``: offset commits, fetches, transactional offsets, for every type;
+* ``classic.ClassicGroupManager``: JoinGroup, SyncGroup, Heartbeat, LeaveGroup of classic groups.
 
-Locks: group lock → (purgatory shard/timer locks, CoordinatorLog's locks). ``_metrics_lock``
-only guards the metric counters (``rebalances_started``, ``rebalance_count``,
-``rebalance_time_ms_total``, ``rebalance_time_ms_max``, ``heartbeat_expirations``) and is never
-held while calling out. State transitions log inside ``logsetup.group_context``
-(``group_id``, ``generation``), see ``GroupMetadata.transition_to``.
+Locks: each group's lock (``Group.lock``) guards the group and its offsets; ``_epoch_lock`` the
+partition epochs; ``_metrics_lock`` only the metric counters (``rebalances_started``,
+``rebalance_count``, ``rebalance_time_ms_total``, ``rebalance_time_ms_max``,
+``heartbeat_expirations``) and is never held while calling out.
 
-Deliberate differences from Kafka:
-* callbacks run after the group lock is released (above);
-* a member removed while its SyncGroup is parked (LeaveGroup / expiry) gets UNKNOWN_MEMBER_ID on
-  that SyncGroup, and a second SyncGroup from a member whose first one is still parked answers
-  the first with REBALANCE_IN_PROGRESS, instead of leaving a request unanswered forever (a
-  JoinGroup re-sent while parked still replaces the parked callback, as in Kafka);
-* ``try_complete_heartbeat``/``try_complete_join``-style checks run with the group lock already
-  held by the purgatory (it is the operation lock), so the heartbeat check does not re-enter it;
-* no KIP-848 groups;
-* load replays the whole partition from ``CoordinatorLog.read_records`` in one go;
+Deliberate differences from Kafka (each type's own are in its class):
+* load replays the whole partition from ``CoordinatorLog.read_batches`` in one go;
 * tombstones go through the acks=-1 ``CoordinatorLog`` (Kafka appends them with acks=0).
-
-Kafka quirk kept on purpose: when a static member re-joins with an unknown id in Stable and the
-group record cannot be stored, Kafka reverts the member id and timeouts but keeps the new
-protocols (it captures them after ``updateMember``); so does the emulator.
 
 Handler summary (all arguments positional-or-keyword; error fields are Kafka codes):
 * ``handle_join_group(group_id, member_id, group_instance_id, require_known_member_id, client_id,
@@ -59,34 +45,33 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Mapping
 
 import structlog
 
-from kafka_emu.common import errors
-from kafka_emu.coordinator.group.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupCoordinatorConfig
-from kafka_emu.coordinator.group.classic.delayed import DelayedHeartbeat, DelayedJoin, DelayedSync, InitialDelayedJoin
 from kafka_emu.common.errors import Errors
-from kafka_emu.coordinator.group.classic.group_metadata import (
-    CompletingRebalance, Dead, Empty, GroupMetadata, GroupState, IllegalStateError,
-    PreparingRebalance, Stable,
+from kafka_emu.coordinator.coordinator_log import CoordinatorLog
+from kafka_emu.coordinator.group.classic.classic_group_manager import (
+    ClassicGroupManager, JoinCallback, SyncCallback,
 )
+from kafka_emu.coordinator.group.classic.group_metadata import (
+    CompletingRebalance, GroupMetadata, GroupState, PreparingRebalance, Stable,
+)
+from kafka_emu.coordinator.group.config import GroupCoordinatorConfig
+from kafka_emu.coordinator.group.group import Group
 from kafka_emu.coordinator.group.group_metadata_manager import (
     GroupMetadataManager,
     InlineScheduler,
     Scheduler,
-    TopicPartition,
 )
-from kafka_emu.coordinator.coordinator_log import CoordinatorLog
-from kafka_emu.coordinator.group.classic.member_metadata import MemberMetadata
+from kafka_emu.coordinator.group.group_offsets import TopicPartition
+from kafka_emu.coordinator.group.offset_metadata_manager import OffsetMetadataManager
 from kafka_emu.coordinator.group.results import (
     DEAD_SUMMARY, EMPTY_ERROR_SUMMARY, GroupOverview, GroupSummary, JoinGroupResult,
-    LeaveGroupResult, LeaveMemberResponse, OffsetAndMetadata, OffsetFetchPartitionData,
-    SyncGroupResult,
+    LeaveGroupResult, OffsetAndMetadata, OffsetFetchPartitionData, SyncGroupResult,
 )
 from kafka_emu.timer import (
-    DelayedOperationPurgatory, GroupJoinKey, GroupSyncKey, MemberKey, PurgatorySnapshot, SystemTimer,
-    Time, Timer,
+    DelayedOperationPurgatory, PurgatorySnapshot, SystemTimer, Time, Timer,
 )
 
 _log = structlog.get_logger("coordinator.group_coordinator")
@@ -108,12 +93,6 @@ class GroupCoordinatorSnapshot:
     purgatories: tuple[PurgatorySnapshot, ...]   # Heartbeat and Rebalance
 
 
-R = TypeVar("R")
-
-UNKNOWN_MEMBER_ID = ""
-JoinCallback = Callable[[JoinGroupResult], None]
-SyncCallback = Callable[[SyncGroupResult], None]
-
 # APIs for which only a null group id is invalid (empty string allowed).
 _NULL_ONLY_APIS = {"offset_commit", "offset_fetch", "describe_groups", "delete_groups"}
 
@@ -133,6 +112,10 @@ class GroupCoordinator:
         self.rebalance_purgatory = rebalance_purgatory
         self.group_manager = GroupMetadataManager(broker_id, config, log, time, scheduler,
                                                   on_transition=self._on_transition)
+        self.offset_manager = OffsetMetadataManager(config, log, self.group_manager.partition_for,
+                                                    self.group_manager.has_local_replica)
+        self.classic = ClassicGroupManager(config, log, time, self.group_manager, heartbeat_purgatory,
+                                           rebalance_purgatory, self._on_session_expired)
         self._active = False
         self._epochs: dict[int, int] = {}
         self._epoch_lock = threading.Lock()
@@ -145,7 +128,6 @@ class GroupCoordinator:
         self.rebalance_time_ms_total = 0    # PreparingRebalance entered -> Stable, summed
         self.rebalance_time_ms_max = 0      # the longest such rebalance seen
         self.heartbeat_expirations = 0      # members removed because their session expired
-
     # ================================================================== construction / lifecycle
     @classmethod
     def create(cls, broker_id: int, config: Mapping[str, Any] | None, log: CoordinatorLog,
@@ -262,12 +244,17 @@ class GroupCoordinator:
         manager's scheduler as in Kafka (inline with an inline scheduler). Called by the broker's
         WriteTxnMarkers path after the markers are appended."""
         partitions = set(offsets_partitions)
-        self.group_manager.scheduler.schedule(
-            f"handle-txn-completion-{producer_id}",
-            lambda: self.group_manager.handle_txn_completion(producer_id, partitions, is_commit))
+        manager = self.group_manager
+
+        def complete() -> None:
+            groups = [g for g in manager.current_groups() if manager.partition_for(g.group_id) in partitions]
+            self.offset_manager.handle_txn_completion(groups, producer_id, is_commit)
+
+        manager.scheduler.schedule(f"handle-txn-completion-{producer_id}", complete)
 
     # ================================================================== metrics hooks
     def _on_transition(self, group: GroupMetadata, previous: GroupState, new: GroupState, reason: str) -> None:
+        """A classic group changed state: count rebalances and their duration."""
         now = self.time.milliseconds()
         with self._metrics_lock:
             if new is PreparingRebalance:
@@ -282,6 +269,10 @@ class GroupCoordinator:
                         self.rebalance_time_ms_max = took
                 group.rebalance_start_ms = None
 
+    def _on_session_expired(self) -> None:
+        with self._metrics_lock:
+            self.heartbeat_expirations += 1
+
     def snapshot(self) -> GroupCoordinatorSnapshot:
         """One pass over the loaded groups, without their locks: a group in mid-transition is
         counted in either state, and ``offsets`` is copied at once (``dict(...)`` of a dict is one
@@ -290,8 +281,8 @@ class GroupCoordinator:
         members = 0
         committed: dict[tuple[str, str, int], int] = {}
         for group in self.group_manager.current_groups():
-            by_state[group.state.value] += 1
-            members += len(group.members)
+            by_state[group.state_name()] += 1
+            members += group.size()
             for (topic, partition), offset in dict(group.offsets).items():
                 committed[(group.group_id, topic, partition)] = offset.offset
         return GroupCoordinatorSnapshot(
@@ -315,30 +306,16 @@ class GroupCoordinator:
         if not manager.is_partition_owned(partition):
             return Errors.NOT_COORDINATOR
         return None
-
-    @staticmethod
-    def _validate_current_member(group: GroupMetadata, member_id: str, group_instance_id: str | None) -> int | None:
-        if group_instance_id is not None:
-            current = group.current_static_member_id(group_instance_id)
-            if current is None:
-                return Errors.UNKNOWN_MEMBER_ID
-            if current != member_id:
-                _log.info("fenced_static_member", group_id=group.group_id, instance_id=group_instance_id,
-                          member_id=member_id, current_member_id=current)
-                return Errors.FENCED_INSTANCE_ID
-        if not group.has(member_id):
-            return Errors.UNKNOWN_MEMBER_ID
-        return None
-
-    # ================================================================== JoinGroup
+    # ================================================================== classic membership
     def handle_join_group(self, group_id: str, member_id: str, group_instance_id: str | None,
                           require_known_member_id: bool, client_id: str, client_host: str,
                           rebalance_timeout_ms: int, session_timeout_ms: int, protocol_type: str,
                           protocols: list[tuple[str, bytes]], callback: JoinCallback,
                           reason: str | None = None, supports_skipping_assignment: bool = False) -> None:
-        """JoinGroup (``GroupCoordinator.handleJoinGroup``). ``member_id`` "" = unknown. ``require_known_member_id`` = request
-        version >= 4 and no instance id. ``callback(JoinGroupResult)`` fires exactly once, possibly
-        later (when the join phase completes) and on another thread."""
+        """JoinGroup (Kafka's ``GroupCoordinatorService.joinGroup``). ``member_id`` "" = unknown.
+        ``require_known_member_id`` = request version >= 4 and no instance id.
+        ``callback(JoinGroupResult)`` fires exactly once, possibly later (when the join phase
+        completes) and on another thread."""
         error = self._validate_group_status(group_id, "join_group")
         if error is not None:
             callback(JoinGroupResult.error_result(member_id, error))
@@ -347,351 +324,16 @@ class GroupCoordinator:
                 or session_timeout_ms > self.config.group_max_session_timeout_ms):
             callback(JoinGroupResult.error_result(member_id, Errors.INVALID_SESSION_TIMEOUT))
             return
-        is_unknown = member_id == UNKNOWN_MEMBER_ID
-        group = self.group_manager.get_or_maybe_create_group(group_id, is_unknown)
-        if group is None:
-            callback(JoinGroupResult.error_result(member_id, Errors.UNKNOWN_MEMBER_ID))
-            return
-        join_reason = reason or "not provided"
-        with group.lock:
-            respond = self._responder(group, callback)
-            if not self._accept_joining_member(group, member_id):
-                group.remove(member_id)
-                self.heartbeat_purgatory.check_and_complete(MemberKey(group_id, member_id))
-                respond(JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.GROUP_MAX_SIZE_REACHED))
-            elif is_unknown:
-                self._do_new_member_join_group(group, group_instance_id, require_known_member_id,
-                                               supports_skipping_assignment, client_id, client_host,
-                                               rebalance_timeout_ms, session_timeout_ms, protocol_type,
-                                               protocols, callback, join_reason)
-            else:
-                self._do_current_member_join_group(group, member_id, group_instance_id, client_id,
-                                                   client_host, rebalance_timeout_ms, session_timeout_ms,
-                                                   protocol_type, protocols, callback, join_reason)
-            if group.is_(PreparingRebalance):
-                self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
+        self.classic.join_group(group_id, member_id, group_instance_id, require_known_member_id, client_id,
+                                client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
+                                callback, reason, supports_skipping_assignment)
 
-    @staticmethod
-    def _responder(group: GroupMetadata, callback: Callable[[R], None]) -> Callable[[R], None]:
-        def respond(result: R) -> None:
-            group.lock.defer(lambda: callback(result))
-        return respond
-
-    @staticmethod
-    def _join_rejected(group: GroupMetadata, member_id: str, protocol_type: str,
-                       protocols: list[tuple[str, bytes]], respond: JoinCallback) -> bool:
-        """The checks both JoinGroup paths (unknown and known member) make first; true = answered."""
-        if group.is_(Dead):
-            respond(JoinGroupResult.error_result(member_id, Errors.COORDINATOR_NOT_AVAILABLE))
-            return True
-        if not group.supports_protocols(protocol_type, [n for n, _ in protocols]):
-            respond(JoinGroupResult.error_result(member_id, Errors.INCONSISTENT_GROUP_PROTOCOL))
-            return True
-        return False
-
-    def _accept_joining_member(self, group: GroupMetadata, member_id: str) -> bool:
-        state = group.state
-        if state is Empty or state is Dead:
-            return True
-        if state is PreparingRebalance:
-            return ((group.has(member_id) and group.get(member_id).is_awaiting_join())
-                    or group.num_members_awaiting_join < self.config.group_max_size)
-        return group.has(member_id) or group.size() < self.config.group_max_size
-
-    def _do_new_member_join_group(self, group: GroupMetadata, group_instance_id: str | None,
-                                  require_known_member_id: bool, supports_skipping_assignment: bool,
-                                  client_id: str, client_host: str, rebalance_timeout_ms: int,
-                                  session_timeout_ms: int, protocol_type: str,
-                                  protocols: list[tuple[str, bytes]], callback: JoinCallback, reason: str) -> None:
-        respond = self._responder(group, callback)
-        if self._join_rejected(group, UNKNOWN_MEMBER_ID, protocol_type, protocols, respond):
-            return
-        new_member_id = group.generate_member_id(client_id, group_instance_id)
-        if group_instance_id is not None:
-            old_member_id = group.current_static_member_id(group_instance_id)
-            if old_member_id is not None:
-                _log.info("static_member_rejoin_unknown_id", group_id=group.group_id,
-                          instance_id=group_instance_id, state=group.state.value,
-                          old_member_id=old_member_id, new_member_id=new_member_id)
-                self._update_static_member_and_rebalance(group, old_member_id, new_member_id,
-                                                         group_instance_id, protocols, rebalance_timeout_ms,
-                                                         session_timeout_ms, callback, reason,
-                                                         supports_skipping_assignment)
-            else:
-                self._add_member_and_rebalance(rebalance_timeout_ms, session_timeout_ms, new_member_id,
-                                               group_instance_id, client_id, client_host, protocol_type,
-                                               protocols, group, callback, reason)
-        elif require_known_member_id:
-            group.add_pending_member(new_member_id)
-            self._add_pending_member_expiration(group, new_member_id, session_timeout_ms)
-            respond(JoinGroupResult.error_result(new_member_id, Errors.MEMBER_ID_REQUIRED))
-        else:
-            self._add_member_and_rebalance(rebalance_timeout_ms, session_timeout_ms, new_member_id, None,
-                                           client_id, client_host, protocol_type, protocols, group,
-                                           callback, reason)
-
-    def _do_current_member_join_group(self, group: GroupMetadata, member_id: str,
-                                      group_instance_id: str | None, client_id: str, client_host: str,
-                                      rebalance_timeout_ms: int, session_timeout_ms: int,
-                                      protocol_type: str, protocols: list[tuple[str, bytes]],
-                                      callback: JoinCallback, reason: str) -> None:
-        respond = self._responder(group, callback)
-        if self._join_rejected(group, member_id, protocol_type, protocols, respond):
-            return
-        if group.is_pending_member(member_id):
-            if group_instance_id is not None:
-                raise IllegalStateError(f"Received unexpected JoinGroup with groupInstanceId={group_instance_id} "
-                                        f"for pending member with memberId={member_id}")
-            self._add_member_and_rebalance(rebalance_timeout_ms, session_timeout_ms, member_id, None,
-                                           client_id, client_host, protocol_type, protocols, group,
-                                           callback, reason)
-            return
-        error = self._validate_current_member(group, member_id, group_instance_id)
-        if error is not None:
-            respond(JoinGroupResult.error_result(member_id, error))
-            return
-        member = group.get(member_id)
-        state = group.state
-        why = f"Member {member_id} joining group during {state}; client reason: {reason}"
-        if state is PreparingRebalance:
-            self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
-                                              session_timeout_ms, callback, why)
-        elif state is CompletingRebalance:
-            if member.matches(protocols):
-                respond(JoinGroupResult(
-                    group.current_member_metadata() if group.is_leader(member_id) else [],
-                    member_id, group.generation_id, group.protocol_type, group.protocol_name,
-                    group.leader_id or "", False, Errors.NONE))
-            else:
-                self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
-                                                  session_timeout_ms, callback, why)
-        elif state is Stable:
-            if group.is_leader(member_id) or not member.matches(protocols):
-                self._update_member_and_rebalance(group, member, protocols, rebalance_timeout_ms,
-                                                  session_timeout_ms, callback, why)
-            else:
-                respond(JoinGroupResult([], member_id, group.generation_id, group.protocol_type,
-                                        group.protocol_name, group.leader_id or "", False, Errors.NONE))
-        else:  # Empty or Dead: unexpected, let the member reset and rejoin
-            _log.warning("join_in_unexpected_state", group_id=group.group_id, member_id=member_id,
-                         state=state.value)
-            respond(JoinGroupResult.error_result(member_id, Errors.UNKNOWN_MEMBER_ID))
-
-    def _update_static_member_and_rebalance(self, group: GroupMetadata, old_member_id: str,
-                                            new_member_id: str, group_instance_id: str,
-                                            protocols: list[tuple[str, bytes]], rebalance_timeout_ms: int,
-                                            session_timeout_ms: int, callback: JoinCallback, reason: str,
-                                            supports_skipping_assignment: bool) -> None:
-        current_leader = group.leader_id
-        group.replace_static_member(group_instance_id, old_member_id, new_member_id)
-        member = group.get(new_member_id)
-        # The old id's heartbeat expires harmlessly (that id is gone); schedule one for the new id.
-        self._complete_and_schedule_next_heartbeat_expiration(group, member)
-        old_rebalance_timeout = member.rebalance_timeout_ms
-        old_session_timeout = member.session_timeout_ms
-        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, callback)
-        # As in Kafka, the protocols are captured *after* the update, so a failed store reverts the
-        # member id and the timeouts but keeps the new protocols.
-        old_protocols = member.supported_protocols
-        state = group.state
-        if state is Stable:
-            if group.protocol_name == group.select_protocol():
-                assignment = {m.member_id: m.assignment for m in group.all_member_metadata()}
-
-                def on_stored(error: int) -> None:
-                    with group.lock:
-                        if error != Errors.NONE:
-                            _log.warning("static_member_persist_failed", group_id=group.group_id,
-                                         instance_id=group_instance_id, error=errors.name(error))
-                            group.update_member(member, old_protocols, old_rebalance_timeout,
-                                                old_session_timeout, None)
-                            group.replace_static_member(group_instance_id, new_member_id, old_member_id)
-                            self._complete_and_schedule_next_heartbeat_expiration(group, member)
-                            result = JoinGroupResult([], UNKNOWN_MEMBER_ID, group.generation_id,
-                                                     group.protocol_type, group.protocol_name,
-                                                     current_leader or "", False, error)
-                            group.lock.defer(lambda: callback(result))
-                        elif supports_skipping_assignment:
-                            is_leader = group.is_leader(new_member_id)
-                            group.maybe_invoke_join_callback(member, JoinGroupResult(
-                                group.current_member_metadata() if is_leader else [], new_member_id,
-                                group.generation_id, group.protocol_type, group.protocol_name,
-                                group.leader_id or "", is_leader, Errors.NONE))
-                        else:
-                            group.maybe_invoke_join_callback(member, JoinGroupResult(
-                                [], new_member_id, group.generation_id, group.protocol_type,
-                                group.protocol_name, current_leader or "", False, Errors.NONE))
-
-                self.group_manager.store_group(group, assignment, on_stored)
-            else:
-                self._maybe_prepare_rebalance(
-                    group, f"Group's selectedProtocol will change because static member {new_member_id} "
-                           f"with instance id {group_instance_id} joined with change of protocol; "
-                           f"client reason: {reason}")
-        elif state is CompletingRebalance:
-            self._prepare_rebalance(group, f"Updating metadata for static member {new_member_id} with "
-                                           f"instance id {group_instance_id}; client reason: {reason}")
-        elif state is Empty or state is Dead:
-            raise IllegalStateError(f"Group {group.group_id} was not supposed to be in the state {state} "
-                                    f"when the unknown static member {group_instance_id} rejoins.")
-        # PreparingRebalance: the callback stays parked
-
-    def _add_member_and_rebalance(self, rebalance_timeout_ms: int, session_timeout_ms: int, member_id: str,
-                                  group_instance_id: str | None, client_id: str, client_host: str,
-                                  protocol_type: str, protocols: list[tuple[str, bytes]],
-                                  group: GroupMetadata, callback: JoinCallback, reason: str) -> None:
-        member = MemberMetadata(member_id, group_instance_id, client_id, client_host, rebalance_timeout_ms,
-                                session_timeout_ms, protocol_type, protocols, group.group_id)
-        member.is_new = True
-        if group.is_(PreparingRebalance) and group.generation_id == 0:
-            group.new_member_added = True
-        group.add(member, callback)
-        # New members cannot heartbeat while their JoinGroup is parked: time out the join instead.
-        self._complete_and_schedule_next_expiration(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
-        self._maybe_prepare_rebalance(group, f"Adding new member {member_id} with group instance id "
-                                             f"{group_instance_id}; client reason: {reason}")
-
-    def _update_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata,
-                                     protocols: list[tuple[str, bytes]], rebalance_timeout_ms: int,
-                                     session_timeout_ms: int, callback: JoinCallback, reason: str) -> None:
-        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, callback)
-        self._maybe_prepare_rebalance(group, reason)
-
-    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
-        with group.lock:
-            if group.can_rebalance():
-                self._prepare_rebalance(group, reason)
-
-    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
-        if group.is_(CompletingRebalance):
-            self._reset_and_propagate_assignment_error(group, Errors.REBALANCE_IN_PROGRESS)
-        self._remove_sync_expiration(group)
-        if group.is_(Empty):
-            delay = self.config.group_initial_rebalance_delay_ms
-            op: DelayedJoin = InitialDelayedJoin(self, self.rebalance_purgatory, group, delay, delay,
-                                                 max(group.rebalance_timeout_ms() - delay, 0))
-        else:
-            op = DelayedJoin(self, group, group.rebalance_timeout_ms())
-        group.transition_to(PreparingRebalance, reason)
-        _log.info("preparing_rebalance", group_id=group.group_id, generation=group.generation_id,
-                  partition=self.partition_for(group.group_id), reason=reason)
-        self.rebalance_purgatory.try_complete_else_watch(op, [GroupJoinKey(group.group_id)])
-
-    def _remove_sync_expiration(self, group: GroupMetadata) -> None:
-        group.clear_pending_sync_members()
-        self.rebalance_purgatory.check_and_complete(GroupSyncKey(group.group_id))
-
-    def _remove_member_and_update_group(self, group: GroupMetadata, member: MemberMetadata, reason: str) -> None:
-        # A new member may time out with a parked JoinGroup: answer it before removing it.
-        group.maybe_invoke_join_callback(member, JoinGroupResult.error_result(UNKNOWN_MEMBER_ID, Errors.UNKNOWN_MEMBER_ID))
-        # Emulator addition: never leave a parked SyncGroup unanswered.
-        group.maybe_invoke_sync_callback(member, SyncGroupResult(error=Errors.UNKNOWN_MEMBER_ID))
-        group.remove(member.member_id)
-        state = group.state
-        if state is Stable or state is CompletingRebalance:
-            self._maybe_prepare_rebalance(group, reason)
-        elif state is PreparingRebalance:
-            self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
-
-    def _remove_pending_member_and_update_group(self, group: GroupMetadata, member_id: str) -> None:
-        group.remove_pending_member(member_id)
-        if group.is_(PreparingRebalance):
-            self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
-
-    def _remove_heartbeat_for_leaving_member(self, group: GroupMetadata, member_id: str) -> None:
-        self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, member_id))
-
-    def _add_pending_member_expiration(self, group: GroupMetadata, member_id: str, timeout_ms: int) -> None:
-        op = DelayedHeartbeat(self, group, member_id, True, timeout_ms)
-        self.heartbeat_purgatory.try_complete_else_watch(op, [MemberKey(group.group_id, member_id)])
-
-    # ------------------------------------------------------------------ join completion
-    def try_complete_join(self, group: GroupMetadata, force_complete: Callable[[], bool]) -> bool:
-        with group.lock:
-            if group.has_all_members_joined():
-                return force_complete()
-            return False
-
-    def on_complete_join(self, group: GroupMetadata) -> None:
-        with group.lock:
-            not_rejoined = [m for m in group.not_yet_rejoined_members().values() if not m.is_static_member()]
-            if not_rejoined:
-                _log.info("removing_members_not_rejoined", group_id=group.group_id,
-                          members=[m.member_id for m in not_rejoined])
-                for m in not_rejoined:
-                    group.maybe_invoke_sync_callback(m, SyncGroupResult(error=Errors.UNKNOWN_MEMBER_ID))
-                    group.remove(m.member_id)
-                    self._remove_heartbeat_for_leaving_member(group, m.member_id)
-            if group.is_(Dead):
-                _log.info("dead_group_skips_rebalance", group_id=group.group_id)
-            elif not group.maybe_elect_new_joined_leader() and group.members:
-                _log.error("rebalance_not_completed_no_member_rejoined", group_id=group.group_id,
-                           generation=group.generation_id)
-                self.rebalance_purgatory.try_complete_else_watch(
-                    DelayedJoin(self, group, group.rebalance_timeout_ms()), [GroupJoinKey(group.group_id)])
-            else:
-                group.init_next_generation()
-                if group.is_(Empty):
-                    def on_stored(error: int) -> None:
-                        if error != Errors.NONE:
-                            _log.warning("store_empty_group_failed", group_id=group.group_id,
-                                         generation=group.generation_id, error=errors.name(error))
-                    self.group_manager.store_group(group, {}, on_stored)
-                else:
-                    leader_members = None
-                    for member in group.all_member_metadata():
-                        if group.is_leader(member.member_id):
-                            if leader_members is None:
-                                leader_members = group.current_member_metadata()
-                            members = leader_members
-                        else:
-                            members = []
-                        group.maybe_invoke_join_callback(member, JoinGroupResult(
-                            members, member.member_id, group.generation_id, group.protocol_type,
-                            group.protocol_name, group.leader_id or "", False, Errors.NONE))
-                        self._complete_and_schedule_next_heartbeat_expiration(group, member)
-                        member.is_new = False
-                        group.add_pending_sync_member(member.member_id)
-                    self._schedule_pending_sync(group)
-
-    def _schedule_pending_sync(self, group: GroupMetadata) -> None:
-        op = DelayedSync(self, group, group.generation_id, group.rebalance_timeout_ms())
-        self.rebalance_purgatory.try_complete_else_watch(op, [GroupSyncKey(group.group_id)])
-
-    def try_complete_pending_sync(self, group: GroupMetadata, generation_id: int,
-                                  force_complete: Callable[[], bool]) -> bool:
-        with group.lock:
-            if generation_id != group.generation_id:
-                return force_complete()
-            if group.state in (Dead, Empty, PreparingRebalance):
-                return force_complete()
-            if group.has_received_sync_from_all_members():
-                return force_complete()
-            return False
-
-    def on_expire_pending_sync(self, group: GroupMetadata, generation_id: int) -> None:
-        with group.lock:
-            if generation_id != group.generation_id:
-                return
-            if group.state in (CompletingRebalance, Stable) and not group.has_received_sync_from_all_members():
-                pending = list(group.pending_sync_members)
-                _log.info("removing_members_without_sync", group_id=group.group_id,
-                          generation=generation_id, members=pending)
-                for mid in pending:
-                    m = group.members.get(mid)
-                    if m is not None:
-                        group.maybe_invoke_sync_callback(m, SyncGroupResult(error=Errors.UNKNOWN_MEMBER_ID))
-                    group.remove(mid)
-                    self._remove_heartbeat_for_leaving_member(group, mid)
-                self._prepare_rebalance(group, f"Removing {pending} on pending sync request expiration")
-
-    # ================================================================== SyncGroup
     def handle_sync_group(self, group_id: str, generation: int, member_id: str, protocol_type: str | None,
                           protocol_name: str | None, group_instance_id: str | None,
                           group_assignment: dict[str, bytes], callback: SyncCallback) -> None:
-        """SyncGroup (``handleSyncGroup``). ``group_assignment`` is the leader's member id -> assignment map
-        (empty for followers). ``callback(SyncGroupResult)`` fires exactly once; for a
-        follower syncing before the leader it fires once the leader's assignment is persisted."""
+        """SyncGroup. ``group_assignment`` is the leader's member id -> assignment map (empty
+        for followers). ``callback(SyncGroupResult)`` fires exactly once; for a follower syncing
+        before the leader it fires once the leader's assignment is persisted."""
         error = self._validate_group_status(group_id, "sync_group")
         if error == Errors.COORDINATOR_LOAD_IN_PROGRESS:
             callback(SyncGroupResult(error=Errors.REBALANCE_IN_PROGRESS))
@@ -699,222 +341,45 @@ class GroupCoordinator:
         if error is not None:
             callback(SyncGroupResult(error=error))
             return
-        group = self.group_manager.get_group(group_id)
-        if group is None:
-            callback(SyncGroupResult(error=Errors.UNKNOWN_MEMBER_ID))
-            return
-        with group.lock:
-            respond = self._responder(group, callback)
-            error = self._validate_sync_group(group, generation, member_id, protocol_type, protocol_name,
-                                              group_instance_id)
-            if error is not None:
-                respond(SyncGroupResult(error=error))
-                return
-            state = group.state
-            if state is Empty:
-                respond(SyncGroupResult(error=Errors.UNKNOWN_MEMBER_ID))
-            elif state is PreparingRebalance:
-                respond(SyncGroupResult(error=Errors.REBALANCE_IN_PROGRESS))
-            elif state is CompletingRebalance:
-                member = group.get(member_id)
-                if member.awaiting_sync_callback is not None:  # duplicate: answer the older one
-                    group.maybe_invoke_sync_callback(member, SyncGroupResult(error=Errors.REBALANCE_IN_PROGRESS))
-                member.awaiting_sync_callback = callback
-                self._remove_pending_sync_member(group, member_id)
-                if group.is_leader(member_id):
-                    _log.info("assignment_received_from_leader", group_id=group.group_id,
-                              member_id=member_id, generation=group.generation_id, members=group.size())
-                    assignment = dict(group_assignment)
-                    for mid in group.members:
-                        assignment.setdefault(mid, b"")
-                    gen = group.generation_id
+        self.classic.sync_group(group_id, generation, member_id, protocol_type, protocol_name, group_instance_id,
+                                group_assignment, callback)
 
-                    def on_stored(store_error: int) -> None:
-                        with group.lock:
-                            if group.is_(CompletingRebalance) and gen == group.generation_id:
-                                if store_error != Errors.NONE:
-                                    self._reset_and_propagate_assignment_error(group, store_error)
-                                    self._maybe_prepare_rebalance(
-                                        group, f"Error when storing group assignment during SyncGroup "
-                                               f"(member: {member_id})")
-                                else:
-                                    self._set_and_propagate_assignment(group, assignment)
-                                    group.transition_to(Stable, f"leader {member_id} assignment persisted")
-
-                    self.group_manager.store_group(group, assignment, on_stored)
-            elif state is Stable:
-                self._remove_pending_sync_member(group, member_id)
-                member = group.get(member_id)
-                respond(SyncGroupResult(group.protocol_type, group.protocol_name, member.assignment, Errors.NONE))
-                self._complete_and_schedule_next_heartbeat_expiration(group, member)
-            else:
-                raise IllegalStateError(f"Reached unexpected state {state} for group {group_id}")
-
-    def _validate_sync_group(self, group: GroupMetadata, generation: int, member_id: str,
-                             protocol_type: str | None, protocol_name: str | None,
-                             group_instance_id: str | None) -> int | None:
-        if group.is_(Dead):
-            return Errors.COORDINATOR_NOT_AVAILABLE
-        error = self._validate_current_member(group, member_id, group_instance_id)
-        if error is not None:
-            return error
-        if generation != group.generation_id:
-            return Errors.ILLEGAL_GENERATION
-        if protocol_type is not None and group.protocol_type != protocol_type:
-            return Errors.INCONSISTENT_GROUP_PROTOCOL
-        if protocol_name is not None and group.protocol_name != protocol_name:
-            return Errors.INCONSISTENT_GROUP_PROTOCOL
-        return None
-
-    def _remove_pending_sync_member(self, group: GroupMetadata, member_id: str) -> None:
-        group.remove_pending_sync_member(member_id)
-        self.rebalance_purgatory.check_and_complete(GroupSyncKey(group.group_id))
-
-    def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: int) -> None:
-        if not group.is_(CompletingRebalance):
-            raise IllegalStateError(f"Group {group.group_id} must be in CompletingRebalance state but is in {group.state}.")
-        for m in group.all_member_metadata():
-            m.assignment = b""
-        self._propagate_assignment(group, error)
-
-    def _set_and_propagate_assignment(self, group: GroupMetadata, assignment: dict[str, bytes]) -> None:
-        if not group.is_(CompletingRebalance):
-            raise IllegalStateError(f"Group {group.group_id} must be in CompletingRebalance state but is in {group.state}.")
-        for m in group.all_member_metadata():
-            m.assignment = assignment.get(m.member_id, b"")
-        self._propagate_assignment(group, Errors.NONE)
-
-    def _propagate_assignment(self, group: GroupMetadata, error: int) -> None:
-        ptype, pname = (group.protocol_type, group.protocol_name) if error == Errors.NONE else (None, None)
-        for m in group.all_member_metadata():
-            if group.maybe_invoke_sync_callback(m, SyncGroupResult(ptype, pname, m.assignment, error)):
-                # A session that expired while we waited for the leader/store was ignored: re-arm.
-                self._complete_and_schedule_next_heartbeat_expiration(group, m)
-
-    # ================================================================== Heartbeat
     def handle_heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
                          generation_id: int, callback: Callable[[int], None]) -> None:
-        """Heartbeat (``handleHeartbeat``); ``callback(error_code)`` fires once, synchronously, outside the lock."""
+        """Heartbeat; ``callback(error_code)`` fires once, synchronously, outside the lock."""
         error = self._validate_group_status(group_id, "heartbeat")
         if error is not None:
             callback(Errors.NONE if error == Errors.COORDINATOR_LOAD_IN_PROGRESS else error)
             return
-        callback(self._heartbeat(group_id, member_id, group_instance_id, generation_id))
+        callback(self.classic.heartbeat(group_id, member_id, group_instance_id, generation_id))
 
-    def _heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int) -> int:
-        group = self.group_manager.get_group(group_id)
-        if group is None:
-            return Errors.UNKNOWN_MEMBER_ID
-        with group.lock:
-            if group.is_(Dead):
-                return Errors.COORDINATOR_NOT_AVAILABLE
-            error = self._validate_current_member(group, member_id, group_instance_id)
-            if error is not None:
-                return error
-            if generation_id != group.generation_id:
-                return Errors.ILLEGAL_GENERATION
-            state = group.state
-            if state is Empty:
-                return Errors.UNKNOWN_MEMBER_ID
-            member = group.get(member_id)
-            self._complete_and_schedule_next_heartbeat_expiration(group, member)
-            return Errors.REBALANCE_IN_PROGRESS if state is PreparingRebalance else Errors.NONE
-
-    def _complete_and_schedule_next_heartbeat_expiration(self, group: GroupMetadata, member: MemberMetadata) -> None:
-        self._complete_and_schedule_next_expiration(group, member, member.session_timeout_ms)
-
-    def _complete_and_schedule_next_expiration(self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int) -> None:
-        key = MemberKey(group.group_id, member.member_id)
-        member.heartbeat_satisfied = True
-        self.heartbeat_purgatory.check_and_complete(key)
-        member.heartbeat_satisfied = False
-        self.heartbeat_purgatory.try_complete_else_watch(
-            DelayedHeartbeat(self, group, member.member_id, False, timeout_ms), [key])
-
-    def try_complete_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool,
-                               force_complete: Callable[[], bool]) -> bool:
-        # Called by the purgatory with the operation lock, i.e. the group lock, already held
-        # (Kafka re-enters ``group.inLock`` here; the emulator skips the redundant re-entry).
-        if group.state is Dead:
-            return force_complete()
-        if is_pending:
-            return force_complete() if member_id in group.members else False
-        member = group.members.get(member_id)
-        if member is None or member.has_satisfied_heartbeat():
-            return force_complete()
-        return False
-
-    def on_expire_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool) -> None:
-        with group.lock:
-            if group.is_(Dead):
-                _log.info("heartbeat_expired_dead_group", group_id=group.group_id, member_id=member_id)
-            elif is_pending:
-                _log.info("pending_member_expired", group_id=group.group_id, member_id=member_id)
-                self._remove_pending_member_and_update_group(group, member_id)
-            elif group.has(member_id):
-                member = group.get(member_id)
-                if not member.has_satisfied_heartbeat():
-                    _log.info("member_session_expired", group_id=group.group_id, member_id=member_id,
-                              generation=group.generation_id)
-                    with self._metrics_lock:
-                        self.heartbeat_expirations += 1
-                    self._remove_member_and_update_group(
-                        group, member, f"removing member {member_id} on heartbeat expiration")
-
-    # ================================================================== LeaveGroup
     def handle_leave_group(self, group_id: str, members: list[tuple[str, str | None, str | None]],
                            callback: Callable[[LeaveGroupResult], None]) -> None:
-        """LeaveGroup (``handleLeaveGroup``); ``members`` = [(member_id, group_instance_id, reason)].
+        """LeaveGroup; ``members`` = [(member_id, group_instance_id, reason)].
         ``callback(LeaveGroupResult)`` fires once, synchronously, after the lock is released."""
         error = self._validate_group_status(group_id, "leave_group")
         if error is not None:
             callback(LeaveGroupResult(error, []))
             return
-        group = self.group_manager.get_group(group_id)
-        if group is None:
-            callback(LeaveGroupResult(Errors.NONE, [LeaveMemberResponse(mid, iid, Errors.UNKNOWN_MEMBER_ID)
-                                                    for mid, iid, _ in members]))
-            return
-        with group.lock:
-            respond = self._responder(group, callback)
-            if group.is_(Dead):
-                respond(LeaveGroupResult(Errors.COORDINATOR_NOT_AVAILABLE, []))
-                return
-            responses = []
-            for member_id, instance_id, reason in members:
-                if member_id == UNKNOWN_MEMBER_ID:
-                    current = group.current_static_member_id(instance_id)
-                    if current is not None:
-                        self._remove_current_member_from_group(group, current, reason)
-                        err = Errors.NONE
-                    else:
-                        err = Errors.UNKNOWN_MEMBER_ID
-                elif group.is_pending_member(member_id):
-                    self._remove_pending_member_and_update_group(group, member_id)
-                    self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, member_id))
-                    err = Errors.NONE
-                else:
-                    err = self._validate_current_member(group, member_id, instance_id)
-                    if err is None:
-                        self._remove_current_member_from_group(group, member_id, reason)
-                        err = Errors.NONE
-                responses.append(LeaveMemberResponse(member_id, instance_id, err))
-            respond(LeaveGroupResult(Errors.NONE, responses))
+        self.classic.leave_group(group_id, members, callback)
 
-    def _remove_current_member_from_group(self, group: GroupMetadata, member_id: str, reason: str | None) -> None:
-        member = group.get(member_id)
-        self._remove_member_and_update_group(
-            group, member, f"Removing member {member_id} on LeaveGroup; client reason: {reason or 'not provided'}")
-        self._remove_heartbeat_for_leaving_member(group, member_id)
-        _log.info("member_left_group", group_id=group.group_id, member_id=member_id, reason=reason)
+    def try_complete_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool,
+                               force_complete: Callable[[], bool]) -> bool:
+        """A classic member's DelayedHeartbeat completion check (GroupCoordinatorTest's
+        ``tryCompleteHeartbeat`` cases reach it here)."""
+        return self.classic.try_complete_heartbeat(group, member_id, is_pending, force_complete)
+
+    def on_expire_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool) -> None:
+        """A classic member's session expired (``onExpireHeartbeat``)."""
+        self.classic.on_expire_heartbeat(group, member_id, is_pending)
 
     # ================================================================== OffsetCommit
     def handle_commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
                               generation_id: int, offset_metadata: dict[TopicPartition, OffsetAndMetadata],
                               callback: Callable[[dict[TopicPartition, int]], None]) -> None:
-        """OffsetCommit (``handleCommitOffsets``). ``offset_metadata``: (topic, partition) -> OffsetAndMetadata.
-        ``callback({(topic, partition): error})`` fires once, after the append is replicated
-        (acks=-1) or failed, outside the group lock."""
+        """OffsetCommit (Kafka's ``OffsetMetadataManager.commitOffset``). ``callback({(topic,
+        partition): error})`` fires once, after the append is replicated (acks=-1) or failed,
+        outside the group lock."""
         error = self._validate_group_status(group_id, "offset_commit")
         if error is not None:
             callback({tp: error for tp in offset_metadata})
@@ -923,33 +388,26 @@ class GroupCoordinator:
         if group is None:
             if generation_id < 0:
                 # Not using Kafka for group management ("simple" consumer / admin): allow it.
-                group = self.group_manager.add_group(self.group_manager.new_group(group_id))
+                group = self.group_manager.get_or_maybe_create_group(group_id, True)
             else:
                 callback({tp: Errors.ILLEGAL_GENERATION for tp in offset_metadata})
                 return
         with group.lock:
-            respond = self._responder(group, callback)
-            error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id)
+            error = group.validate_offset_commit(member_id, group_instance_id, generation_id, False)
             if error is not None:
-                respond({tp: error for tp in offset_metadata})
+                result = {tp: error for tp in offset_metadata}
+                group.lock.defer(lambda: callback(result))
                 return
-            state = group.state
-            if state is Empty:
-                self.group_manager.store_offsets(group, member_id, offset_metadata, callback)
-            elif state is Stable or state is PreparingRebalance:
-                member = group.get(member_id)
-                self._complete_and_schedule_next_heartbeat_expiration(group, member)
-                self.group_manager.store_offsets(group, member_id, offset_metadata, callback)
-            elif state is CompletingRebalance:
-                respond({tp: Errors.REBALANCE_IN_PROGRESS for tp in offset_metadata})
-            else:
-                raise IllegalStateError(f"Logic error: unexpected group state {state}")
+            if isinstance(group, GroupMetadata) and group.state in (Stable, PreparingRebalance):
+                # the classic protocol's commits keep the member's session alive
+                self.classic.complete_and_schedule_next_heartbeat_expiration(group, group.get(member_id))
+            self.offset_manager.store_offsets(group, offset_metadata, callback)
 
     def handle_txn_commit_offsets(self, group_id: str, transactional_id: str, producer_id: int,
                                   producer_epoch: int, member_id: str, group_instance_id: str | None,
                                   generation_id: int, offset_metadata: dict[TopicPartition, OffsetAndMetadata],
                                   callback: Callable[[dict[TopicPartition, int]], None]) -> None:
-        """TxnOffsetCommit (``handleTxnCommitOffsets``): the offsets are written as the
+        """TxnOffsetCommit (``commitTransactionalOffset``): the offsets are written as the
         producer's transactional batch and stay pending until its COMMIT marker lands
         (``schedule_handle_txn_completion``); an ABORT marker drops them. A group not known yet is
         created (Kafka does the same for a transactional commit)."""
@@ -957,49 +415,28 @@ class GroupCoordinator:
         if error is not None:
             callback({tp: error for tp in offset_metadata})
             return
-        group = self.group_manager.get_group(group_id)
-        if group is None:
-            group = self.group_manager.add_group(self.group_manager.new_group(group_id))
+        group = self.group_manager.get_or_maybe_create_group(group_id, True)
         with group.lock:
-            respond = self._responder(group, callback)
-            error = self._validate_offset_commit(group, generation_id, member_id, group_instance_id,
-                                                 is_transactional=True)
+            error = group.validate_offset_commit(member_id, group_instance_id, generation_id, True)
             if error is not None:
-                respond({tp: error for tp in offset_metadata})
+                result = {tp: error for tp in offset_metadata}
+                group.lock.defer(lambda: callback(result))
                 return
-            self.group_manager.store_offsets(group, member_id, offset_metadata, callback,
-                                             producer_id=producer_id, producer_epoch=producer_epoch,
-                                             transactional_id=transactional_id)
-
-    def _validate_offset_commit(self, group: GroupMetadata, generation_id: int, member_id: str,
-                                group_instance_id: str | None, is_transactional: bool = False) -> int | None:
-        if group.is_(Dead):
-            return Errors.COORDINATOR_NOT_AVAILABLE
-        if generation_id < 0 and group.is_(Empty):
-            return None  # manual assignment / admin tools: member and instance id are ignored
-        if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
-            error = self._validate_current_member(group, member_id, group_instance_id)
-            if error is not None:
-                return error
-            if generation_id != group.generation_id:
-                return Errors.ILLEGAL_GENERATION
-            return None
-        if not is_transactional and not group.is_(Empty):
-            # only members commit to a non-empty group; not for transactional commits, whose
-            # older versions carry no member id and generation
-            return Errors.UNKNOWN_MEMBER_ID
-        return None
+            self.offset_manager.store_offsets(group, offset_metadata, callback,
+                                              producer_id=producer_id, producer_epoch=producer_epoch,
+                                              transactional_id=transactional_id)
 
     # ================================================================== OffsetFetch
     def handle_fetch_offsets(self, group_id: str, require_stable: bool = False,
                              partitions: Iterable[TopicPartition] | None = None
                              ) -> tuple[int, dict[TopicPartition, OffsetFetchPartitionData]]:
-        """OffsetFetch (``handleFetchOffsets``): (top-level error, {(topic, partition): data}); ``partitions``
-        None = every partition with a committed offset. Synchronous."""
+        """OffsetFetch: (top-level error, {(topic, partition): data}); ``partitions`` None = every
+        partition with a committed offset. Synchronous."""
         error = self._validate_group_status(group_id, "offset_fetch")
         if error is not None:
             return error, {}
-        return Errors.NONE, self.group_manager.get_offsets(group_id, require_stable, partitions)
+        return Errors.NONE, self.offset_manager.fetch_offsets(self.group_manager.get_group(group_id),
+                                                              require_stable, partitions)
 
     # ================================================================== Describe / List / Delete
     def handle_describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
@@ -1018,27 +455,30 @@ class GroupCoordinator:
 
     def handle_list_groups(self, states: Iterable[str] | None = None,
                            types: Iterable[str] | None = None) -> tuple[int, list[GroupOverview]]:
-        """ListGroups: (error, overviews). Filters are case-insensitive; only type "classic"
-        exists here. While any partition loads the error is COORDINATOR_LOAD_IN_PROGRESS but
-        the list is still returned."""
+        """ListGroups: (error, overviews). Filters are case-insensitive. While any partition
+        loads the error is COORDINATOR_LOAD_IN_PROGRESS but the list is still returned."""
         if not self._active:
             return Errors.COORDINATOR_NOT_AVAILABLE, []
         error = Errors.COORDINATOR_LOAD_IN_PROGRESS if self.group_manager.is_loading() else Errors.NONE
         state_filter = {s.lower() for s in (states or [])}
         type_filter = {t.lower() for t in (types or [])}
-        if type_filter and "classic" not in type_filter:
-            return error, []
         out = []
         for g in self.group_manager.current_groups():
-            if not state_filter or g.state.value.lower() in state_filter:
+            if ((not state_filter or g.state_name().lower() in state_filter)
+                    and (not type_filter or g.group_type.value in type_filter)):
                 out.append(g.overview())
         return error, out
+
+    def _group_not_found(self, group_id: str) -> int:
+        """A group that is not (or no longer) here: GROUP_ID_NOT_FOUND if this broker owns its
+        partition, else NOT_COORDINATOR."""
+        return Errors.GROUP_ID_NOT_FOUND if self.group_manager.group_not_exists(group_id) else Errors.NOT_COORDINATOR
 
     def handle_delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
         """DeleteGroups: {group_id: error}. Empty groups go Dead at once; tombstones are
         appended in the background. Synchronous."""
         result: dict[str, int] = {}
-        eligible: list[GroupMetadata] = []
+        eligible: list[Group] = []
         for gid in group_ids:
             error = self._validate_group_status(gid, "delete_groups")
             if error is not None:
@@ -1046,14 +486,13 @@ class GroupCoordinator:
                 continue
             group = self.group_manager.get_group(gid)
             if group is None:
-                result[gid] = Errors.GROUP_ID_NOT_FOUND if self.group_manager.group_not_exists(gid) else Errors.NOT_COORDINATOR
+                result[gid] = self._group_not_found(gid)
                 continue
             with group.lock:
-                if group.is_(Dead):
-                    result[gid] = (Errors.GROUP_ID_NOT_FOUND if self.group_manager.group_not_exists(gid)
-                                   else Errors.NOT_COORDINATOR)
-                elif group.is_(Empty):
-                    group.transition_to(Dead, "DeleteGroups")
+                if group.is_dead():
+                    result[gid] = self._group_not_found(gid)
+                elif group.is_empty():
+                    group.mark_dead("DeleteGroups")
                     eligible.append(group)
                 else:
                     result[gid] = Errors.NON_EMPTY_GROUP
@@ -1066,32 +505,28 @@ class GroupCoordinator:
 
     def handle_delete_offsets(self, group_id: str, partitions: Iterable[TopicPartition]
                               ) -> tuple[int, dict[TopicPartition, int]]:
-        """OffsetDelete (``handleDeleteOffsets``): (group error, {(topic, partition): error}); with a group error
-        the partition map is empty. Synchronous; tombstones are appended in the background."""
+        """OffsetDelete (Kafka's ``OffsetMetadataManager.deleteOffsets``): (group error,
+        {(topic, partition): error}); with a group error the partition map is empty. Offsets of
+        topics the group subscribes to stay (GROUP_SUBSCRIBED_TO_TOPIC). Synchronous; tombstones
+        are appended in the background."""
         partitions = list(partitions)
         error = self._validate_group_status(group_id, "offset_delete")
         if error is not None:
             return error, {}
         group = self.group_manager.get_group(group_id)
         if group is None:
-            return (Errors.GROUP_ID_NOT_FOUND if self.group_manager.group_not_exists(group_id)
-                    else Errors.NOT_COORDINATOR), {}
+            return self._group_not_found(group_id), {}
         result: dict[TopicPartition, int] = {}
         with group.lock:
-            state = group.state
-            if state is Dead:
-                return (Errors.GROUP_ID_NOT_FOUND if self.group_manager.group_not_exists(group_id)
-                        else Errors.NOT_COORDINATOR), {}
-            if state is Empty:
-                eligible = partitions
-            elif group.protocol_type == "consumer":
-                subscribed = group.subscribed_topics  # None (unknown) counts as subscribed
-                eligible = [tp for tp in partitions if subscribed is not None and tp[0] not in subscribed]
-                for tp in partitions:
-                    if tp not in eligible:
-                        result[tp] = Errors.GROUP_SUBSCRIBED_TO_TOPIC
-            else:
-                return Errors.NON_EMPTY_GROUP, {}
+            if group.is_dead():
+                return self._group_not_found(group_id), {}
+            error = group.validate_offset_delete()
+            if error is not None:
+                return error, {}
+            eligible = [tp for tp in partitions if not group.is_subscribed_to_topic(tp[0])]
+            for tp in partitions:
+                if tp not in eligible:
+                    result[tp] = Errors.GROUP_SUBSCRIBED_TO_TOPIC
         if eligible:
             self.group_manager.cleanup_group_metadata([group], lambda g: g.remove_offsets(eligible))
             for tp in eligible:
@@ -1099,32 +534,13 @@ class GroupCoordinator:
         return Errors.NONE, result
 
     # ================================================================== load / unload
-    def _on_group_loaded(self, group: GroupMetadata) -> None:
-        with group.lock:
-            _log.info("group_loaded", group_id=group.group_id, generation=group.generation_id,
-                      state=group.state.value, members=group.size())
-            assert group.is_(Stable) or group.is_(Empty)
-            if group.size() > self.config.group_max_size:
-                self._prepare_rebalance(group, f"Freshly-loaded group is over capacity "
-                                               f"({self.config.group_max_size}). Rebalancing in order to "
-                                               f"give a chance for consumers to commit offsets")
-            for m in group.all_member_metadata():
-                self._complete_and_schedule_next_heartbeat_expiration(group, m)
+    def _on_group_loaded(self, group: Group) -> None:
+        if isinstance(group, GroupMetadata):
+            self.classic.on_group_loaded(group)
 
-    def _on_group_unloaded(self, group: GroupMetadata) -> None:
-        with group.lock:
-            _log.info("group_unloaded", group_id=group.group_id, generation=group.generation_id)
-            previous = group.state
-            group.transition_to(Dead, "partition unloaded")
-            if previous is PreparingRebalance:
-                for m in group.all_member_metadata():
-                    group.maybe_invoke_join_callback(m, JoinGroupResult.error_result(m.member_id, Errors.NOT_COORDINATOR))
-                self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
-            elif previous is Stable or previous is CompletingRebalance:
-                for m in group.all_member_metadata():
-                    group.maybe_invoke_sync_callback(m, SyncGroupResult(error=Errors.NOT_COORDINATOR))
-                    self.heartbeat_purgatory.check_and_complete(MemberKey(group.group_id, m.member_id))
-            self._remove_sync_expiration(group)
+    def _on_group_unloaded(self, group: Group) -> None:
+        if isinstance(group, GroupMetadata):
+            self.classic.on_group_unloaded(group)
 
     # ================================================================== offset expiration
     def cleanup_group_metadata(self) -> int:

@@ -1,5 +1,7 @@
-"""GroupMetadataManager: the group cache, ``__consumer_offsets`` ownership, persistence and loading
-(Kafka's ``kafka.coordinator.group.GroupMetadataManager``).
+"""GroupMetadataManager: the groups of every type this broker coordinates, the ``__consumer_offsets``
+partitions it owns, and their loading (the cache and load half of Kafka's
+``org.apache.kafka.coordinator.group.GroupMetadataManager``; each group type's request handling is
+in its package, e.g. ``classic.classic_group_manager``, and offsets in ``OffsetMetadataManager``).
 
 Locking:
 * ``_partition_lock`` guards ``_owned_partitions``, ``_loading_partitions`` and removals from
@@ -8,18 +10,11 @@ Locking:
   this lock first, releases it, then takes each group lock (Kafka nests the other way round in
   ``removeGroupsAndOffsets``; the emulator avoids nesting altogether).
 * ``_cache_lock`` guards inserts into and removals from ``_groups`` (lookups read the dict).
-* Every group's state is guarded by its own ``GroupMetadata.lock``; ``store_group`` and
-  ``store_offsets`` are called with it held and pass it to ``CoordinatorLog.append_records`` as
-  the DelayedProduce operation lock; their completion callbacks re-take it (reentrant).
+* Every group's state is guarded by its own ``Group.lock``.
 
-Transactional offsets (TxnOffsetCommit) are appended as the producer's transactional batch and
-kept per producer id in the group (``GroupMetadata.pending_transactional_offset_commits``) until
-the transaction's marker arrives (``handle_txn_completion``); the load replays them the same way:
-offsets of a batch count once a COMMIT control batch of its producer follows, are dropped by an
-ABORT, and stay pending if the transaction is still open at the end of the log. Which of two
-commits of a partition wins is decided by log position (Kafka's ``appendedBatchOffset``).
-
-Loading and unloading run on the ``scheduler`` (default: one named worker thread,
+Loading replays the whole partition from ``CoordinatorLog.read_batches`` in one go: offset
+records through ``OffsetsLoad``, classic group records into ``GroupMetadata``. Loading and
+unloading run on the ``scheduler`` (default: one named worker thread,
 ``group-metadata-manager-<broker>``, so loads and unloads of partitions happen in order);
 tests pass an inline scheduler.
 """
@@ -33,22 +28,20 @@ from typing import Callable, Iterable
 import structlog
 
 from kafka_emu.common import errors
-from kafka_emu.coordinator.group.config import GroupCoordinatorConfig
 from kafka_emu.common.errors import Errors
-from kafka_emu.coordinator.group.classic.group_metadata import Dead, Empty, GroupMetadata, Stable
-from kafka_emu.coordinator.coordinator_log import NO_PRODUCER_ID, CoordinatorLog
-from kafka_emu.coordinator.group.classic.member_metadata import MemberMetadata
+from kafka_emu.coordinator.coordinator_log import CoordinatorLog
+from kafka_emu.coordinator.group.classic.group_metadata import Empty, GroupMetadata, GroupState
+from kafka_emu.coordinator.group.config import GroupCoordinatorConfig
+from kafka_emu.coordinator.group.group import Group
+from kafka_emu.coordinator.group.group_offsets import TopicPartition
+from kafka_emu.coordinator.group.offset_metadata_manager import OffsetMetadataManager, OffsetsLoad
 from kafka_emu.coordinator.group.records import (
-    GroupMetadataKey, GroupValue, MemberValue, OffsetKey, group_metadata_key, group_metadata_value,
-    offset_commit_key, offset_commit_value, partition_for, read_group_value, read_key,
-    read_offset_value,
+    GroupMetadataKey, GroupValue, OffsetKey, partition_for, read_group_value, read_key,
 )
-from kafka_emu.coordinator.group.results import INVALID_OFFSET_DATA, OffsetAndMetadata, OffsetFetchPartitionData
+from kafka_emu.coordinator.group.results import OffsetAndMetadata
 from kafka_emu.timer.time import Time
 
 _log = structlog.get_logger("coordinator.group_metadata_manager")
-
-TopicPartition = tuple[str, int]
 
 
 class Scheduler:
@@ -84,7 +77,7 @@ class GroupMetadataManager:
         self.time = time
         self.scheduler = scheduler if scheduler is not None else Scheduler(f"group-metadata-manager-{broker_id}")
         self._on_transition = on_transition
-        self._groups: dict[str, GroupMetadata] = {}
+        self._groups: dict[str, Group] = {}
         self._partition_cache: dict[str, int] = {}  # group id -> partition (Java hash is slow here)
         self._cache_lock = threading.Lock()
         self._partition_lock = threading.Lock()
@@ -96,7 +89,6 @@ class GroupMetadataManager:
         self.groups_loaded = 0
         self.offsets_loaded = 0
         self.last_load_time_ms = 0
-        self.offset_commits_appended = 0
 
     # ------------------------------------------------------------------ partitions
     def partition_for(self, group_id: str) -> int:
@@ -149,24 +141,27 @@ class GroupMetadataManager:
             self._owned_partitions.add(partition)
             self._loading_partitions.discard(partition)
 
-    def _has_local_replica(self, group_id: str) -> bool:
+    def has_local_replica(self, group_id: str) -> bool:
         p = self.partition_for(group_id)
         return p in self._owned_partitions or p in self._loading_partitions
 
     # ------------------------------------------------------------------ cache
-    def get_group(self, group_id: str) -> GroupMetadata | None:
+    def get_group(self, group_id: str) -> Group | None:
         return self._groups.get(group_id)
 
-    def get_or_maybe_create_group(self, group_id: str, create_if_not_exist: bool) -> GroupMetadata | None:
+    def get_or_maybe_create_group(self, group_id: str, create_if_not_exist: bool) -> Group | None:
+        """The group, or (``create_if_not_exist``) a new empty classic group (Kafka's
+        ``getOrMaybeCreateClassicGroup``)."""
         group = self._groups.get(group_id)
         if group is not None or not create_if_not_exist:
             return group
         return self.add_group(self.new_group(group_id))
 
-    def new_group(self, group_id: str, state=Empty) -> GroupMetadata:
+    def new_group(self, group_id: str, state: GroupState = Empty) -> GroupMetadata:
+        """A classic group, reporting its transitions to the coordinator's metrics."""
         return GroupMetadata(group_id, state, self.time, on_transition=self._on_transition)
 
-    def add_group(self, group: GroupMetadata) -> GroupMetadata:
+    def add_group(self, group: Group) -> Group:
         with self._cache_lock:
             existing = self._groups.get(group.group_id)
             if existing is not None:
@@ -174,14 +169,14 @@ class GroupMetadataManager:
             self._groups[group.group_id] = group
             return group
 
-    def remove_group_if_same(self, group: GroupMetadata) -> bool:
+    def remove_group_if_same(self, group: Group) -> bool:
         with self._cache_lock:
             if self._groups.get(group.group_id) is group:
                 del self._groups[group.group_id]
                 return True
             return False
 
-    def current_groups(self) -> list[GroupMetadata]:
+    def current_groups(self) -> list[Group]:
         return list(self._groups.values())
 
     def group_not_exists(self, group_id: str) -> bool:
@@ -191,148 +186,25 @@ class GroupMetadataManager:
         if group is None:
             return True
         with group.lock:
-            return group.is_(Dead)
-
-    # ------------------------------------------------------------------ persistence
-    def store_group(self, group: GroupMetadata, assignment: dict[str, bytes],
-                    callback: Callable[[int], None]) -> None:
-        """Persist the group record (caller holds the group lock); ``callback(mapped_error)``
-        runs once the append is replicated or failed."""
-        if not self._has_local_replica(group.group_id):
-            callback(Errors.NOT_COORDINATOR)
-            return
-        protocol = group.protocol_name
-        members = []
-        for mid, m in group.members.items():
-            members.append(MemberValue(
-                mid, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-                m.session_timeout_ms, m.metadata(protocol) if protocol is not None else b"",
-                assignment.get(mid, b"")))
-        value = GroupValue(group.protocol_type or "", group.generation_id, protocol, group.leader_id,
-                           group.current_state_timestamp if group.current_state_timestamp is not None
-                           else self.time.milliseconds(), members)
-        records = [(group_metadata_key(group.group_id), group_metadata_value(value))]
-
-        def on_append(error: int) -> None:
-            if error != Errors.NONE:
-                _log.debug("store_group_failed", group_id=group.group_id,
-                           generation=group.generation_id, error=errors.name(error))
-            callback(errors.map_store_group_error(error))
-
-        self.log.append_records(self.partition_for(group.group_id), records,
-                                self.config.offsets_commit_timeout_ms, group.lock, on_append)
-
-    def _valid_metadata(self, om: OffsetAndMetadata) -> bool:
-        return om.metadata is None or len(om.metadata) <= self.config.offset_metadata_max_bytes
-
-    def store_offsets(self, group: GroupMetadata, consumer_id: str,
-                      offset_metadata: dict[TopicPartition, OffsetAndMetadata],
-                      callback: Callable[[dict[TopicPartition, int]], None],
-                      producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1,
-                      transactional_id: str | None = None) -> None:
-        """Append offset commits (caller holds the group lock); ``callback`` gets per-partition
-        errors once the append completed, after the group lock is released. With a producer id
-        (TxnOffsetCommit) the batch is transactional and the offsets stay pending until the
-        transaction's COMMIT marker (``handle_txn_completion``)."""
-        filtered = {tp: om for tp, om in offset_metadata.items() if self._valid_metadata(om)}
-        if not filtered:
-            result = {tp: Errors.OFFSET_METADATA_TOO_LARGE for tp in offset_metadata}
-            group.lock.defer(lambda: callback(result))
-            return
-        if not self._has_local_replica(group.group_id):
-            result = {tp: Errors.NOT_COORDINATOR for tp in offset_metadata}
-            group.lock.defer(lambda: callback(result))
-            return
-        records = [(offset_commit_key(group.group_id, tp[0], tp[1]),
-                    offset_commit_value(om.offset, om.leader_epoch, om.metadata or "", om.commit_timestamp))
-                   for tp, om in filtered.items()]
-        transactional = producer_id != NO_PRODUCER_ID
-
-        def put_cache_callback(error: int, position: int) -> None:
-            with group.lock:
-                if error == Errors.NONE:
-                    if not group.is_(Dead):
-                        for tp, om in filtered.items():
-                            if transactional:
-                                group.on_txn_offset_commit_append(producer_id, tp, position, om)
-                            else:
-                                group.on_offset_commit_append(tp, om, position)
-                    self.offset_commits_appended += len(records)
-                    response_error = Errors.NONE
-                else:
-                    if not group.is_(Dead):
-                        for tp, om in filtered.items():
-                            if transactional:
-                                group.fail_pending_txn_offset_commit(producer_id, tp)
-                            else:
-                                group.fail_pending_offset_write(tp, om)
-                    _log.debug("offset_commit_failed", group_id=group.group_id,
-                               error=errors.name(error))
-                    response_error = errors.map_store_offsets_error(error)
-                status = {tp: (response_error if self._valid_metadata(om) else Errors.OFFSET_METADATA_TOO_LARGE)
-                          for tp, om in offset_metadata.items()}
-                group.lock.defer(lambda: callback(status))
-
-        with group.lock:
-            if transactional:
-                group.prepare_txn_offset_commit(producer_id, filtered)
-            else:
-                group.prepare_offset_commit(filtered)
-            position = group.next_append_position()
-            self.log.append_records(self.partition_for(group.group_id), records,
-                                    self.config.offsets_commit_timeout_ms, group.lock,
-                                    lambda error: put_cache_callback(error, position),
-                                    producer_id=producer_id, producer_epoch=producer_epoch,
-                                    transactional_id=transactional_id)
-
-    def handle_txn_completion(self, producer_id: int, offsets_partitions: set[int], is_commit: bool) -> None:
-        """Materialise (commit) or drop (abort) ``producer_id``'s pending transactional offsets of
-        the groups in these partitions (Kafka's ``handleTxnCompletion``)."""
-        for group in self.current_groups():
-            if self.partition_for(group.group_id) not in offsets_partitions:
-                continue
-            with group.lock:
-                if not group.is_(Dead) and group.has_pending_offset_commits_from_producer(producer_id):
-                    group.complete_pending_txn_offset_commit(producer_id, is_commit)
-
-    def get_offsets(self, group_id: str, require_stable: bool,
-                    partitions: Iterable[TopicPartition] | None) -> dict[TopicPartition, OffsetFetchPartitionData]:
-        group = self._groups.get(group_id)
-        if group is None:
-            return {tp: INVALID_OFFSET_DATA for tp in (partitions or [])}
-        with group.lock:
-            if group.is_(Dead):
-                return {tp: INVALID_OFFSET_DATA for tp in (partitions or [])}
-            tps = list(partitions) if partitions is not None else list(group.offsets)
-            out = {}
-            for tp in tps:
-                if require_stable and group.has_pending_offset_commits_for_partition(tp):
-                    out[tp] = OffsetFetchPartitionData(-1, None, "", Errors.UNSTABLE_OFFSET_COMMIT)
-                else:
-                    om = group.offset(tp)
-                    out[tp] = (INVALID_OFFSET_DATA if om is None
-                               else OffsetFetchPartitionData(om.offset, om.leader_epoch, om.metadata, Errors.NONE))
-            return out
+            return group.is_dead()
 
     # ------------------------------------------------------------------ cleanup / tombstones
-    def cleanup_group_metadata(self, groups: Iterable[GroupMetadata],
-                               selector: Callable[[GroupMetadata], dict[TopicPartition, OffsetAndMetadata]]) -> int:
-        """Remove the offsets ``selector`` picks, kill Empty groups without offsets, write
-        tombstones (the group tombstone only when the generation is > 0). Tombstones go through
-        the acks=-1 CoordinatorLog (Kafka appends them with acks=0); failures are only logged."""
+    def cleanup_group_metadata(self, groups: Iterable[Group],
+                               selector: Callable[[Group], dict[TopicPartition, OffsetAndMetadata]]) -> int:
+        """Remove the offsets ``selector`` picks, kill empty groups without offsets, write
+        tombstones (Kafka's ``cleanupGroupMetadata`` with ``maybeDeleteGroup``). Tombstones go
+        through the acks=-1 CoordinatorLog (Kafka appends them with acks=0); failures are only
+        logged."""
         offsets_removed = 0
         for group in groups:
             with group.lock:
                 removed = selector(group)
-                if group.is_(Empty) and not group.has_offsets():
-                    group.transition_to(Dead, "no offsets left")
-                is_dead = group.is_(Dead)
-                generation = group.generation_id
-                tombstones: list[tuple[bytes, bytes | None]] = [
-                    (offset_commit_key(group.group_id, tp[0], tp[1]), None) for tp in removed]
-                if is_dead and self.remove_group_if_same(group) and generation > 0:
-                    tombstones.append((group_metadata_key(group.group_id), None))
-                if tombstones and self._has_local_replica(group.group_id):
+                if group.is_empty() and not group.has_offsets():
+                    group.mark_dead("no offsets left")
+                tombstones = OffsetMetadataManager.offset_tombstones(group.group_id, removed)
+                if group.is_dead() and self.remove_group_if_same(group):
+                    tombstones.extend((key, None) for key in group.tombstone_keys())
+                if tombstones and self.has_local_replica(group.group_id):
                     gid = group.group_id
 
                     def done(error: int, gid: str = gid) -> None:
@@ -346,7 +218,7 @@ class GroupMetadataManager:
 
     # ------------------------------------------------------------------ loading
     def schedule_load_group_and_offsets(self, partition: int, epoch: int,
-                                        on_group_loaded: Callable[[GroupMetadata], None]) -> None:
+                                        on_group_loaded: Callable[[Group], None]) -> None:
         if self._add_load_task(partition):
             _log.info("scheduling_load", partition=partition, epoch=epoch, broker_id=self.broker_id)
             start = self.time.milliseconds()
@@ -356,7 +228,7 @@ class GroupMetadataManager:
             _log.info("already_loading", partition=partition, epoch=epoch)
 
     def _load_groups_and_offsets(self, partition: int, epoch: int,
-                                 on_group_loaded: Callable[[GroupMetadata], None], start_ms: int) -> None:
+                                 on_group_loaded: Callable[[Group], None], start_ms: int) -> None:
         try:
             if partition in self._loading_partitions:  # an unload scheduled meanwhile wins
                 self._do_load(partition, on_group_loaded)
@@ -371,25 +243,15 @@ class GroupMetadataManager:
             self.last_load_time_ms = self.time.milliseconds() - start_ms
             _log.info("load_finished", partition=partition, epoch=epoch, ms=self.last_load_time_ms)
 
-    def _do_load(self, partition: int, on_group_loaded: Callable[[GroupMetadata], None]) -> None:
-        offsets: dict[str, dict[TopicPartition, tuple[int, OffsetAndMetadata]]] = {}
-        # producer id -> group -> tp -> (log offset, offset) of transactions not ended yet
-        pending: dict[int, dict[str, dict[TopicPartition, tuple[int, OffsetAndMetadata]]]] = {}
+    def _do_load(self, partition: int, on_group_loaded: Callable[[Group], None]) -> None:
+        offsets = OffsetsLoad()
         group_values: dict[str, GroupValue] = {}
-        removed: set[str] = set()
         end_offset = 0
         for batch in self.log.read_batches(partition):
             if self._shutting_down:
                 return
             if batch.is_control:
-                ended = pending.pop(batch.producer_id, {})
-                if batch.commit:
-                    for gid, tps in ended.items():
-                        group_offsets = offsets.setdefault(gid, {})
-                        for tp, (position, om) in tps.items():
-                            current = group_offsets.get(tp)
-                            if current is None or current[0] < position:
-                                group_offsets[tp] = (position, om)
+                offsets.replay_marker(batch)
                 continue
             for offset, key, value in batch.records:
                 end_offset = offset + 1
@@ -399,35 +261,20 @@ class GroupMetadataManager:
                     _log.warning("unknown_key_skipped", partition=partition)
                     continue
                 if isinstance(k, OffsetKey):
-                    tp = (k.topic, k.partition)
-                    target = (pending.setdefault(batch.producer_id, {}).setdefault(k.group, {})
-                              if batch.transactional else offsets.setdefault(k.group, {}))
-                    if value is None:
-                        target.pop(tp, None)
-                    else:
-                        v = read_offset_value(value)
-                        target[tp] = (offset, OffsetAndMetadata(
-                            v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp))
+                    offsets.replay(batch, offset, k, value)
                 elif isinstance(k, GroupMetadataKey):
                     if value is None:
                         group_values.pop(k.group, None)
-                        removed.add(k.group)
                     else:
                         group_values[k.group] = read_group_value(value)
-                        removed.discard(k.group)
         loaded = 0
-        gids = list(group_values) + [g for g in offsets if g not in group_values] + [
-            g for per_producer in pending.values() for g in per_producer
-            if g not in group_values and g not in offsets]
-        for gid in dict.fromkeys(gids):
+        for gid in dict.fromkeys(list(group_values) + offsets.group_ids()):
             gv = group_values.get(gid)
-            offs = offsets.get(gid, {})
-            open_txns = {pid: per_group[gid] for pid, per_group in pending.items() if per_group.get(gid)}
-            if gv is None and not offs and not open_txns:
+            if gv is None and not offsets.has_offsets(gid):
                 continue
-            group = self._group_from_value(gid, gv) if gv is not None else self.new_group(gid)
-            group.initialize_offsets({tp: om for tp, (_, om) in offs.items()},
-                                     {tp: pos for tp, (pos, _) in offs.items()}, open_txns, end_offset)
+            group = (GroupMetadata.from_record(gid, gv, self.time, self._on_transition) if gv is not None
+                     else self.new_group(gid))
+            offsets.install(group, end_offset)
             current = self.add_group(group)
             if current is group:
                 loaded += 1
@@ -436,31 +283,13 @@ class GroupMetadataManager:
         self.offsets_loaded += sum(len(g.offsets) for g in self._groups.values()
                                    if self.partition_for(g.group_id) == partition)
 
-    def _group_from_value(self, group_id: str, gv: GroupValue) -> GroupMetadata:
-        group = self.new_group(group_id, Stable if gv.members else Empty)
-        group.generation_id = gv.generation
-        group.protocol_type = gv.protocol_type or None
-        group.protocol_name = gv.protocol
-        if gv.current_state_timestamp is not None:
-            group.current_state_timestamp = gv.current_state_timestamp
-        for mv in gv.members:
-            member = MemberMetadata(mv.member_id, mv.group_instance_id, mv.client_id, mv.client_host,
-                                    mv.rebalance_timeout, mv.session_timeout, gv.protocol_type,
-                                    [(gv.protocol or "", mv.subscription)], group_id)
-            member.assignment = mv.assignment
-            group.add(member, None)
-        group.leader_id = gv.leader
-        group.protocol_type = gv.protocol_type or None
-        group.subscribed_topics = group._compute_subscribed_topics()
-        return group
-
     def remove_groups_for_partition(self, partition: int, epoch: int | None,
-                                    on_group_unloaded: Callable[[GroupMetadata], None]) -> None:
+                                    on_group_unloaded: Callable[[Group], None]) -> None:
         _log.info("scheduling_unload", partition=partition, epoch=epoch, broker_id=self.broker_id)
         self.scheduler.schedule(f"__consumer_offsets-{partition}",
                                 lambda: self._remove_groups_and_offsets(partition, on_group_unloaded))
 
-    def _remove_groups_and_offsets(self, partition: int, on_group_unloaded: Callable[[GroupMetadata], None]) -> None:
+    def _remove_groups_and_offsets(self, partition: int, on_group_unloaded: Callable[[Group], None]) -> None:
         with self._partition_lock:
             self._owned_partitions.discard(partition)
             self._loading_partitions.discard(partition)

@@ -107,9 +107,10 @@ def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size(
         group = big.group()
         assert group.is_(Stable) and group.size() == MAX_SIZE + 2
         # Lower the limit (as Kafka's test does by reconfiguring) and force a rebalance.
-        big.coordinator.config = type(big.coordinator.config)(**{**big.coordinator.config.__dict__, "group_max_size": MAX_SIZE})
+        classic = big.coordinator.classic
+        classic.config = type(classic.config)(**{**classic.config.__dict__, "group_max_size": MAX_SIZE})
         with group.lock:
-            big.coordinator._prepare_rebalance(group, "test")
+            classic._prepare_rebalance(group, "test")
         boxes = [big.send_join(member_id=r.member_id) for r in results]
         rejoin = [b.value for b in boxes]
         assert [r.error for r in rejoin[:MAX_SIZE]] == [Errors.NONE] * MAX_SIZE

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from kafka_emu.timer import DelayedOperation, DelayedOperationPurgatory, GroupJoinKey
 
 if TYPE_CHECKING:
-    from kafka_emu.coordinator.group.group_coordinator import GroupCoordinator
+    from kafka_emu.coordinator.group.classic.classic_group_manager import ClassicGroupManager
     from kafka_emu.coordinator.group.classic.group_metadata import GroupMetadata
 
 
@@ -18,7 +18,7 @@ class DelayedJoin(DelayedOperation):
     """Completes when every known member has rejoined (and no pending member is outstanding) or
     after the group's rebalance timeout."""
 
-    def __init__(self, coordinator: "GroupCoordinator", group: "GroupMetadata", rebalance_timeout_ms: int) -> None:
+    def __init__(self, coordinator: "ClassicGroupManager", group: "GroupMetadata", rebalance_timeout_ms: int) -> None:
         super().__init__(rebalance_timeout_ms, group.lock)
         self.coordinator = coordinator
         self.group = group
@@ -39,7 +39,7 @@ class InitialDelayedJoin(DelayedJoin):
     arriving it is replaced by another one (delay ``min(initial, remaining)``), capped by the
     rebalance timeout (Kafka's ``InitialDelayedJoin``, KIP-134)."""
 
-    def __init__(self, coordinator: "GroupCoordinator", purgatory: DelayedOperationPurgatory,
+    def __init__(self, coordinator: "ClassicGroupManager", purgatory: DelayedOperationPurgatory,
                  group: "GroupMetadata", configured_rebalance_delay_ms: int, delay_ms: int,
                  remaining_ms: int) -> None:
         super().__init__(coordinator, group, delay_ms)
@@ -69,7 +69,7 @@ class DelayedSync(DelayedOperation):
     """Waits for every member of a generation to send SyncGroup (timeout = rebalance timeout);
     on expiry removes the members that never synced and rebalances."""
 
-    def __init__(self, coordinator: "GroupCoordinator", group: "GroupMetadata", generation_id: int,
+    def __init__(self, coordinator: "ClassicGroupManager", group: "GroupMetadata", generation_id: int,
                  rebalance_timeout_ms: int) -> None:
         super().__init__(rebalance_timeout_ms, group.lock)
         self.coordinator = coordinator
@@ -89,7 +89,7 @@ class DelayedSync(DelayedOperation):
 class DelayedHeartbeat(DelayedOperation):
     """A member's session (or, for a new/pending member, join) deadline."""
 
-    def __init__(self, coordinator: "GroupCoordinator", group: "GroupMetadata", member_id: str,
+    def __init__(self, coordinator: "ClassicGroupManager", group: "GroupMetadata", member_id: str,
                  is_pending: bool, timeout_ms: int) -> None:
         super().__init__(timeout_ms, group.lock)
         self.coordinator = coordinator

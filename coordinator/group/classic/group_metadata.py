@@ -12,11 +12,12 @@ raises is retried once with UNKNOWN_SERVER_ERROR, as in Kafka.
 
 Read without the lock (metrics scrape): ``state`` and ``len(members)`` — single attribute reads.
 
-Deliberate differences from Kafka: the leader re-elected on removal is the first remaining member
-in insertion order (Kafka: first key of a HashMap, i.e. arbitrary); offsets carry no append
-offset (the CoordinatorLog callback reports only an error code), so among completed consumer
-commits of one partition the last completed wins — appends of a partition complete in log
-order, so this is the same result; transactional offset commits are not implemented.
+The group's offsets are those of every group type (``group_offsets.GroupOffsets``); what is
+classic here is when they may be committed (``validate_offset_commit``) and when they expire
+(``offset_expiration_base``, Kafka's ``ClassicGroup.offsetExpirationCondition``).
+
+Deliberate difference from Kafka: the leader re-elected on removal is the first remaining member
+in insertion order (Kafka: first key of a HashMap, i.e. arbitrary).
 """
 from __future__ import annotations
 
@@ -28,23 +29,20 @@ from typing import Callable, Iterable
 import structlog
 
 from kafka_emu.common.errors import Errors
-from kafka_emu.coordinator.group_lock import GroupLock
 from kafka_emu.coordinator.group.classic.member_metadata import MemberMetadata
-from kafka_emu.coordinator.group.records import parse_consumer_subscription_topics
+from kafka_emu.coordinator.group.group import Group, GroupType, IllegalStateError
+from kafka_emu.coordinator.group.group_offsets import ExpirationBase
+from kafka_emu.coordinator.group.records import GroupValue, group_metadata_key, parse_consumer_subscription_topics
 from kafka_emu.logsetup import group_context
 from kafka_emu.timer.time import Time
 from kafka_emu.coordinator.group.results import (
-    GroupOverview, GroupSummary, JoinGroupResult, JoinGroupResultMember, MemberSummary,
-    OffsetAndMetadata, SyncGroupResult,
+    GroupOverview, GroupSummary, JoinGroupResult, JoinGroupResultMember, MemberSummary, SyncGroupResult,
 )
 
 _log = structlog.get_logger("coordinator.group")
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
-
-
-class IllegalStateError(RuntimeError):
-    """Kafka's IllegalStateException."""
+UNKNOWN_MEMBER_ID = ""
 
 
 class GroupState(enum.Enum):
@@ -89,11 +87,12 @@ def _invoke_sync(cb: Callable[[SyncGroupResult], None], result: SyncGroupResult,
         cb(SyncGroupResult(error=Errors.UNKNOWN_SERVER_ERROR))
 
 
-class GroupMetadata:
+class GroupMetadata(Group):
+    group_type = GroupType.CLASSIC
+
     def __init__(self, group_id: str, initial_state: GroupState = Empty, time: Time | None = None,
                  on_transition: Callable[["GroupMetadata", GroupState, GroupState, str], None] | None = None) -> None:
-        self.group_id = group_id
-        self.lock = GroupLock()
+        super().__init__(group_id)
         self.state = initial_state
         self._time = time
         self.current_state_timestamp: int | None = time.milliseconds() if time is not None else None
@@ -108,19 +107,32 @@ class GroupMetadata:
         self.supported_protocols: Counter[str] = Counter()
         self.pending_sync_members: set[str] = set()
         self.new_member_added = False
-        self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-        self.pending_offset_commits: dict[tuple[str, int], OffsetAndMetadata] = {}
-        # producer id -> {tp: (append position or None until appended, offset)}: TxnOffsetCommit
-        # offsets waiting for their transaction's COMMIT marker
-        self.pending_transactional_offset_commits: dict[int, dict[tuple[str, int], tuple[int | None, OffsetAndMetadata]]] = {}
-        # where the record of each committed offset is in the log (Kafka's appendedBatchOffset):
-        # log offsets for what was loaded, then a per-group counter in append order (appends of
-        # one group happen under its lock, so the counter orders them as the log does)
-        self.offset_positions: dict[tuple[str, int], int] = {}
-        self._next_position = 0
         self.subscribed_topics: set[str] | None = None
         self.on_transition = on_transition
         self.rebalance_start_ms: int | None = None  # for the rebalance-time metric
+
+    @classmethod
+    def from_record(cls, group_id: str, gv: GroupValue, time: Time,
+                    on_transition: Callable[["GroupMetadata", GroupState, GroupState, str], None] | None
+                    ) -> "GroupMetadata":
+        """The group a loaded ``GroupMetadataValue`` describes: Stable with its members and their
+        assignments, or Empty (Kafka's ``ClassicGroup.fromRecord``)."""
+        group = cls(group_id, Stable if gv.members else Empty, time, on_transition)
+        group.generation_id = gv.generation
+        group.protocol_type = gv.protocol_type or None
+        group.protocol_name = gv.protocol
+        if gv.current_state_timestamp is not None:
+            group.current_state_timestamp = gv.current_state_timestamp
+        for mv in gv.members:
+            member = MemberMetadata(mv.member_id, mv.group_instance_id, mv.client_id, mv.client_host,
+                                    mv.rebalance_timeout, mv.session_timeout, gv.protocol_type,
+                                    [(gv.protocol or "", mv.subscription)], group_id)
+            member.assignment = mv.assignment
+            group.add(member, None)
+        group.leader_id = gv.leader
+        group.protocol_type = gv.protocol_type or None
+        group.subscribed_topics = group._compute_subscribed_topics()
+        return group
 
     # ------------------------------------------------------------------ basics
     def is_(self, state: GroupState) -> bool:
@@ -392,136 +404,82 @@ class GroupMetadata:
     def overview(self) -> GroupOverview:
         return GroupOverview(self.group_id, self.protocol_type or "", self.state.value)
 
-    # ------------------------------------------------------------------ offsets
-    def initialize_offsets(self, offsets: dict[tuple[str, int], OffsetAndMetadata],
-                           positions: dict[tuple[str, int], int] | None = None,
-                           pending_txn_offsets: dict[int, dict[tuple[str, int], tuple[int, OffsetAndMetadata]]] | None = None,
-                           next_position: int = 0) -> None:
-        """Offsets replayed from the log: committed ones (with their log offsets) and those of
-        transactions still open at the end of the log."""
-        self.offsets.update(offsets)
-        self.offset_positions.update(positions or {})
-        for producer_id, pending in (pending_txn_offsets or {}).items():
-            self.pending_transactional_offset_commits.setdefault(producer_id, {}).update(pending)
-        self._next_position = max(self._next_position, next_position)
+    # ------------------------------------------------------------------ Group
+    def is_dead(self) -> bool:
+        return self.state is Dead
 
-    def next_append_position(self) -> int:
-        """The position of the record the caller appends now (group lock held)."""
-        self._next_position += 1
-        return self._next_position
+    def is_empty(self) -> bool:
+        return self.state is Empty
 
-    def prepare_offset_commit(self, offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
-        self.pending_offset_commits.update(offsets)
+    def mark_dead(self, reason: str) -> None:
+        self.transition_to(Dead, reason)
 
-    def _is_newer(self, tp: tuple[str, int], position: int | None) -> bool:
-        current = self.offset_positions.get(tp)
-        return position is None or current is None or current < position
+    def state_name(self) -> str:
+        return self.state.value
 
-    def on_offset_commit_append(self, tp: tuple[str, int], offset: OffsetAndMetadata,
-                                position: int | None = None) -> None:
-        if tp in self.pending_offset_commits and self._is_newer(tp, position):
-            self.offsets[tp] = offset
-            if position is not None:
-                self.offset_positions[tp] = position
-        if self.pending_offset_commits.get(tp) == offset:
-            del self.pending_offset_commits[tp]
+    def tombstone_keys(self) -> list[bytes]:
+        """The group record's tombstone, once a generation was written (Kafka writes the group
+        record from generation 1 on)."""
+        return [group_metadata_key(self.group_id)] if self.generation_id > 0 else []
 
-    def fail_pending_offset_write(self, tp: tuple[str, int], offset: OffsetAndMetadata) -> None:
-        if self.pending_offset_commits.get(tp) == offset:
-            del self.pending_offset_commits[tp]
+    def validate_current_member(self, member_id: str, group_instance_id: str | None) -> int | None:
+        """The member checks of JoinGroup, SyncGroup, Heartbeat, LeaveGroup and OffsetCommit
+        (Kafka's ``validateMember``): FENCED_INSTANCE_ID for a static member's stale id."""
+        if group_instance_id is not None:
+            current = self.current_static_member_id(group_instance_id)
+            if current is None:
+                return Errors.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                _log.info("fenced_static_member", group_id=self.group_id, instance_id=group_instance_id,
+                          member_id=member_id, current_member_id=current)
+                return Errors.FENCED_INSTANCE_ID
+        if not self.has(member_id):
+            return Errors.UNKNOWN_MEMBER_ID
+        return None
 
-    # Kafka's prepareTxnOffsetCommit / onTxnOffsetCommitAppend / failPendingTxnOffsetCommit /
-    # completePendingTxnOffsetCommit
-    def prepare_txn_offset_commit(self, producer_id: int, offsets: dict[tuple[str, int], OffsetAndMetadata]) -> None:
-        pending = self.pending_transactional_offset_commits.setdefault(producer_id, {})
-        for tp, om in offsets.items():
-            pending[tp] = (None, om)
+    def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_id: int,
+                               is_transactional: bool) -> int | None:
+        if self.is_(Dead):
+            return Errors.COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and self.is_(Empty):
+            return None  # manual assignment / admin tools: member and instance id are ignored
+        if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
+            error = self.validate_current_member(member_id, group_instance_id)
+            if error is not None:
+                return error
+            if generation_id != self.generation_id:
+                return Errors.ILLEGAL_GENERATION
+        elif not is_transactional and not self.is_(Empty):
+            # only members commit to a non-empty group; not for transactional commits, whose
+            # older versions carry no member id and generation
+            return Errors.UNKNOWN_MEMBER_ID
+        if not is_transactional and self.is_(CompletingRebalance):
+            return Errors.REBALANCE_IN_PROGRESS
+        return None
 
-    def on_txn_offset_commit_append(self, producer_id: int, tp: tuple[str, int], position: int,
-                                    offset: OffsetAndMetadata) -> None:
-        pending = self.pending_transactional_offset_commits.get(producer_id)
-        if pending is not None and tp in pending and pending[tp][1] == offset:
-            pending[tp] = (position, offset)
+    def validate_offset_delete(self) -> int | None:
+        if not self.is_(Empty) and self.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return Errors.NON_EMPTY_GROUP
+        return None
 
-    def fail_pending_txn_offset_commit(self, producer_id: int, tp: tuple[str, int]) -> None:
-        pending = self.pending_transactional_offset_commits.get(producer_id)
-        if pending is not None:
-            pending.pop(tp, None)
-            if not pending:
-                del self.pending_transactional_offset_commits[producer_id]
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Members' subscriptions unknown (not parsed yet): subscribed if they speak the consumer
+        protocol (Kafka's ``ClassicGroup.isSubscribedToTopic``)."""
+        if self.subscribed_topics is None:
+            return self.protocol_type == CONSUMER_PROTOCOL_TYPE
+        return topic in self.subscribed_topics
 
-    def complete_pending_txn_offset_commit(self, producer_id: int, is_commit: bool) -> None:
-        """The transaction's marker is in the log: on COMMIT its offsets become the committed
-        ones unless a record written later already is; on ABORT they are dropped."""
-        pending = self.pending_transactional_offset_commits.pop(producer_id, None)
-        if not is_commit or pending is None:
-            return
-        for tp, (position, om) in pending.items():
-            if position is None:
-                raise IllegalStateError(
-                    f"Trying to complete a transactional offset commit for producerId {producer_id} and "
-                    f"groupId {self.group_id} even though the offset commit record itself hasn't been "
-                    f"appended to the log.")
-            if self._is_newer(tp, position):
-                self.offsets[tp] = om
-                self.offset_positions[tp] = position
-
-    def has_pending_offset_commits_from_producer(self, producer_id: int) -> bool:
-        return producer_id in self.pending_transactional_offset_commits
-
-    def has_pending_offset_commits_for_partition(self, tp: tuple[str, int]) -> bool:
-        return tp in self.pending_offset_commits or any(
-            tp in pending for pending in self.pending_transactional_offset_commits.values())
-
-    def has_pending_offset_commits(self) -> bool:
-        return bool(self.pending_offset_commits) or bool(self.pending_transactional_offset_commits)
-
-    def has_offsets(self) -> bool:
-        return (bool(self.offsets) or bool(self.pending_offset_commits)
-                or bool(self.pending_transactional_offset_commits))
-
-    def offset(self, tp: tuple[str, int]) -> OffsetAndMetadata | None:
-        return self.offsets.get(tp)
-
-    def remove_offsets(self, tps: Iterable[tuple[str, int]]) -> dict[tuple[str, int], OffsetAndMetadata]:
-        removed = {}
-        for tp in tps:
-            self.pending_offset_commits.pop(tp, None)
-            for pending in self.pending_transactional_offset_commits.values():
-                pending.pop(tp, None)
-            self.offset_positions.pop(tp, None)
-            v = self.offsets.pop(tp, None)
-            if v is not None:
-                removed[tp] = v
-        return removed
-
-    def remove_expired_offsets(self, current_ms: int, retention_ms: int) -> dict[tuple[str, int], OffsetAndMetadata]:
-        def expired(base: Callable[[OffsetAndMetadata], int], subscribed: set[str] = frozenset()):  # type: ignore[assignment]
-            out = {}
-            for tp, om in self.offsets.items():
-                if tp[0] in subscribed or tp in self.pending_offset_commits:
-                    continue
-                if om.expire_timestamp is None:
-                    if current_ms - base(om) >= retention_ms:
-                        out[tp] = om
-                elif current_ms >= om.expire_timestamp:
-                    out[tp] = om
-            return out
-
+    def offset_expiration_base(self) -> ExpirationBase | None:
         if self.protocol_type is not None and self.is_(Empty):
+            # no member left: the retention runs from when the group became Empty (from the
+            # commit for a group record written before current_state_timestamp existed)
             ts = self.current_state_timestamp
-            found = expired(lambda om: ts if ts is not None else om.commit_timestamp)
-        elif (self.protocol_type == CONSUMER_PROTOCOL_TYPE and self.subscribed_topics is not None
-              and self.is_(Stable)):
-            found = expired(lambda om: om.commit_timestamp, self.subscribed_topics)
-        elif self.protocol_type is None:
-            found = expired(lambda om: om.commit_timestamp)
-        else:
-            found = {}
-        for tp in found:
-            del self.offsets[tp]
-            self.offset_positions.pop(tp, None)
-        return found
+            return lambda om: ts if ts is not None else om.commit_timestamp
+        if self.protocol_type == CONSUMER_PROTOCOL_TYPE and self.subscribed_topics is not None and self.is_(Stable):
+            return lambda om: om.commit_timestamp
+        if self.protocol_type is None:  # a "simple" consumer storing offsets only
+            return lambda om: om.commit_timestamp
+        return None
 
     def __repr__(self) -> str:
         return (f"GroupMetadata(group_id={self.group_id!r}, generation={self.generation_id}, "

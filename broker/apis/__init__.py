@@ -7,8 +7,7 @@ serves (``api_versions.DefaultApiVersionManager``, handed to them). Each range i
 decodes and the handler fills correctly; versions newer than a handler understands are left out
 rather than half-served.
 
-Deliberately absent: GetTelemetrySubscriptions (librdkafka calls it only when advertised) and
-ConsumerGroupHeartbeat (KIP-848; the emulator runs the classic group protocol only).
+Deliberately absent: GetTelemetrySubscriptions (librdkafka calls it only when advertised).
 """
 from __future__ import annotations
 
@@ -20,6 +19,7 @@ from kafka_emu.broker.apis import (
     add_partitions_to_txn,
     alter_configs,
     api_versions,
+    consumer_group,
     create_partitions,
     create_topics,
     delete_records,
@@ -51,7 +51,7 @@ _MODULES = (produce, fetch, list_offsets, metadata, group, find_coordinator, api
             delete_topics, describe_cluster, describe_configs, init_producer_id, create_partitions, alter_configs,
             delete_records, offset_for_leader_epoch, elect_leaders, describe_log_dirs, describe_producers,
             partition_reassignments, write_txn_markers, add_partitions_to_txn, add_offsets_to_txn, end_txn,
-            txn_offset_commit, describe_transactions, list_transactions)
+            txn_offset_commit, describe_transactions, list_transactions, consumer_group)
 
 
 def _collect() -> Mapping[int, ApiSpec]:

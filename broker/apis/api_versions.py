@@ -8,15 +8,16 @@ ApiVersions v3+ carries the client's software name and version; Kafka validates 
 The ranges listed are those of the broker's ``emulator.api.compatibility`` mode
 (``ApiSpec.advertised``).
 
-Features (v3+, Kafka's ``ApiVersionsResponse.createApiVersionsResponse``): the one feature the
-emulator has, ``transaction.version``, is listed as supported (0-2; 0-0 under 3.9, whose
-production level is 0) and, when not 0, as finalized at ``emulator.transaction.version``
-(a client uses transaction version 2 when the finalized level is 2). Supported features whose
-minimum is 0 are left out below v4 (KAFKA-17011: older clients reject a minimum of 0); finalized
-level 0 is left out as Kafka leaves it out. ``metadata.version``, ``kraft.version`` and
-``group.version`` are not reported: the emulator has no KRaft metadata log and serves no KIP-848
-consumer groups, so nothing they would tell a client holds. The finalized features epoch is 0:
-the level is fixed for the cluster's life.
+Features (v3+, Kafka's ``ApiVersionsResponse.createApiVersionsResponse``): ``transaction.version``
+is listed as supported (0-2; 0-0 under 3.9, whose production level is 0) and, when not 0, as
+finalized at ``emulator.transaction.version`` (a client uses transaction version 2 when the
+finalized level is 2); ``group.version`` as supported 0-1 and finalized at 1, what a newly
+formatted Kafka 4 cluster finalizes (KIP-848's consumer groups; 0-0 and not finalized under 3.9,
+which cannot finalize level 1). Supported features whose minimum is 0 are left out below v4
+(KAFKA-17011: older clients reject a minimum of 0); finalized level 0 is left out as Kafka leaves
+it out. ``metadata.version`` and ``kraft.version`` are not reported: the emulator has no KRaft
+metadata log, so nothing they would tell a client holds. The finalized features epoch is 0: the
+levels are fixed for the cluster's life.
 """
 from __future__ import annotations
 
@@ -44,21 +45,24 @@ _SOFTWARE_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 FIRST_VERSION_WITH_MIN_0_FEATURES = 4   # KAFKA-17011
 FINALIZED_FEATURES_EPOCH = 0
+GROUP_VERSION_FEATURE = "group.version"
+GROUP_VERSION_KIP_848 = 1   # GroupVersion.GV_1, Kafka 4's LATEST_PRODUCTION
 
 
 def _features(cls: type, version: int, compatibility: str, transaction_version: int) -> dict[str, object]:
     """The feature fields of an ApiVersions response (v3+; none before)."""
     if version < 3:
         return {}
-    supported_max = MAX_TRANSACTION_VERSION if compatibility == KAFKA_4X else 0
+    kafka_4 = compatibility == KAFKA_4X
+    group_version = GROUP_VERSION_KIP_848 if kafka_4 else 0
+    levels = ((GROUP_VERSION_FEATURE, group_version, group_version),
+              (TRANSACTION_VERSION_FEATURE, MAX_TRANSACTION_VERSION if kafka_4 else 0, transaction_version))
     supported = ()
     if version >= FIRST_VERSION_WITH_MIN_0_FEATURES:
-        supported = (build(item_cls(cls, "supported_features"), name=TRANSACTION_VERSION_FEATURE,
-                           min_version=0, max_version=supported_max),)
-    finalized = ()
-    if transaction_version != 0:
-        finalized = (build(item_cls(cls, "finalized_features"), name=TRANSACTION_VERSION_FEATURE,
-                           min_version_level=transaction_version, max_version_level=transaction_version),)
+        supported = tuple(build(item_cls(cls, "supported_features"), name=name, min_version=0, max_version=high)
+                          for name, high, _ in levels)
+    finalized = tuple(build(item_cls(cls, "finalized_features"), name=name, min_version_level=level,
+                            max_version_level=level) for name, _, level in levels if level != 0)
     return {"supported_features": supported, "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
             "finalized_features": finalized}
 

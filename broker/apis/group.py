@@ -1,5 +1,6 @@
 """Classic group APIs → ``GroupCoordinator``: JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
-OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups and OffsetDelete.
+OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups and OffsetDelete (which also
+reach consumer groups: their classic members, their offsets, their listing).
 
 These are Kafka's ``KafkaApis.handleJoinGroupRequest`` & co.: unpack the versioned kio request
 into the coordinator's plain arguments, and map its result (``coordinator.group.results``) back onto
@@ -14,7 +15,10 @@ one member and answers with only the top-level error; OffsetFetch v8+ batches gr
 no top-level error, so it goes into every partition; OffsetCommit older than v5 carries a
 retention time that Kafka ignores since 2.1, as we do. OffsetDelete answers
 UNKNOWN_TOPIC_OR_PARTITION itself for partitions the metadata does not know (without asking the
-coordinator), and a group-level error with no topics. Under ``emulator.api.compatibility=3.9``:
+coordinator), and a group-level error with no topics. OffsetCommit v9 and OffsetFetch v9 carry
+a consumer group member's epoch (STALE_MEMBER_EPOCH when it is not the member's); DescribeGroups
+v6 answers GROUP_ID_NOT_FOUND for a group that is not a classic group here (KIP-1043; earlier
+versions: state Dead, no error). Under ``emulator.api.compatibility=3.9``:
 OffsetCommit v1 sets each partition's commit timestamp (-1: now), and OffsetCommit v0 and
 OffsetFetch v0, which Kafka 3.9 served from ZooKeeper only, get the UNSUPPORTED_VERSION answers
 of a KRaft 3.9 broker.
@@ -29,6 +33,7 @@ from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group.results import (
+    DEAD_SUMMARY,
     JoinGroupResult,
     LeaveGroupResult,
     OffsetAndMetadata,
@@ -46,6 +51,7 @@ PartitionOffsets = dict[str, list[tuple[int, "OffsetFetchPartitionData | None"]]
 OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP = 8, 9, 11, 12, 13
 SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 14, 15, 16, 42, 47
 DEFAULT_TIMESTAMP = -1   # OffsetCommitRequest.DEFAULT_TIMESTAMP: "commit now"
+GROUP_NOT_FOUND_VERSION = 6   # DescribeGroups answers GROUP_ID_NOT_FOUND from v6 (KIP-1043)
 
 
 def _ms(value: timedelta | None) -> int:
@@ -230,17 +236,18 @@ def handle_offset_commit(apis: KafkaApis, request: Request) -> None:
         return
     generation = int(getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1)))
     gc.handle_commit_offsets(body.group_id, body.member_id or "", getattr(body, "group_instance_id", None),
-                             generation, offsets, callback)
+                             generation, offsets, callback, api_version=request.api_version)
 
 
 # --- OffsetFetch -------------------------------------------------------------------------------
 
-def _fetch_group(gc: GroupCoordinator, group_id: str, topics: Any, require_stable: bool) -> tuple[int, PartitionOffsets]:
+def _fetch_group(gc: GroupCoordinator, group_id: str, topics: Any, require_stable: bool,
+                 member_id: str | None = None, member_epoch: int = -1) -> tuple[int, PartitionOffsets]:
     """(top-level error, {topic: [(partition, data)]}) in request order (or sorted for 'all')."""
     partitions = None
     if topics is not None:
         partitions = [(t.name, int(p)) for t in topics for p in t.partition_indexes]
-    error, data = gc.handle_fetch_offsets(group_id, require_stable, partitions)
+    error, data = gc.handle_fetch_offsets(group_id, require_stable, partitions, member_id, member_epoch)
     out: PartitionOffsets = {}
     if topics is not None:
         for t in topics:
@@ -295,7 +302,8 @@ def handle_offset_fetch(apis: KafkaApis, request: Request) -> None:
         part_cls = item_cls(topic_cls, "partitions")
         groups = []
         for g in body.groups:
-            error, grouped = _fetch_group(gc, g.group_id, g.topics, require_stable)
+            error, grouped = _fetch_group(gc, g.group_id, g.topics, require_stable,
+                                          getattr(g, "member_id", None), int(getattr(g, "member_epoch", -1)))
             topics = _fetch_topics(topic_cls, part_cls, grouped if not error else {}, 0)
             groups.append(build(group_cls, group_id=g.group_id, topics=topics, error_code=error))
         respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, groups=tuple(groups)))
@@ -325,12 +333,16 @@ def handle_describe_groups(apis: KafkaApis, request: Request) -> None:
     include_ops = bool(getattr(request.body, "include_authorized_operations", False))
     groups = []
     for group_id, error, summary in gc.handle_describe_groups(list(request.body.groups)):
+        message = None
+        if summary is DEAD_SUMMARY and request.api_version >= GROUP_NOT_FOUND_VERSION:
+            # KIP-1043: v6 names a group that is not (or not a classic) group here
+            error, message = Errors.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
         members = tuple(build(member_cls, member_id=m.member_id, group_instance_id=m.group_instance_id,
                               client_id=m.client_id, client_host=m.client_host,
                               member_metadata=bytes(m.metadata or b""),
                               member_assignment=bytes(m.assignment or b""))
                         for m in summary.members)
-        groups.append(build(group_cls, error_code=error, error_message=None, group_id=group_id,
+        groups.append(build(group_cls, error_code=error, error_message=message, group_id=group_id,
                             group_state=summary.state, protocol_type=summary.protocol_type,
                             protocol_data=summary.protocol, members=members,
                             authorized_operations=0 if include_ops else AUTHORIZED_OPS_OMITTED))

@@ -55,10 +55,12 @@ from kafka_emu.common.config_def import (
     Importance,
     Range,
     Type,
+    ValidList,
     ValidString,
     ignored_message,
     strict_refusal,
 )
+from kafka_emu.coordinator.group.config import CLASSIC, CONSUMER, MIGRATION_POLICIES, REBALANCE_PROTOCOLS
 from kafka_emu.coordinator.group.config import DEFAULTS as GROUP_DEFAULTS
 from kafka_emu.coordinator.transaction.config import DEFAULTS as TXN_DEFAULTS
 from kafka_emu.coordinator.transaction.config import (
@@ -98,6 +100,39 @@ def _resolve_transaction_version(values: dict[str, ConfigValue]) -> None:
     elif mode == KAFKA_3_9 and level != 0:
         raise ConfigException(TRANSACTION_VERSION, level,
                               f"Kafka 3.9 finalizes no transaction.version above 0 ({API_COMPATIBILITY}={KAFKA_3_9})")
+
+
+def _rebalance_protocols(name: str, value: ConfigValue) -> None:
+    if value is None:
+        return
+    ValidList((CLASSIC, CONSUMER))(name, value)
+    if CLASSIC not in value:   # type: ignore[operator]
+        raise ConfigException(f"Disabling the '{CLASSIC}' protocol is not supported.")
+
+
+def _resolve_group_configs(values: dict[str, ConfigValue]) -> None:
+    """``group.coordinator.rebalance.protocols`` defaults to what the compatibility mode's Kafka
+    runs (4.x: classic and consumer; 3.9: classic, its consumer protocol being early access);
+    the consumer group timeouts must hold together (Kafka's ``GroupCoordinatorConfig`` checks)."""
+    if values[REBALANCE_PROTOCOLS] is None:
+        values[REBALANCE_PROTOCOLS] = list(GROUP_DEFAULTS[REBALANCE_PROTOCOLS]) if values[API_COMPATIBILITY] == KAFKA_4X \
+            else [CLASSIC]
+    prefix = "group.consumer."
+    checks = (
+        ("max.heartbeat.interval.ms", ">=", "min.heartbeat.interval.ms"),
+        ("heartbeat.interval.ms", ">=", "min.heartbeat.interval.ms"),
+        ("heartbeat.interval.ms", "<=", "max.heartbeat.interval.ms"),
+        ("max.session.timeout.ms", ">=", "min.session.timeout.ms"),
+        ("session.timeout.ms", ">=", "min.session.timeout.ms"),
+        ("session.timeout.ms", "<=", "max.session.timeout.ms"),
+        ("heartbeat.interval.ms", "<", "session.timeout.ms"),
+    )
+    words = {">=": "greater than or equal to", "<=": "less than or equal to", "<": "less than"}
+    for left, op, right in checks:
+        a, b = values[prefix + left], values[prefix + right]
+        ok = a >= b if op == ">=" else a <= b if op == "<=" else a < b   # type: ignore[operator]
+        if not ok:
+            raise ConfigException(f"{prefix}{left} must be {words[op]} {prefix}{right}")
 
 
 _ENDPOINT = re.compile(r"[A-Za-z0-9_]+://\[?[0-9a-zA-Z\-%._:]*\]?:[0-9]+")
@@ -221,6 +256,29 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
            "Committed offsets of an empty group are kept this long."),
     _group("offsets.retention.check.interval.ms", Type.LONG, _AT_LEAST_1, HIGH,
            "Frequency at which to check for stale offsets."),
+    _key(REBALANCE_PROTOCOLS, Type.LIST, None, _rebalance_protocols, MEDIUM,
+         "The enabled rebalance protocols: classic, and consumer (KIP-848). Default: classic,consumer under "
+         f"{API_COMPATIBILITY}={KAFKA_4X}, classic under {KAFKA_3_9}. Streams groups are not served."),
+    _group("group.consumer.session.timeout.ms", Type.INT, _AT_LEAST_1, MEDIUM,
+           "The timeout to detect client failures when using the consumer group protocol."),
+    _group("group.consumer.min.session.timeout.ms", Type.INT, _AT_LEAST_1, MEDIUM,
+           "The minimum allowed session timeout for registered consumers."),
+    _group("group.consumer.max.session.timeout.ms", Type.INT, _AT_LEAST_1, MEDIUM,
+           "The maximum allowed session timeout for registered consumers."),
+    _group("group.consumer.heartbeat.interval.ms", Type.INT, _AT_LEAST_1, MEDIUM,
+           "The heartbeat interval given to the members of a consumer group."),
+    _group("group.consumer.min.heartbeat.interval.ms", Type.INT, _AT_LEAST_1, MEDIUM,
+           "The minimum heartbeat interval for registered consumers."),
+    _group("group.consumer.max.heartbeat.interval.ms", Type.INT, _AT_LEAST_1, MEDIUM,
+           "The maximum heartbeat interval for registered consumers."),
+    _group("group.consumer.max.size", Type.INT, _AT_LEAST_1, MEDIUM,
+           "The maximum number of consumers that a single consumer group (consumer protocol) can accommodate."),
+    _group("group.consumer.assignors", Type.LIST, ValidList(("uniform", "range")), MEDIUM,
+           "The server side assignors, the first the default: uniform, range (custom assignor classes "
+           "are not supported)."),
+    _group("group.consumer.migration.policy", Type.STRING, ValidString(MIGRATION_POLICIES, case_insensitive=True),
+           MEDIUM, "Which non-empty group conversions happen: classic to consumer groups (upgrade), back "
+                   "(downgrade), both (bidirectional) or neither (disabled)."),
     # TransactionStateManagerConfig / TransactionLogConfig
     _txn("transaction.max.timeout.ms", Type.INT, _AT_LEAST_1, HIGH,
          "The maximum allowed timeout for transactions (InitProducerId above it: INVALID_TRANSACTION_TIMEOUT)."),
@@ -270,7 +328,7 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "controller.quorum.bootstrap.servers", "controller.quorum.election.backoff.max.ms",
     "controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms", "controller.quorum.voters",
     "create.topic.policy.class.name", "delete.topic.enable",
-    "early.start.listeners", "fetch.max.bytes", "group.coordinator.rebalance.protocols", "group.coordinator.threads",
+    "early.start.listeners", "fetch.max.bytes", "group.coordinator.threads",
     "host.name", "initial.broker.registration.timeout.ms", "inter.broker.listener.name", "inter.broker.protocol.version",
     "kafka.metrics.polling.interval.secs", "kafka.metrics.reporters", "leader.imbalance.check.interval.seconds",
     "leader.imbalance.per.broker.percentage", "listener.security.protocol.map",
@@ -328,6 +386,7 @@ class KafkaConfig:
         parsed = KAFKA_CONFIG_DEF.parse(self.originals)
         _unify_node_id(self.originals, parsed.values)
         _resolve_transaction_version(parsed.values)
+        _resolve_group_configs(parsed.values)
         self.props: dict[str, ConfigValue] = parsed.values
         self.ignored: dict[str, str] = parsed.ignored
         if self.props[STRICT_CONFIG] and self.ignored:

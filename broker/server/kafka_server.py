@@ -153,7 +153,8 @@ class KafkaServer:
             if self.enable_coordinator:
                 self.coordinator_log = ReplicaManagerCoordinatorLog(rm)
                 self.group_coordinator = GroupCoordinator.create(self.broker_id, cfg.as_dict(),
-                                                                 self.coordinator_log, self.time)
+                                                                 self.coordinator_log, self.time,
+                                                                 image=self.metadata)
                 self.group_coordinator.startup()
                 rm.group_coordinator = self.group_coordinator
                 self.transaction_log = ReplicaManagerCoordinatorLog(rm, TRANSACTION_STATE_TOPIC)

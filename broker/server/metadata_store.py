@@ -122,6 +122,9 @@ class MetadataStore:
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicInfo] = {}
         self.topics_by_id: dict[uuid.UUID, str] = {}
+        # bumped (under _lock) when a topic is created or deleted or gains partitions: the group
+        # coordinator's cue to re-resolve subscriptions (``coordinator.metadata_image``)
+        self.topics_version = 0
         # broker id -> callback(changed states, removed partitions); set by KafkaServer
         self._listeners: dict[int, PartitionListener] = {}
         self._config_listeners: dict[int, ConfigListener] = {}
@@ -218,6 +221,7 @@ class MetadataStore:
                                                         replicas, replicas)
                 self.topics[name] = info
                 self.topics_by_id[topic_id] = name
+                self.topics_version += 1
                 states = list(info.partitions.values())
             _log.info("topic_created", topic=name, partitions=partitions,
                       replication_factor=replication_factor, topic_id=str(topic_id))
@@ -263,6 +267,7 @@ class MetadataStore:
                 if info is None:
                     return False
                 self.topics_by_id.pop(info.topic_id, None)
+                self.topics_version += 1
             self._push([], [(name, p) for p in info.partitions])
             _log.info("topic_deleted", topic=name)
             return True
@@ -313,6 +318,7 @@ class MetadataStore:
                     return states
                 # a new dict, swapped in whole: readers iterate partitions without the lock
                 info.partitions = {**info.partitions, **{st.partition: st for st in states}}
+                self.topics_version += 1
             _log.info("partitions_created", topic=name, partitions=count, added=additional)
             self._push(states, [])
             return states
@@ -674,6 +680,7 @@ class MetadataStore:
                         tuple(p["removing_replicas"]))
                 self.topics[info.name] = info
                 self.topics_by_id[topic_id] = info.name
+            self.topics_version += 1
 
     def unregister_listener(self, broker_id: int) -> None:
         with self._lock:

@@ -11,6 +11,9 @@ from typing import Any, Mapping
 
 INT_MAX = 2**31 - 1
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
+REBALANCE_PROTOCOLS = "group.coordinator.rebalance.protocols"
+CLASSIC, CONSUMER = "classic", "consumer"
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")   # ConsumerGroupMigrationPolicy
 
 DEFAULTS: dict[str, Any] = {
     "group.min.session.timeout.ms": 6000,
@@ -22,6 +25,18 @@ DEFAULTS: dict[str, Any] = {
     "offset.metadata.max.bytes": 4096,
     "offsets.retention.minutes": 10080,
     "offsets.retention.check.interval.ms": 600_000,
+    # the consumer group protocol (KIP-848); the protocols' default is Kafka 4.0's, which has no
+    # streams groups (see broker.server.config)
+    REBALANCE_PROTOCOLS: [CLASSIC, CONSUMER],
+    "group.consumer.session.timeout.ms": 45_000,
+    "group.consumer.min.session.timeout.ms": 45_000,
+    "group.consumer.max.session.timeout.ms": 60_000,
+    "group.consumer.heartbeat.interval.ms": 5_000,
+    "group.consumer.min.heartbeat.interval.ms": 5_000,
+    "group.consumer.max.heartbeat.interval.ms": 15_000,
+    "group.consumer.max.size": INT_MAX,
+    "group.consumer.assignors": ["uniform", "range"],
+    "group.consumer.migration.policy": "bidirectional",
 }
 
 
@@ -36,6 +51,27 @@ class GroupCoordinatorConfig:
     offset_metadata_max_bytes: int
     offsets_retention_ms: int  # minutes * 60000, computed as a Python int (no overflow)
     offsets_retention_check_interval_ms: int
+    rebalance_protocols: tuple[str, ...]
+    consumer_group_session_timeout_ms: int
+    consumer_group_min_session_timeout_ms: int
+    consumer_group_max_session_timeout_ms: int
+    consumer_group_heartbeat_interval_ms: int
+    consumer_group_min_heartbeat_interval_ms: int
+    consumer_group_max_heartbeat_interval_ms: int
+    consumer_group_max_size: int
+    consumer_group_assignors: tuple[str, ...]
+    consumer_group_migration_policy: str
+
+    @property
+    def consumer_protocol_enabled(self) -> bool:
+        return CONSUMER in self.rebalance_protocols
+
+    def is_upgrade_enabled(self) -> bool:
+        """Non-empty classic groups may become consumer groups (Kafka's ``isUpgradeEnabled``)."""
+        return self.consumer_group_migration_policy in ("upgrade", "bidirectional")
+
+    def is_downgrade_enabled(self) -> bool:
+        return self.consumer_group_migration_policy in ("downgrade", "bidirectional")
 
     @staticmethod
     def from_mapping(config: Mapping[str, Any] | None) -> "GroupCoordinatorConfig":
@@ -53,4 +89,14 @@ class GroupCoordinatorConfig:
             offset_metadata_max_bytes=int(c["offset.metadata.max.bytes"]),
             offsets_retention_ms=int(c["offsets.retention.minutes"]) * 60 * 1000,
             offsets_retention_check_interval_ms=int(c["offsets.retention.check.interval.ms"]),
+            rebalance_protocols=tuple(c[REBALANCE_PROTOCOLS]),
+            consumer_group_session_timeout_ms=int(c["group.consumer.session.timeout.ms"]),
+            consumer_group_min_session_timeout_ms=int(c["group.consumer.min.session.timeout.ms"]),
+            consumer_group_max_session_timeout_ms=int(c["group.consumer.max.session.timeout.ms"]),
+            consumer_group_heartbeat_interval_ms=int(c["group.consumer.heartbeat.interval.ms"]),
+            consumer_group_min_heartbeat_interval_ms=int(c["group.consumer.min.heartbeat.interval.ms"]),
+            consumer_group_max_heartbeat_interval_ms=int(c["group.consumer.max.heartbeat.interval.ms"]),
+            consumer_group_max_size=int(c["group.consumer.max.size"]),
+            consumer_group_assignors=tuple(c["group.consumer.assignors"]),
+            consumer_group_migration_policy=str(c["group.consumer.migration.policy"]).lower(),
         )

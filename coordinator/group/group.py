@@ -57,10 +57,15 @@ class Group(GroupOffsets):
         raise NotImplementedError
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_id: int,
-                               is_transactional: bool) -> int | None:
+                               is_transactional: bool, api_version: int) -> int | None:
         """Kafka's ``Group.validateOffsetCommit``: the error code an OffsetCommit (or a
         TxnOffsetCommit) of this member and generation/epoch gets, None if it may commit."""
         raise NotImplementedError
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> int | None:
+        """Kafka's ``Group.validateOffsetFetch`` (OffsetFetch v9+ names the member): the group's
+        error, None if its offsets may be fetched."""
+        return None
 
     def validate_offset_delete(self) -> int | None:
         """Kafka's ``Group.validateOffsetDelete`` (the group is not dead): the error an

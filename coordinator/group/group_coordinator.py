@@ -49,8 +49,9 @@ from typing import Any, Callable, Iterable, Mapping
 
 import structlog
 
-from kafka_emu.common.errors import Errors
+from kafka_emu.common.errors import Errors, KafkaError
 from kafka_emu.coordinator.coordinator_log import CoordinatorLog
+from kafka_emu.coordinator.metadata_image import EmptyMetadataImage, MetadataImage
 from kafka_emu.coordinator.group.classic.classic_group_manager import (
     ClassicGroupManager, JoinCallback, SyncCallback,
 )
@@ -58,6 +59,7 @@ from kafka_emu.coordinator.group.classic.group_metadata import (
     CompletingRebalance, GroupMetadata, GroupState, PreparingRebalance, Stable,
 )
 from kafka_emu.coordinator.group.config import GroupCoordinatorConfig
+from kafka_emu.coordinator.group.coordinator_timer import CoordinatorTimer
 from kafka_emu.coordinator.group.group import Group
 from kafka_emu.coordinator.group.group_metadata_manager import (
     GroupMetadataManager,
@@ -65,13 +67,16 @@ from kafka_emu.coordinator.group.group_metadata_manager import (
     Scheduler,
 )
 from kafka_emu.coordinator.group.group_offsets import TopicPartition
+from kafka_emu.coordinator.group.modern.consumer.consumer_group import ConsumerGroup, ConsumerGroupState
+from kafka_emu.coordinator.group.modern.consumer.consumer_group_manager import ConsumerGroupManager
 from kafka_emu.coordinator.group.offset_metadata_manager import OffsetMetadataManager
 from kafka_emu.coordinator.group.results import (
-    DEAD_SUMMARY, EMPTY_ERROR_SUMMARY, GroupOverview, GroupSummary, JoinGroupResult,
-    LeaveGroupResult, OffsetAndMetadata, OffsetFetchPartitionData, SyncGroupResult,
+    DEAD_SUMMARY, EMPTY_ERROR_SUMMARY, ConsumerGroupDescription, ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResult, GroupOverview, GroupSummary, JoinGroupResult, LeaveGroupResult,
+    OffsetAndMetadata, OffsetFetchPartitionData, SyncGroupResult,
 )
 from kafka_emu.timer import (
-    DelayedOperationPurgatory, PurgatorySnapshot, SystemTimer, Time, Timer,
+    DelayedOperationPurgatory, PurgatorySnapshot, SystemTimer, SystemTimerReaper, Time, Timer,
 )
 
 _log = structlog.get_logger("coordinator.group_coordinator")
@@ -82,7 +87,8 @@ class GroupCoordinatorSnapshot:
     """Kafka's GroupMetadataManager gauges and group-coordinator-metrics, plus committed offsets
     (group, topic, partition → offset) for consumer-group lag."""
 
-    groups_by_state: Mapping[str, int]        # Kafka's state names, every state present
+    groups_by_state: Mapping[str, int]        # classic groups by Kafka's state names, every state present
+    consumer_groups_by_state: Mapping[str, int]   # consumer groups (KIP-848) likewise
     members: int
     committed_offsets: Mapping[tuple[str, str, int], int]
     rebalances_started: int
@@ -90,9 +96,11 @@ class GroupCoordinatorSnapshot:
     rebalance_time_ms_total: int              # PreparingRebalance entered -> Stable, summed
     rebalance_time_ms_max: int
     heartbeat_expirations: int
+    consumer_rebalances: int                  # consumer group epoch bumps
     purgatories: tuple[PurgatorySnapshot, ...]   # Heartbeat and Rebalance
 
 
+OFFSET_COMMIT_LATEST_VERSION = 10
 # APIs for which only a null group id is invalid (empty string allowed).
 _NULL_ONLY_APIS = {"offset_commit", "offset_fetch", "describe_groups", "delete_groups"}
 
@@ -103,8 +111,9 @@ class GroupCoordinator:
 
     def __init__(self, broker_id: int, config: GroupCoordinatorConfig, log: CoordinatorLog,
                  time: Time, heartbeat_purgatory: DelayedOperationPurgatory,
-                 rebalance_purgatory: DelayedOperationPurgatory,
-                 scheduler: Scheduler | InlineScheduler | None = None) -> None:
+                 rebalance_purgatory: DelayedOperationPurgatory, timer: Timer,
+                 scheduler: Scheduler | InlineScheduler | None = None, image: MetadataImage | None = None,
+                 group_config: Callable[[str], Mapping[str, int]] | None = None) -> None:
         self.broker_id = broker_id
         self.config = config
         self.time = time
@@ -116,6 +125,10 @@ class GroupCoordinator:
                                                     self.group_manager.has_local_replica)
         self.classic = ClassicGroupManager(config, log, time, self.group_manager, heartbeat_purgatory,
                                            rebalance_purgatory, self._on_session_expired)
+        self.timer = CoordinatorTimer(timer)
+        self.consumer = ConsumerGroupManager(config, log, time, self.group_manager, self.classic, self.timer,
+                                             image if image is not None else EmptyMetadataImage(),
+                                             group_config or (lambda group_id: {}), self._on_consumer_rebalance)
         self._active = False
         self._epochs: dict[int, int] = {}
         self._epoch_lock = threading.Lock()
@@ -128,19 +141,25 @@ class GroupCoordinator:
         self.rebalance_time_ms_total = 0    # PreparingRebalance entered -> Stable, summed
         self.rebalance_time_ms_max = 0      # the longest such rebalance seen
         self.heartbeat_expirations = 0      # members removed because their session expired
+        self.consumer_rebalances = 0        # consumer group epoch bumps (Kafka's consumer-group-rebalance)
     # ================================================================== construction / lifecycle
     @classmethod
     def create(cls, broker_id: int, config: Mapping[str, Any] | None, log: CoordinatorLog,
                time: Time | None = None, timer: Timer | None = None,
                timer_factory: Callable[[str], Timer] | None = None,
-               scheduler: Scheduler | InlineScheduler | None = None) -> "GroupCoordinator":
-        """Build a coordinator with its ``Heartbeat`` and ``Rebalance`` purgatories.
+               scheduler: Scheduler | InlineScheduler | None = None, image: MetadataImage | None = None,
+               group_config: Callable[[str], Mapping[str, int]] | None = None) -> "GroupCoordinator":
+        """Build a coordinator with its ``Heartbeat`` and ``Rebalance`` purgatories (classic
+        groups) and its timer (consumer groups' session and rebalance timeouts).
 
-        * ``timer``: one shared timer (e.g. a ``MockTimer``) for both purgatories; reapers are
-          disabled and the caller drives the clock (``timer.advance_clock``). Loading then runs
-          inline unless a ``scheduler`` is given.
+        * ``timer``: one shared timer (e.g. a ``MockTimer``) for all three; reapers are disabled
+          and the caller drives the clock (``timer.advance_clock``). Loading then runs inline
+          unless a ``scheduler`` is given.
         * ``timer_factory(name)``: a timer per purgatory, with reapers enabled.
-        * neither: a ``SystemTimer`` per purgatory on ``time``, with reapers.
+        * neither: a ``SystemTimer`` per purgatory on ``time``, with reapers; and the
+          ``group-coordinator`` ``SystemTimer`` with its ``group-coordinator-reaper``.
+        * ``image``: the broker's topics (the consumer groups' subscriptions); ``group_config(group_id)``:
+          the group's dynamic configs (``consumer.session.timeout.ms``, ``consumer.heartbeat.interval.ms``).
         """
         time = time or Time.SYSTEM
         cfg = GroupCoordinatorConfig.from_mapping(config)
@@ -155,7 +174,8 @@ class GroupCoordinator:
             factory = timer_factory or (lambda name: SystemTimer(name, time=time))
             hb = DelayedOperationPurgatory("Heartbeat", timer=factory("Heartbeat"), broker_id=broker_id, time=time)
             rb = DelayedOperationPurgatory("Rebalance", timer=factory("Rebalance"), broker_id=broker_id, time=time)
-        return cls(broker_id, cfg, log, time, hb, rb, scheduler)
+            timer = SystemTimerReaper(f"group-coordinator-reaper-{broker_id}", SystemTimer("group-coordinator", time=time))
+        return cls(broker_id, cfg, log, time, hb, rb, timer, scheduler, image, group_config)
 
     def startup(self, enable_metadata_expiration: bool = True) -> None:
         _log.info("group_coordinator_starting", broker_id=self.broker_id)
@@ -172,6 +192,7 @@ class GroupCoordinator:
         self.group_manager.shutdown()
         self.heartbeat_purgatory.shutdown()
         self.rebalance_purgatory.shutdown()
+        self.timer.close()
         if self._cleanup_thread is not None:
             self._cleanup_thread.join(timeout=5)
 
@@ -269,6 +290,10 @@ class GroupCoordinator:
                         self.rebalance_time_ms_max = took
                 group.rebalance_start_ms = None
 
+    def _on_consumer_rebalance(self) -> None:
+        with self._metrics_lock:
+            self.consumer_rebalances += 1
+
     def _on_session_expired(self) -> None:
         with self._metrics_lock:
             self.heartbeat_expirations += 1
@@ -278,15 +303,18 @@ class GroupCoordinator:
         counted in either state, and ``offsets`` is copied at once (``dict(...)`` of a dict is one
         call under the interpreter lock)."""
         by_state = {state.value: 0 for state in GroupState}
+        consumer_by_state = {state.value: 0 for state in ConsumerGroupState}
         members = 0
         committed: dict[tuple[str, str, int], int] = {}
         for group in self.group_manager.current_groups():
-            by_state[group.state_name()] += 1
+            counts = by_state if isinstance(group, GroupMetadata) else consumer_by_state
+            counts[group.state_name()] = counts.get(group.state_name(), 0) + 1
             members += group.size()
             for (topic, partition), offset in dict(group.offsets).items():
                 committed[(group.group_id, topic, partition)] = offset.offset
         return GroupCoordinatorSnapshot(
-            groups_by_state=by_state, members=members, committed_offsets=committed,
+            groups_by_state=by_state, consumer_groups_by_state=consumer_by_state, members=members,
+            committed_offsets=committed, consumer_rebalances=self.consumer_rebalances,
             rebalances_started=self.rebalances_started, rebalances_completed=self.rebalance_count,
             rebalance_time_ms_total=self.rebalance_time_ms_total,
             rebalance_time_ms_max=self.rebalance_time_ms_max,
@@ -324,6 +352,19 @@ class GroupCoordinator:
                 or session_timeout_ms > self.config.group_max_session_timeout_ms):
             callback(JoinGroupResult.error_result(member_id, Errors.INVALID_SESSION_TIMEOUT))
             return
+        group = self.consumer.acquire(group_id)
+        if isinstance(group, ConsumerGroup):
+            try:
+                if not group.is_empty():   # Kafka's classicGroupJoinToConsumerGroup
+                    self.consumer.classic_members.join(group, member_id, group_instance_id, require_known_member_id,
+                                                       client_id, client_host, rebalance_timeout_ms,
+                                                       session_timeout_ms, protocol_type, protocols, callback)
+                    return
+                self.consumer.classic_members.replace_empty_consumer_group(group)
+            finally:
+                group.lock.release()
+        elif group is not None:
+            group.lock.release()
         self.classic.join_group(group_id, member_id, group_instance_id, require_known_member_id, client_id,
                                 client_host, rebalance_timeout_ms, session_timeout_ms, protocol_type, protocols,
                                 callback, reason, supports_skipping_assignment)
@@ -341,6 +382,18 @@ class GroupCoordinator:
         if error is not None:
             callback(SyncGroupResult(error=error))
             return
+        group = self.consumer.acquire(group_id)
+        if isinstance(group, ConsumerGroup):
+            try:
+                result = (SyncGroupResult(error=Errors.UNKNOWN_MEMBER_ID) if group.is_empty() else
+                          self.consumer.classic_members.sync(group, generation, member_id, protocol_type,
+                                                             protocol_name, group_instance_id))
+                group.lock.defer(lambda: callback(result))
+            finally:
+                group.lock.release()
+            return
+        if group is not None:
+            group.lock.release()
         self.classic.sync_group(group_id, generation, member_id, protocol_type, protocol_name, group_instance_id,
                                 group_assignment, callback)
 
@@ -351,6 +404,16 @@ class GroupCoordinator:
         if error is not None:
             callback(Errors.NONE if error == Errors.COORDINATOR_LOAD_IN_PROGRESS else error)
             return
+        group = self.consumer.acquire(group_id)
+        if isinstance(group, ConsumerGroup):
+            try:
+                error = self.consumer.classic_members.heartbeat(group, member_id, group_instance_id, generation_id)
+            finally:
+                group.lock.release()
+            callback(error)
+            return
+        if group is not None:
+            group.lock.release()
         callback(self.classic.heartbeat(group_id, member_id, group_instance_id, generation_id))
 
     def handle_leave_group(self, group_id: str, members: list[tuple[str, str | None, str | None]],
@@ -361,6 +424,15 @@ class GroupCoordinator:
         if error is not None:
             callback(LeaveGroupResult(error, []))
             return
+        group = self.consumer.acquire(group_id)
+        if isinstance(group, ConsumerGroup):
+            try:
+                self.consumer.classic_members.leave(group, members, callback)
+            finally:
+                group.lock.release()
+            return
+        if group is not None:
+            group.lock.release()
         self.classic.leave_group(group_id, members, callback)
 
     def try_complete_heartbeat(self, group: GroupMetadata, member_id: str, is_pending: bool,
@@ -373,13 +445,44 @@ class GroupCoordinator:
         """A classic member's session expired (``onExpireHeartbeat``)."""
         self.classic.on_expire_heartbeat(group, member_id, is_pending)
 
+    # ================================================================== consumer groups (KIP-848)
+    def handle_consumer_group_heartbeat(self, request: ConsumerGroupHeartbeatRequest,
+                                        callback: Callable[[ConsumerGroupHeartbeatResult], None]) -> None:
+        """ConsumerGroupHeartbeat (Kafka's ``GroupCoordinatorService.consumerGroupHeartbeat``): the
+        request is checked first (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR), then the coordinator
+        status; ``callback`` fires once, possibly later (after the records are replicated) and on
+        another thread."""
+        if not self._active:
+            callback(ConsumerGroupHeartbeatResult(Errors.COORDINATOR_NOT_AVAILABLE))
+            return
+        try:
+            self.consumer.validate_request(request)
+        except KafkaError as e:
+            callback(ConsumerGroupHeartbeatResult(e.code, e.message or None))
+            return
+        error = self._validate_group_status(request.group_id, "consumer_group_heartbeat")
+        if error is not None:
+            callback(ConsumerGroupHeartbeatResult(error))
+            return
+        self.consumer.heartbeat(request, callback)
+
+    def handle_consumer_group_describe(self, group_ids: Iterable[str]) -> list[ConsumerGroupDescription]:
+        """ConsumerGroupDescribe: one description per group id, in request order. Synchronous."""
+        out = []
+        for group_id in group_ids:
+            error = self._validate_group_status(group_id, "consumer_group_describe")
+            out.append(ConsumerGroupDescription(group_id, error) if error is not None
+                       else self.consumer.describe(group_id))
+        return out
+
     # ================================================================== OffsetCommit
     def handle_commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
                               generation_id: int, offset_metadata: dict[TopicPartition, OffsetAndMetadata],
-                              callback: Callable[[dict[TopicPartition, int]], None]) -> None:
-        """OffsetCommit (Kafka's ``OffsetMetadataManager.commitOffset``). ``callback({(topic,
-        partition): error})`` fires once, after the append is replicated (acks=-1) or failed,
-        outside the group lock."""
+                              callback: Callable[[dict[TopicPartition, int]], None],
+                              api_version: int = OFFSET_COMMIT_LATEST_VERSION) -> None:
+        """OffsetCommit (Kafka's ``OffsetMetadataManager.commitOffset``): ``generation_id`` is the
+        member epoch for a consumer group (v9+). ``callback({(topic, partition): error})`` fires
+        once, after the append is replicated (acks=-1) or failed, outside the group lock."""
         error = self._validate_group_status(group_id, "offset_commit")
         if error is not None:
             callback({tp: error for tp in offset_metadata})
@@ -393,7 +496,7 @@ class GroupCoordinator:
                 callback({tp: Errors.ILLEGAL_GENERATION for tp in offset_metadata})
                 return
         with group.lock:
-            error = group.validate_offset_commit(member_id, group_instance_id, generation_id, False)
+            error = group.validate_offset_commit(member_id, group_instance_id, generation_id, False, api_version)
             if error is not None:
                 result = {tp: error for tp in offset_metadata}
                 group.lock.defer(lambda: callback(result))
@@ -417,7 +520,8 @@ class GroupCoordinator:
             return
         group = self.group_manager.get_or_maybe_create_group(group_id, True)
         with group.lock:
-            error = group.validate_offset_commit(member_id, group_instance_id, generation_id, True)
+            error = group.validate_offset_commit(member_id, group_instance_id, generation_id, True,
+                                                 OFFSET_COMMIT_LATEST_VERSION)
             if error is not None:
                 result = {tp: error for tp in offset_metadata}
                 group.lock.defer(lambda: callback(result))
@@ -428,15 +532,21 @@ class GroupCoordinator:
 
     # ================================================================== OffsetFetch
     def handle_fetch_offsets(self, group_id: str, require_stable: bool = False,
-                             partitions: Iterable[TopicPartition] | None = None
-                             ) -> tuple[int, dict[TopicPartition, OffsetFetchPartitionData]]:
-        """OffsetFetch: (top-level error, {(topic, partition): data}); ``partitions`` None = every
-        partition with a committed offset. Synchronous."""
+                             partitions: Iterable[TopicPartition] | None = None, member_id: str | None = None,
+                             member_epoch: int = -1) -> tuple[int, dict[TopicPartition, OffsetFetchPartitionData]]:
+        """OffsetFetch: (group error, {(topic, partition): data}); ``partitions`` None = every
+        partition with a committed offset; ``member_id``/``member_epoch`` (v9+) are checked
+        against a consumer group's member (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID). Synchronous."""
         error = self._validate_group_status(group_id, "offset_fetch")
         if error is not None:
             return error, {}
-        return Errors.NONE, self.offset_manager.fetch_offsets(self.group_manager.get_group(group_id),
-                                                              require_stable, partitions)
+        group = self.group_manager.get_group(group_id)
+        if group is not None:
+            with group.lock:
+                error = group.validate_offset_fetch(member_id, member_epoch)
+            if error is not None:
+                return error, {}
+        return Errors.NONE, self.offset_manager.fetch_offsets(group, require_stable, partitions)
 
     # ================================================================== Describe / List / Delete
     def handle_describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
@@ -537,10 +647,14 @@ class GroupCoordinator:
     def _on_group_loaded(self, group: Group) -> None:
         if isinstance(group, GroupMetadata):
             self.classic.on_group_loaded(group)
+        elif isinstance(group, ConsumerGroup):
+            self.consumer.on_group_loaded(group)
 
     def _on_group_unloaded(self, group: Group) -> None:
         if isinstance(group, GroupMetadata):
             self.classic.on_group_unloaded(group)
+        elif isinstance(group, ConsumerGroup):
+            self.consumer.on_group_unloaded(group)
 
     # ================================================================== offset expiration
     def cleanup_group_metadata(self) -> int:

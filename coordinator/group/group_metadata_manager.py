@@ -13,7 +13,9 @@ Locking:
 * Every group's state is guarded by its own ``Group.lock``.
 
 Loading replays the whole partition from ``CoordinatorLog.read_batches`` in one go: offset
-records through ``OffsetsLoad``, classic group records into ``GroupMetadata``. Loading and
+records through ``OffsetsLoad``, classic group records into ``GroupMetadata``, consumer group
+records into ``ConsumerGroup`` (``ConsumerGroup.replay``, as they were applied when written); a
+group converted from one type to the other is the type whose record came last. Loading and
 unloading run on the ``scheduler`` (default: one named worker thread,
 ``group-metadata-manager-<broker>``, so loads and unloads of partitions happen in order);
 tests pass an inline scheduler.
@@ -32,11 +34,12 @@ from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.coordinator_log import CoordinatorLog
 from kafka_emu.coordinator.group.classic.group_metadata import Empty, GroupMetadata, GroupState
 from kafka_emu.coordinator.group.config import GroupCoordinatorConfig
-from kafka_emu.coordinator.group.group import Group
+from kafka_emu.coordinator.group.group import Group, GroupType
+from kafka_emu.coordinator.group.modern.consumer.consumer_group import ConsumerGroup
 from kafka_emu.coordinator.group.group_offsets import TopicPartition
 from kafka_emu.coordinator.group.offset_metadata_manager import OffsetMetadataManager, OffsetsLoad
 from kafka_emu.coordinator.group.records import (
-    GroupMetadataKey, GroupValue, OffsetKey, partition_for, read_group_value, read_key,
+    GroupMetadataKey, GroupValue, OffsetKey, partition_for, read_consumer_group_value, read_group_value, read_key,
 )
 from kafka_emu.coordinator.group.results import OffsetAndMetadata
 from kafka_emu.timer.time import Time
@@ -169,6 +172,12 @@ class GroupMetadataManager:
             self._groups[group.group_id] = group
             return group
 
+    def replace_group(self, old: Group, new: Group) -> None:
+        """``new`` (another type, same id) takes ``old``'s place (a conversion)."""
+        with self._cache_lock:
+            if self._groups.get(old.group_id) is old:
+                self._groups[old.group_id] = new
+
     def remove_group_if_same(self, group: Group) -> bool:
         with self._cache_lock:
             if self._groups.get(group.group_id) is group:
@@ -246,6 +255,8 @@ class GroupMetadataManager:
     def _do_load(self, partition: int, on_group_loaded: Callable[[Group], None]) -> None:
         offsets = OffsetsLoad()
         group_values: dict[str, GroupValue] = {}
+        consumer_groups: dict[str, ConsumerGroup] = {}
+        latest_type: dict[str, GroupType] = {}   # the type whose record came last, per group
         end_offset = 0
         for batch in self.log.read_batches(partition):
             if self._shutting_down:
@@ -267,13 +278,28 @@ class GroupMetadataManager:
                         group_values.pop(k.group, None)
                     else:
                         group_values[k.group] = read_group_value(value)
+                        latest_type[k.group] = GroupType.CLASSIC
+                else:
+                    consumer_group = consumer_groups.get(k.group_id)
+                    if consumer_group is None:
+                        consumer_group = consumer_groups[k.group_id] = ConsumerGroup(k.group_id)
+                    consumer_group.replay(k, read_consumer_group_value(k, value))
+                    if value is not None:
+                        latest_type[k.group_id] = GroupType.CONSUMER
+        live_consumer_groups = {gid: g for gid, g in consumer_groups.items() if not g.deleted}
         loaded = 0
-        for gid in dict.fromkeys(list(group_values) + offsets.group_ids()):
+        for gid in dict.fromkeys(list(group_values) + list(live_consumer_groups) + offsets.group_ids()):
             gv = group_values.get(gid)
-            if gv is None and not offsets.has_offsets(gid):
+            consumer_group = live_consumer_groups.get(gid)
+            group: Group
+            if consumer_group is not None and (gv is None or latest_type.get(gid) is GroupType.CONSUMER):
+                group = consumer_group
+            elif gv is not None:
+                group = GroupMetadata.from_record(gid, gv, self.time, self._on_transition)
+            elif offsets.has_offsets(gid):
+                group = self.new_group(gid)
+            else:
                 continue
-            group = (GroupMetadata.from_record(gid, gv, self.time, self._on_transition) if gv is not None
-                     else self.new_group(gid))
             offsets.install(group, end_offset)
             current = self.add_group(group)
             if current is group:

@@ -4,7 +4,9 @@ All error fields are Kafka error codes (ints, see ``common.errors``).
 """
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from kafka_emu.common.errors import Errors
 
@@ -104,3 +106,62 @@ class GroupOverview:
     protocol_type: str
     state: str
     group_type: str = "classic"
+
+
+# ------------------------------------------------------------------------ consumer groups (KIP-848)
+TopicIdPartitions = Mapping[uuid.UUID, frozenset[int]]   # topic id -> partitions
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatRequest:
+    """A ConsumerGroupHeartbeat's fields (None: "unchanged since the last heartbeat")."""
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    topic_partitions: tuple[tuple[uuid.UUID, tuple[int, ...]], ...] | None = None   # (topic id, partitions)
+    client_id: str = ""
+    client_host: str = ""
+    api_version: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeartbeatResult:
+    error: int
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: TopicIdPartitions | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberDescription:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: list[tuple[uuid.UUID, str, tuple[int, ...]]]          # (topic id, name, partitions)
+    target_assignment: list[tuple[uuid.UUID, str, tuple[int, ...]]]
+    member_type: int        # 1 classic, 0 consumer protocol (ConsumerGroupDescribe v1)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescription:
+    group_id: str
+    error: int
+    error_message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: list[ConsumerGroupMemberDescription] = field(default_factory=list)

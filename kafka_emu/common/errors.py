@@ -304,3 +304,18 @@ def map_store_offsets_error(code: int) -> int:
     if code in (Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE, Errors.INVALID_FETCH_SIZE):
         return Errors.INVALID_COMMIT_OFFSET_SIZE
     return code
+
+
+def map_coordinator_operation_error(code: int) -> int:
+    """An append's error as a coordinator request answers it (Kafka's
+    ``CoordinatorOperationExceptionHelper.handleOperationException``: the new group
+    coordinator's requests, ConsumerGroupHeartbeat among them)."""
+    if code == Errors.NETWORK_EXCEPTION:
+        return Errors.COORDINATOR_LOAD_IN_PROGRESS
+    if code in (Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NOT_ENOUGH_REPLICAS, Errors.REQUEST_TIMED_OUT):
+        return Errors.COORDINATOR_NOT_AVAILABLE
+    if code in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.KAFKA_STORAGE_ERROR):
+        return Errors.NOT_COORDINATOR
+    if code in (Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE, Errors.INVALID_FETCH_SIZE):
+        return Errors.UNKNOWN_SERVER_ERROR
+    return code

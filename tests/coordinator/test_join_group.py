@@ -110,7 +110,7 @@ def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size(
         classic = big.coordinator.classic
         classic.config = type(classic.config)(**{**classic.config.__dict__, "group_max_size": MAX_SIZE})
         with group.lock:
-            classic._prepare_rebalance(group, "test")
+            classic.prepare_rebalance(group, "test")
         boxes = [big.send_join(member_id=r.member_id) for r in results]
         rejoin = [b.value for b in boxes]
         assert [r.error for r in rejoin[:MAX_SIZE]] == [Errors.NONE] * MAX_SIZE

@@ -97,9 +97,10 @@ def coordinator_snapshot(**values: Any) -> GroupCoordinatorSnapshot:
     fields: dict[str, Any] = dict(
         groups_by_state={s: 0 for s in ("Empty", "PreparingRebalance", "CompletingRebalance",
                                         "Stable", "Dead")},
+        consumer_groups_by_state={s: 0 for s in ("Empty", "Assigning", "Reconciling", "Stable", "Dead")},
         members=0, committed_offsets={}, rebalances_started=0, rebalances_completed=0,
         rebalance_time_ms_total=0, rebalance_time_ms_max=0, heartbeat_expirations=0,
-        purgatories=())
+        consumer_rebalances=0, purgatories=())
     fields.update(values)
     return GroupCoordinatorSnapshot(**fields)
 

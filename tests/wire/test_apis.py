@@ -38,7 +38,8 @@ def test_api_versions_advertises_exactly_the_declared_ranges(client: Any) -> Non
     got = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
     assert got == {key: spec.advertised() for key, spec in APIS.items()}
     assert got[0] == (0, APIS[0].max_version)   # Produce listed from v0 (KAFKA-18659), served from v3
-    assert 71 not in got and 68 not in got   # GetTelemetrySubscriptions, ConsumerGroupHeartbeat
+    assert 71 not in got   # GetTelemetrySubscriptions
+    assert got[68] == got[69] == (0, 1)   # ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848)
 
 
 def test_api_versions_rejects_bad_software_name(client: Any) -> None:

@@ -40,11 +40,13 @@ def features(resp: Any) -> tuple[dict[str, tuple[int, int]], int, dict[str, tupl
 
 def test_api_versions_reports_transaction_version_2(kafka_cluster: Any) -> None:
     """ApiVersionsResponse (Kafka 4.0, a new cluster): transaction.version finalized at 2,
-    supported 0-2; v3 leaves supported features with minimum 0 out (KAFKA-17011), v4 lists them;
-    EndTxn v5, Produce v12 and TxnOffsetCommit v5 are advertised; no other feature is claimed."""
+    supported 0-2, and group.version (KIP-848) finalized at 1, supported 0-1; v3 leaves supported
+    features with minimum 0 out (KAFKA-17011), v4 lists them; EndTxn v5, Produce v12 and
+    TxnOffsetCommit v5 are advertised; no other feature is claimed."""
     v4, v3 = api_versions(kafka_cluster, 4), api_versions(kafka_cluster, 3)
-    assert features(v4) == ({"transaction.version": (0, 2)}, 0, {"transaction.version": (2, 2)})
-    assert features(v3) == ({}, 0, {"transaction.version": (2, 2)})
+    finalized = {"transaction.version": (2, 2), "group.version": (1, 1)}
+    assert features(v4) == ({"transaction.version": (0, 2), "group.version": (0, 1)}, 0, finalized)
+    assert features(v3) == ({}, 0, finalized)
     ranges = {int(k.api_key): int(k.max_version) for k in v4.api_keys}
     assert (ranges[0], ranges[26], ranges[28], ranges[24]) == (13, 5, 5, 3)
 
@@ -54,7 +56,8 @@ def test_api_versions_features_seen_by_kafka_python(kafka_cluster: Any) -> None:
     admin = KafkaAdminClient(bootstrap_servers=kafka_cluster.bootstrap_servers, client_id="tv2")
     try:
         assert admin.describe_features() == {
-            "transaction.version": {"supported": (0, 2), "finalized": (2, 2), "finalized_epoch": 0}}
+            "transaction.version": {"supported": (0, 2), "finalized": (2, 2), "finalized_epoch": 0},
+            "group.version": {"supported": (0, 1), "finalized": (1, 1), "finalized_epoch": 0}}
     finally:
         admin.close()
 
@@ -151,7 +154,7 @@ def test_level_1_finalized(kafka_cluster: Any) -> None:
     TRANSACTION_ABORTABLE, as under TV1. As in Kafka the request version decides, not the level
     (apache/kafka#15657: "if we send a request version the server can handle, we can handle
     it"): a Produce v12 still adds its partition and EndTxn v5 still bumps the epoch."""
-    assert features(api_versions(kafka_cluster, 4))[2] == {"transaction.version": (1, 1)}
+    assert features(api_versions(kafka_cluster, 4))[2]["transaction.version"] == (1, 1)
     topic = unique("l1")
     kafka_cluster.create_topic(topic, 1, 3)
     p = Tv2Producer(kafka_cluster, unique("tv1-tx"))

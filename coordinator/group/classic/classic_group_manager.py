@@ -261,12 +261,12 @@ class ClassicGroupManager:
 
                 self.store_group(group, assignment, on_stored)
             else:
-                self._maybe_prepare_rebalance(
+                self._maybeprepare_rebalance(
                     group, f"Group's selectedProtocol will change because static member {new_member_id} "
                            f"with instance id {group_instance_id} joined with change of protocol; "
                            f"client reason: {reason}")
         elif state is CompletingRebalance:
-            self._prepare_rebalance(group, f"Updating metadata for static member {new_member_id} with "
+            self.prepare_rebalance(group, f"Updating metadata for static member {new_member_id} with "
                                            f"instance id {group_instance_id}; client reason: {reason}")
         elif state is Empty or state is Dead:
             raise IllegalStateError(f"Group {group.group_id} was not supposed to be in the state {state} "
@@ -285,21 +285,21 @@ class ClassicGroupManager:
         group.add(member, callback)
         # New members cannot heartbeat while their JoinGroup is parked: time out the join instead.
         self._complete_and_schedule_next_expiration(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
-        self._maybe_prepare_rebalance(group, f"Adding new member {member_id} with group instance id "
+        self._maybeprepare_rebalance(group, f"Adding new member {member_id} with group instance id "
                                              f"{group_instance_id}; client reason: {reason}")
 
     def _update_member_and_rebalance(self, group: GroupMetadata, member: MemberMetadata,
                                      protocols: list[tuple[str, bytes]], rebalance_timeout_ms: int,
                                      session_timeout_ms: int, callback: JoinCallback, reason: str) -> None:
         group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, callback)
-        self._maybe_prepare_rebalance(group, reason)
+        self._maybeprepare_rebalance(group, reason)
 
-    def _maybe_prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+    def _maybeprepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         with group.lock:
             if group.can_rebalance():
-                self._prepare_rebalance(group, reason)
+                self.prepare_rebalance(group, reason)
 
-    def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+    def prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         if group.is_(CompletingRebalance):
             self._reset_and_propagate_assignment_error(group, Errors.REBALANCE_IN_PROGRESS)
         self._remove_sync_expiration(group)
@@ -326,7 +326,7 @@ class ClassicGroupManager:
         group.remove(member.member_id)
         state = group.state
         if state is Stable or state is CompletingRebalance:
-            self._maybe_prepare_rebalance(group, reason)
+            self._maybeprepare_rebalance(group, reason)
         elif state is PreparingRebalance:
             self.rebalance_purgatory.check_and_complete(GroupJoinKey(group.group_id))
 
@@ -420,7 +420,7 @@ class ClassicGroupManager:
                         group.maybe_invoke_sync_callback(m, SyncGroupResult(error=Errors.UNKNOWN_MEMBER_ID))
                     group.remove(mid)
                     self._remove_heartbeat_for_leaving_member(group, mid)
-                self._prepare_rebalance(group, f"Removing {pending} on pending sync request expiration")
+                self.prepare_rebalance(group, f"Removing {pending} on pending sync request expiration")
 
     # ================================================================== SyncGroup
     def sync_group(self, group_id: str, generation: int, member_id: str, protocol_type: str | None,
@@ -462,7 +462,7 @@ class ClassicGroupManager:
                             if group.is_(CompletingRebalance) and gen == group.generation_id:
                                 if store_error != Errors.NONE:
                                     self._reset_and_propagate_assignment_error(group, store_error)
-                                    self._maybe_prepare_rebalance(
+                                    self._maybeprepare_rebalance(
                                         group, f"Error when storing group assignment during SyncGroup "
                                                f"(member: {member_id})")
                                 else:
@@ -625,13 +625,8 @@ class ClassicGroupManager:
         _log.info("member_left_group", group_id=group.group_id, member_id=member_id, reason=reason)
 
     # ================================================================== persistence
-    def store_group(self, group: GroupMetadata, assignment: dict[str, bytes],
-                    callback: Callable[[int], None]) -> None:
-        """Persist the group record (caller holds the group lock); ``callback(mapped_error)``
-        runs once the append is replicated or failed."""
-        if not self.group_manager.has_local_replica(group.group_id):
-            callback(Errors.NOT_COORDINATOR)
-            return
+    def group_record(self, group: GroupMetadata, assignment: dict[str, bytes]) -> tuple[bytes, bytes]:
+        """The group's ``GroupMetadataValue`` record with the members' ``assignment``."""
         protocol = group.protocol_name
         members = []
         for mid, m in group.members.items():
@@ -642,7 +637,16 @@ class ClassicGroupManager:
         value = GroupValue(group.protocol_type or "", group.generation_id, protocol, group.leader_id,
                            group.current_state_timestamp if group.current_state_timestamp is not None
                            else self.time.milliseconds(), members)
-        records = [(group_metadata_key(group.group_id), group_metadata_value(value))]
+        return group_metadata_key(group.group_id), group_metadata_value(value)
+
+    def store_group(self, group: GroupMetadata, assignment: dict[str, bytes],
+                    callback: Callable[[int], None]) -> None:
+        """Persist the group record (caller holds the group lock); ``callback(mapped_error)``
+        runs once the append is replicated or failed."""
+        if not self.group_manager.has_local_replica(group.group_id):
+            callback(Errors.NOT_COORDINATOR)
+            return
+        records = [self.group_record(group, assignment)]
 
         def on_append(error: int) -> None:
             if error != Errors.NONE:
@@ -653,6 +657,14 @@ class ClassicGroupManager:
         self.log.append_records(self.group_manager.partition_for(group.group_id), records,
                                 self.config.offsets_commit_timeout_ms, group.lock, on_append)
 
+    def complete_all_callbacks(self, group: GroupMetadata, error: int) -> None:
+        """Answer every parked JoinGroup and SyncGroup with ``error`` (Kafka's
+        ``completeAllJoinFutures``/``completeAllSyncFutures``): the group is being converted."""
+        for m in group.all_member_metadata():
+            group.maybe_invoke_join_callback(m, JoinGroupResult.error_result(m.member_id, error))
+            group.maybe_invoke_sync_callback(m, SyncGroupResult(error=error))
+            self._remove_heartbeat_for_leaving_member(group, m.member_id)
+
     # ================================================================== load / unload
     def on_group_loaded(self, group: GroupMetadata) -> None:
         with group.lock:
@@ -660,7 +672,7 @@ class ClassicGroupManager:
                       state=group.state.value, members=group.size())
             assert group.is_(Stable) or group.is_(Empty)
             if group.size() > self.config.group_max_size:
-                self._prepare_rebalance(group, f"Freshly-loaded group is over capacity "
+                self.prepare_rebalance(group, f"Freshly-loaded group is over capacity "
                                                f"({self.config.group_max_size}). Rebalancing in order to "
                                                f"give a chance for consumers to commit offsets")
             for m in group.all_member_metadata():

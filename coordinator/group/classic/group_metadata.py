@@ -438,7 +438,7 @@ class GroupMetadata(Group):
         return None
 
     def validate_offset_commit(self, member_id: str, group_instance_id: str | None, generation_id: int,
-                               is_transactional: bool) -> int | None:
+                               is_transactional: bool, api_version: int) -> int | None:
         if self.is_(Dead):
             return Errors.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and self.is_(Empty):

@@ -1,0 +1,111 @@
+"""The consumer group protocol's APIs (KIP-848) → ``GroupCoordinator``: ConsumerGroupHeartbeat
+and ConsumerGroupDescribe (Kafka's ``KafkaApis.handleConsumerGroupHeartbeat`` and
+``handleConsumerGroupDescribe``).
+
+Both are listed in ApiVersions whatever the configuration, as Kafka lists them; while the
+consumer protocol is off (``group.coordinator.rebalance.protocols`` without ``consumer``, the
+default under ``emulator.api.compatibility=3.9``) they answer UNSUPPORTED_VERSION in the
+response body (Kafka's ``isConsumerGroupProtocolEnabled``). Version 0 of ConsumerGroupHeartbeat
+lets the coordinator generate the member id; v1 (KIP-1082) requires the client's and adds
+``SubscribedTopicRegex``. ConsumerGroupDescribe v1 adds each member's type (0 consumer, 1 classic).
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, duration_ms, respond, respond_error
+from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.config import CONSUMER, REBALANCE_PROTOCOLS
+from kafka_emu.coordinator.group.results import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResult
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.network.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+
+CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
+
+
+def consumer_protocol_enabled(apis: KafkaApis) -> bool:
+    return CONSUMER in apis.config[REBALANCE_PROTOCOLS]   # type: ignore[operator]
+
+
+def handle_consumer_group_heartbeat(apis: KafkaApis, request: Request) -> None:
+    gc = apis.group_coordinator
+    if gc is None or not consumer_protocol_enabled(apis):
+        respond_error(apis, request, Errors.UNSUPPORTED_VERSION if gc is not None else Errors.COORDINATOR_NOT_AVAILABLE)
+        return
+    body = request.body
+    cls = response_schema(CONSUMER_GROUP_HEARTBEAT, request.api_version)
+    assignment_cls = item_cls(cls, "assignment")
+    partitions_cls = item_cls(assignment_cls, "topic_partitions")
+    owned = body.topic_partitions
+    rebalance_timeout = body.rebalance_timeout
+    req = ConsumerGroupHeartbeatRequest(
+        group_id=body.group_id, member_id=body.member_id, member_epoch=int(body.member_epoch),
+        instance_id=body.instance_id, rack_id=body.rack_id,
+        rebalance_timeout_ms=duration_ms(rebalance_timeout) if rebalance_timeout is not None else -1,
+        subscribed_topic_names=(tuple(body.subscribed_topic_names) if body.subscribed_topic_names is not None
+                                else None),
+        subscribed_topic_regex=getattr(body, "subscribed_topic_regex", None),
+        server_assignor=body.server_assignor,
+        topic_partitions=(None if owned is None
+                          else tuple((tp.topic_id, tuple(int(p) for p in tp.partitions)) for tp in owned)),
+        client_id=request.client_id or "", client_host=request.client_host or "",
+        api_version=request.api_version)
+
+    def callback(result: ConsumerGroupHeartbeatResult) -> None:
+        assignment = None
+        if result.assignment is not None:
+            assignment = build(assignment_cls, topic_partitions=tuple(
+                build(partitions_cls, topic_id=topic_id, partitions=tuple(sorted(ps)))
+                for topic_id, ps in result.assignment.items()))
+        respond(apis, request, build(
+            cls, throttle_time=ZERO_THROTTLE, error_code=result.error, error_message=result.error_message,
+            member_id=result.member_id, member_epoch=result.member_epoch,
+            heartbeat_interval=timedelta(milliseconds=result.heartbeat_interval_ms), assignment=assignment))
+
+    gc.handle_consumer_group_heartbeat(req, callback)
+
+
+def handle_consumer_group_describe(apis: KafkaApis, request: Request) -> None:
+    gc = apis.group_coordinator
+    if gc is None or not consumer_protocol_enabled(apis):
+        respond_error(apis, request, Errors.UNSUPPORTED_VERSION if gc is not None else Errors.COORDINATOR_NOT_AVAILABLE)
+        return
+    cls = response_schema(CONSUMER_GROUP_DESCRIBE, request.api_version)
+    group_cls = item_cls(cls, "groups")
+    member_cls = item_cls(group_cls, "members")
+    assignment_cls = item_cls(member_cls, "assignment")
+    partitions_cls = item_cls(assignment_cls, "topic_partitions")
+    include_ops = bool(request.body.include_authorized_operations)
+
+    def assignment(parts: list) -> object:
+        return build(assignment_cls, topic_partitions=tuple(
+            build(partitions_cls, topic_id=topic_id, topic_name=name, partitions=partitions)
+            for topic_id, name, partitions in parts))
+
+    groups = []
+    for d in gc.handle_consumer_group_describe(list(request.body.group_ids)):
+        members = tuple(build(
+            member_cls, member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
+            member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
+            subscribed_topic_names=m.subscribed_topic_names, subscribed_topic_regex=m.subscribed_topic_regex,
+            assignment=assignment(m.assignment), target_assignment=assignment(m.target_assignment),
+            member_type=m.member_type) for m in d.members)
+        groups.append(build(group_cls, error_code=d.error, error_message=d.error_message, group_id=d.group_id,
+                            group_state=d.state, group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,
+                            assignor_name=d.assignor_name, members=members,
+                            authorized_operations=0 if include_ops and d.error == Errors.NONE
+                            else AUTHORIZED_OPS_OMITTED))
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, groups=tuple(groups)))
+
+
+APIS = (
+    ApiSpec(CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeat", 0, 1, handle_consumer_group_heartbeat,
+            kafka_3_9=(0, 0)),
+    ApiSpec(CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", 0, 1, handle_consumer_group_describe,
+            kafka_3_9=(0, 0)),
+)

@@ -259,7 +259,7 @@ class ClassicMembers:
             bump = consumer.has_member_subscription_changed(gid, member, updated, records)
             target_epoch, target = consumer.update_group_and_target(group, member, updated, bump, records)
             updated = consumer.maybe_reconcile(group, updated, target_epoch, target,
-                                               self._to_ids(subscription.owned_partitions), records)
+                                               self._to_ids(subscription.owned_partitions).items(), records)
             final = updated
             result = JoinGroupResult([], final.member_id, final.member_epoch, CONSUMER_PROTOCOL_TYPE, protocols[0][0],
                                      "", False, Errors.NONE)

@@ -72,11 +72,16 @@ def handle_consumer_group_heartbeat(apis: KafkaApis, request: Request) -> None:
 
 def handle_consumer_group_describe(apis: KafkaApis, request: Request) -> None:
     gc = apis.group_coordinator
-    if gc is None or not consumer_protocol_enabled(apis):
-        respond_error(apis, request, Errors.UNSUPPORTED_VERSION if gc is not None else Errors.COORDINATOR_NOT_AVAILABLE)
-        return
     cls = response_schema(CONSUMER_GROUP_DESCRIBE, request.api_version)
     group_cls = item_cls(cls, "groups")
+    if gc is None or not consumer_protocol_enabled(apis):
+        # Kafka's ConsumerGroupDescribeRequest.getErrorResponse: the error on every group
+        error = Errors.UNSUPPORTED_VERSION if gc is not None else Errors.COORDINATOR_NOT_AVAILABLE
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, groups=tuple(
+            build(group_cls, error_code=error, error_message=None, group_id=group_id, group_state="", group_epoch=0,
+                  assignment_epoch=0, assignor_name="", members=(), authorized_operations=AUTHORIZED_OPS_OMITTED)
+            for group_id in request.body.group_ids)))
+        return
     member_cls = item_cls(group_cls, "members")
     assignment_cls = item_cls(member_cls, "assignment")
     partitions_cls = item_cls(assignment_cls, "topic_partitions")

@@ -9,6 +9,7 @@ one dict lookup, and a topic's partition map only grows.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, field
 from typing import Mapping, Protocol
 
 
@@ -36,3 +37,35 @@ class EmptyMetadataImage:
     topics: Mapping[str, TopicImage] = {}
     topics_by_id: Mapping[uuid.UUID, str] = {}
     topics_version = 0
+
+
+@dataclass
+class StaticTopic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: dict[int, None] = field(default_factory=dict)
+    internal: bool = False
+
+
+class StaticMetadataImage:
+    """Topics kept in memory, for a coordinator without a broker (benchmarks and tests)."""
+
+    def __init__(self) -> None:
+        self.topics: dict[str, StaticTopic] = {}
+        self.topics_by_id: dict[uuid.UUID, str] = {}
+        self.topics_version = 0
+
+    def add_topic(self, name: str, partitions: int, topic_id: uuid.UUID | None = None) -> uuid.UUID:
+        topic_id = topic_id or uuid.uuid4()
+        self.topics[name] = StaticTopic(name, topic_id, dict.fromkeys(range(partitions)))
+        self.topics_by_id[topic_id] = name
+        self.topics_version += 1
+        return topic_id
+
+    def grow(self, name: str, partitions: int) -> None:
+        self.topics[name].partitions = dict.fromkeys(range(partitions))
+        self.topics_version += 1
+
+    def delete_topic(self, name: str) -> None:
+        del self.topics_by_id[self.topics.pop(name).topic_id]
+        self.topics_version += 1

@@ -1,7 +1,7 @@
 """Test doubles for the consumer group protocol (KIP-848) tests, after Kafka's
 ``GroupMetadataManagerTestContext``: a ``GroupCoordinator`` over an in-memory
 ``__consumer_offsets`` (``InMemoryCoordinatorLog``) and a ``MockTimer``, with a small metadata
-image of topics (``StaticImage``) standing in for the broker's ``MetadataStore``.
+image of topics (``StaticMetadataImage``) standing in for the broker's ``MetadataStore``.
 
 ``ConsumerHarness.heartbeat(...)`` sends one ConsumerGroupHeartbeat and returns its answer (the
 log acknowledges at once, so the callback fires before it returns); ``advance(ms)`` moves the
@@ -11,13 +11,13 @@ the same log (failover).
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_emu.coordinator.group import GroupCoordinator
 from kafka_emu.coordinator.group.modern.consumer.consumer_group import ConsumerGroup
 from kafka_emu.coordinator.group.records import partition_for
 from kafka_emu.coordinator.group.results import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResult
+from kafka_emu.coordinator.metadata_image import StaticMetadataImage
 from kafka_emu.timer import MockTime, MockTimer
 
 from coordinator_harness import Box, InMemoryCoordinatorLog
@@ -28,40 +28,6 @@ REBALANCE_TIMEOUT = 5000
 SESSION_TIMEOUT = 45000
 
 
-@dataclass
-class TopicEntry:
-    name: str
-    topic_id: uuid.UUID
-    partitions: dict[int, None] = field(default_factory=dict)
-    internal: bool = False
-
-
-class StaticImage:
-    """An in-memory ``MetadataImage``."""
-
-    def __init__(self) -> None:
-        self.topics: dict[str, TopicEntry] = {}
-        self.topics_by_id: dict[uuid.UUID, str] = {}
-        self.topics_version = 0
-
-    def add_topic(self, name: str, partitions: int, topic_id: uuid.UUID | None = None) -> uuid.UUID:
-        topic_id = topic_id or uuid.uuid4()
-        self.topics[name] = TopicEntry(name, topic_id, {p: None for p in range(partitions)})
-        self.topics_by_id[topic_id] = name
-        self.topics_version += 1
-        return topic_id
-
-    def grow(self, name: str, partitions: int) -> None:
-        topic = self.topics[name]
-        topic.partitions = {p: None for p in range(partitions)}
-        self.topics_version += 1
-
-    def delete_topic(self, name: str) -> None:
-        topic = self.topics.pop(name)
-        del self.topics_by_id[topic.topic_id]
-        self.topics_version += 1
-
-
 def consumer_config(**overrides: Any) -> dict[str, Any]:
     config = {"offsets.topic.num.partitions": NUM_PARTITIONS, "group.min.session.timeout.ms": 10,
               "group.initial.rebalance.delay.ms": 0}
@@ -70,10 +36,10 @@ def consumer_config(**overrides: Any) -> dict[str, Any]:
 
 
 class ConsumerHarness:
-    def __init__(self, image: StaticImage | None = None, log: InMemoryCoordinatorLog | None = None,
+    def __init__(self, image: StaticMetadataImage | None = None, log: InMemoryCoordinatorLog | None = None,
                  time: MockTime | None = None, group_config: dict[str, dict[str, int]] | None = None,
                  **config: Any) -> None:
-        self.image = image or StaticImage()
+        self.image = image or StaticMetadataImage()
         self.log = log or InMemoryCoordinatorLog()
         self.time = time or MockTime()
         self.timer = MockTimer(self.time)

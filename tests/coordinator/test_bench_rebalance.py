@@ -20,3 +20,4 @@ def test_bench_json_prints_one_object(capsys) -> None:
         assert r["emulator"]["heartbeat"]["errors"] == 0 and r["naive"]["heartbeat"]["errors"] == 0
         assert r["ratio_join_sync_wall"] > 0 and r["ratio_heartbeat_rate"] > 0
         assert r["under_2s"]
+        assert r["consumer_protocol"]["members"] == r["members"] and r["consumer_protocol"]["group_epoch"] >= 1

@@ -18,7 +18,7 @@ from kafka_emu.coordinator.group.modern.member_state import MemberState
 from kafka_emu.coordinator.group.modern.subscription import SubscriptionType
 from kafka_emu.coordinator.group.modern.target_assignment_builder import TargetAssignmentBuilder
 
-from consumer_harness import StaticImage
+from kafka_emu.coordinator.metadata_image import StaticMetadataImage
 
 T1, T2, T3 = uuid.UUID(int=1 << 100), uuid.UUID(int=2 << 100), uuid.UUID(int=3 << 100)
 HOMO, HETERO = SubscriptionType.HOMOGENEOUS, SubscriptionType.HETEROGENEOUS
@@ -146,8 +146,8 @@ def test_unknown_state() -> None:
 
 
 # ----------------------------------------------------------------------------- assignors
-def image(*topics: tuple[uuid.UUID, int]) -> StaticImage:
-    img = StaticImage()
+def image(*topics: tuple[uuid.UUID, int]) -> StaticMetadataImage:
+    img = StaticMetadataImage()
     for i, (topic_id, partitions) in enumerate(topics):
         img.add_topic(f"topic{i + 1}", partitions, topic_id)
     return img
@@ -165,7 +165,7 @@ def spec(members: dict[str, tuple], subscription_type: SubscriptionType) -> Grou
     return GroupSpec(specs, subscription_type, inverted)
 
 
-def assign(assignor, img: StaticImage, members: dict[str, tuple], subscription_type: SubscriptionType) -> dict:
+def assign(assignor, img: StaticMetadataImage, members: dict[str, tuple], subscription_type: SubscriptionType) -> dict:
     from kafka_emu.coordinator.group.modern.target_assignment_builder import MetadataImageDescriber
     out = assignor.assign(spec(members, subscription_type), MetadataImageDescriber(img))
     return {mid: {t: set(ps) for t, ps in asg.items() if ps} for mid, asg in out.items()}

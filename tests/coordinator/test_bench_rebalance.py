@@ -11,6 +11,7 @@ from kafka_emu.cli import main
 @pytest.mark.timeout(60)
 def test_bench_json_prints_one_object(capsys) -> None:
     assert main(["bench", "rebalance", "--members", "10", "50", "--heartbeat-seconds", "0.05", "--json",
+                 "--confluent-members", "0",
                  "--no-progress"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1

@@ -202,6 +202,11 @@ class BrokerMetrics:
         out.add(names.NUM_GROUPS, sum(gc.groups_by_state.values()), b)
         for state, spec in names.GROUP_STATE_METRICS.items():
             out.add(spec, gc.groups_by_state[state], b)
+        out.add(names.GROUP_COUNT, sum(gc.groups_by_state.values()), b, "classic")
+        out.add(names.GROUP_COUNT, sum(gc.consumer_groups_by_state.values()), b, "consumer")
+        for state, count in gc.consumer_groups_by_state.items():
+            out.add(names.CONSUMER_GROUP_COUNT, count, b, state)
+        out.add(names.CONSUMER_GROUP_REBALANCES, gc.consumer_rebalances, b)
         out.add(names.NUM_OFFSETS, len(gc.committed_offsets), b)
         out.add(names.GROUP_MEMBERS, gc.members, b)
         out.add(names.COMPLETED_REBALANCES, gc.rebalances_completed, b)

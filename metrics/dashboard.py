@@ -182,14 +182,23 @@ def build() -> dict[str, Any]:
     L.panel("Groups by state", "Classic groups per state over the selected coordinators.",
             [(f'sum(kafka_coordinator_group_groupmetadatamanager_numgroups{s}{{{SEL}}})', s) for s in states],
             w=8, stack=True)
-    L.panel("Rebalances per second", "Rebalances started (entered PreparingRebalance) and completed.",
-            [(f'sum(rate(kafka_emu_coordinator_rebalances_started_total{{{SEL}}}[{RI}]))', "started"),
+    L.panel("Rebalances per second", "Classic rebalances started (entered PreparingRebalance) and completed; "
+            "consumer-protocol (KIP-848) group epoch bumps.",
+            [(f'sum(rate(kafka_emu_coordinator_rebalances_started_total{{{SEL}}}[{RI}]))', "classic started"),
              (f'sum(rate(kafka_server_group_coordinator_metrics_group_completed_rebalance_total{{{SEL}}}[{RI}]))',
-              "completed")], unit="ops", w=8)
+              "classic completed"),
+             (f'sum(rate(kafka_server_group_coordinator_metrics_consumer_group_rebalance_total{{{SEL}}}[{RI}]))',
+              "consumer protocol")], unit="ops", w=8)
     L.panel("Rebalance time", "Mean rebalance duration over the window, and the longest seen.",
             [(f'sum(rate(kafka_emu_coordinator_rebalance_time_ms_sum{{{SEL}}}[{RI}])) / '
               f'sum(rate(kafka_emu_coordinator_rebalance_time_ms_count{{{SEL}}}[{RI}]))', "mean"),
              (f'max(kafka_emu_coordinator_rebalance_time_ms_max{{{SEL}}})', "max")], unit="ms", w=8)
+    L.panel("Consumer-protocol groups by state", "KIP-848 groups per state over the selected coordinators.",
+            [(f'sum by (state) (kafka_server_group_coordinator_metrics_consumer_group_count{{{SEL}}})', "{{state}}")],
+            w=12, stack=True)
+    L.panel("Groups by protocol", "Groups loaded by the selected coordinators, classic and consumer protocol.",
+            [(f'sum by (protocol) (kafka_server_group_coordinator_metrics_group_count{{{SEL}}})', "{{protocol}}")],
+            w=12, stack=True)
     L.panel("Members and offsets", "Group members and committed offsets held by the coordinators.",
             [(f'sum(kafka_emu_coordinator_members{{{SEL}}})', "members"),
              (f'sum(kafka_coordinator_group_groupmetadatamanager_numoffsets{{{SEL}}})', "offsets")], w=12)

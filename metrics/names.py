@@ -288,6 +288,21 @@ COMPLETED_REBALANCES = MetricSpec(
     "Rebalances completed: a group reached Stable from CompletingRebalance with a new "
     "generation (rate() is Kafka's group-completed-rebalance-rate).",
     "kafka.server:type=group-coordinator-metrics, group-completed-rebalance-count/-rate")
+_GCM = "kafka.server:type=group-coordinator-metrics, {}"
+GROUP_COUNT = MetricSpec(
+    "kafka_server_group_coordinator_metrics_group_count", "gauge", ("protocol",),
+    "Groups loaded on this coordinator by rebalance protocol (classic, consumer).",
+    _GCM.format("group-count (protocol=<protocol>)"))
+CONSUMER_GROUP_COUNT = MetricSpec(
+    "kafka_server_group_coordinator_metrics_consumer_group_count", "gauge", ("state",),
+    "Consumer-protocol groups (KIP-848) on this coordinator by state "
+    "(Empty, Assigning, Reconciling, Stable, Dead).",
+    _GCM.format("consumer-group-count (state=<state>)"))
+CONSUMER_GROUP_REBALANCES = MetricSpec(
+    "kafka_server_group_coordinator_metrics_consumer_group_rebalance", "counter", (),
+    "Consumer-protocol group epoch bumps: a member joined or left, a subscription or the "
+    "subscribed topics' metadata changed (rate() is Kafka's consumer-group-rebalance-rate).",
+    _GCM.format("consumer-group-rebalance-count/-rate"))
 REBALANCES_STARTED = MetricSpec(
     "kafka_emu_coordinator_rebalances_started", "counter", (),
     "Transitions of a group into PreparingRebalance (a join, leave, expiry or metadata change "
@@ -380,6 +395,7 @@ ALL: tuple[MetricSpec, ...] = (
     LOG_MEMORY_BUDGET_DELETED, CLEANER_MAX_DIRTY_PERCENT, CLEANER_TIME_SINCE_LAST_RUN,
     CLEANER_UNCLEANABLE_PARTITIONS, CLEANER_RECOPY_PERCENT, CLEANER_MAX_CLEAN_TIME,
     NUM_GROUPS, *GROUP_STATE_METRICS.values(), NUM_OFFSETS, GROUP_MEMBERS,
+    GROUP_COUNT, CONSUMER_GROUP_COUNT, CONSUMER_GROUP_REBALANCES,
     COMPLETED_REBALANCES, REBALANCES_STARTED, REBALANCE_TIME, REBALANCE_TIME_MAX,
     HEARTBEAT_EXPIRATIONS, TXN_PARTITION_LOAD_TIME, TXN_PARTITION_LOAD_TIME_MAX, TXN_MARKER_QUEUE_SIZE,
     TXN_PENDING_COMPLETION, TXN_BY_STATE, CONSUMER_GROUP_CURRENT_OFFSET, CONSUMER_GROUP_LAG,

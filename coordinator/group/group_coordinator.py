@@ -128,7 +128,8 @@ class GroupCoordinator:
         self.timer = CoordinatorTimer(timer)
         self.consumer = ConsumerGroupManager(config, log, time, self.group_manager, self.classic, self.timer,
                                              image if image is not None else EmptyMetadataImage(),
-                                             group_config or (lambda group_id: {}), self._on_consumer_rebalance)
+                                             group_config or (lambda group_id: {}), self._on_consumer_rebalance,
+                                             self._on_session_expired)
         self._active = False
         self._epochs: dict[int, int] = {}
         self._epoch_lock = threading.Lock()

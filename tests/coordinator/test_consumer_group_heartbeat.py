@@ -391,3 +391,23 @@ def test_dynamic_group_configs() -> None:
     assert h.join("m1").heartbeat_interval_ms == 500
     h.advance(1001)
     assert not h.group().members
+
+
+def test_snapshot_counts_consumer_groups_rebalances_and_expiry(h: ConsumerHarness) -> None:
+    """What the metrics read (GroupCoordinatorMetrics' consumer-group-count by state,
+    group-count protocol=consumer, consumer-group-rebalance-count): two members joining bump the
+    epoch twice; m1 still owns what it must give up, so the group is Reconciling; m1's expired
+    session is a heartbeat expiration and a third bump."""
+    first = h.join("m1")
+    h.join("m2")
+    h.heartbeat(member_id="m1", member_epoch=1, topic_partitions=owned(first))
+    snap = h.coordinator.snapshot()
+    assert snap.consumer_groups_by_state == {"Empty": 0, "Assigning": 0, "Reconciling": 1, "Stable": 0, "Dead": 0}
+    assert sum(snap.groups_by_state.values()) == 0 and snap.members == 2
+    assert snap.consumer_rebalances == 2 and snap.heartbeat_expirations == 0
+    h.heartbeat(member_id="m2", member_epoch=2, topic_partitions=())
+    h.advance(REBALANCE_TIMEOUT + 1)   # m1 fenced by its rebalance timeout: not a session expiry
+    h.advance(SESSION_TIMEOUT)         # m2 sent nothing since: its session expires
+    after = h.coordinator.snapshot()
+    assert after.consumer_groups_by_state["Empty"] == 1 and after.members == 0
+    assert after.consumer_rebalances == 4 and after.heartbeat_expirations == 1

@@ -44,6 +44,24 @@ def test_groups_members_offsets_and_rebalances() -> None:
         assert metrics.sample("kafka_emu_coordinator_heartbeat_expirations_total", b) == 2
 
 
+def test_consumer_protocol_groups_by_state_protocol_and_rebalances() -> None:
+    """Kafka 4's group-coordinator-metrics: group-count by protocol, consumer-group-count by
+    state, consumer-group-rebalance-count."""
+    snapshot = coordinator_snapshot(
+        groups_by_state={"Stable": 1, "PreparingRebalance": 0, "Empty": 1, "CompletingRebalance": 0, "Dead": 0},
+        consumer_groups_by_state={"Empty": 1, "Assigning": 0, "Reconciling": 2, "Stable": 3, "Dead": 0},
+        consumer_rebalances=9)
+    with ClusterMetrics() as metrics:
+        metrics.register_broker(FakeBroker(1, coordinator=snapshot))
+        gcm = "kafka_server_group_coordinator_metrics_"
+        assert metrics.sample(gcm + "group_count", {"broker_id": "1", "protocol": "classic"}) == 2
+        assert metrics.sample(gcm + "group_count", {"broker_id": "1", "protocol": "consumer"}) == 6
+        assert [metrics.sample(gcm + "consumer_group_count", {"broker_id": "1", "state": s})
+                for s in ("Empty", "Assigning", "Reconciling", "Stable", "Dead")] == [1, 0, 2, 3, 0]
+        assert metrics.sample(gcm + "consumer_group_rebalance_total", {"broker_id": "1"}) == 9
+        assert metrics.sample(GMM + "numgroups", {"broker_id": "1"}) == 2   # classic only, as Kafka's
+
+
 def test_lag_joins_the_coordinators_offsets_with_the_leaders_high_watermark() -> None:
     """Group "g" on coordinator 0 committed 4 on orders-0 (HW 10 on leader 1) and 7 on orders-1
     (HW 7 on leader 0); orders-2 has no leader, so only its committed offset is known."""

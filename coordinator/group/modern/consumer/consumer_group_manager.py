@@ -106,7 +106,7 @@ class ConsumerGroupManager:
     def __init__(self, config: GroupCoordinatorConfig, log: CoordinatorLog, time: Time,
                  group_manager: GroupMetadataManager, classic: ClassicGroupManager, timer: CoordinatorTimer,
                  image: MetadataImage, group_config: Callable[[str], Mapping[str, int]],
-                 on_rebalance: Callable[[], None]) -> None:
+                 on_rebalance: Callable[[], None], on_session_expired: Callable[[], None] = lambda: None) -> None:
         self.config = config
         self.log = log
         self.time = time
@@ -115,6 +115,7 @@ class ConsumerGroupManager:
         self.image = image
         self.group_config = group_config
         self._on_rebalance = on_rebalance
+        self._on_session_expired = on_session_expired
         self.assignors = {name: BUILTIN_ASSIGNORS[name] for name in config.consumer_group_assignors}
         self.default_assignor = config.consumer_group_assignors[0]
         self._create_lock = threading.Lock()
@@ -608,29 +609,34 @@ class ConsumerGroupManager:
         return deleted
 
     def fence_member_operation(self, group_id: str, member_id: str, reason: str,
-                               member_epoch: int | None = None) -> None:
+                               member_epoch: int | None = None) -> bool:
         """A timeout fell due: fence the member if it is still there (and, for a rebalance
-        timeout, still at ``member_epoch``)."""
+        timeout, still at ``member_epoch``); True if it was fenced."""
         group = self.acquire(group_id)
         if group is None:
-            return
+            return False
         try:
             if not isinstance(group, ConsumerGroup) or group.is_dead():
-                return
+                return False
             member = group.members.get(member_id)
             if member is None or (member_epoch is not None and member.member_epoch != member_epoch):
-                return
+                return False
             _log.info("member_fenced", group_id=group_id, member_id=member_id, reason=reason)
             records = Records()
             self.fence_members(group, [member], records)
             self.write(group, records, lambda error: None)
+            return True
         finally:
             group.lock.release()
+
+    def _session_expired(self, group_id: str, member_id: str) -> None:
+        if self.fence_member_operation(group_id, member_id, "the member session expired"):
+            self._on_session_expired()
 
     # ================================================================== timers
     def schedule_session_timeout(self, group_id: str, member_id: str, timeout_ms: int) -> None:
         self.timer.schedule(session_timeout_key(group_id, member_id), timeout_ms,
-                            lambda: self.fence_member_operation(group_id, member_id, "the member session expired"))
+                            lambda: self._session_expired(group_id, member_id))
 
     def schedule_rebalance_timeout(self, group_id: str, member_id: str, member_epoch: int, timeout_ms: int) -> None:
         self.timer.schedule(rebalance_timeout_key(group_id, member_id), timeout_ms, lambda: self.fence_member_operation(

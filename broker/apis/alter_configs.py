@@ -13,10 +13,14 @@ any; incremental: with an op other than DELETE) or an unknown op is INVALID_REQU
 * BROKER: the name is ``""`` (cluster-wide default) or this broker's id (else INVALID_REQUEST,
   Kafka's messages); the resulting dynamic config is validated by
   ``dynamic_config.validate_broker_configs``.
+* GROUP (KIP-848's per-group configs): the name must not be empty (INVALID_REQUEST, "Default
+  group resources are not allowed."); the new overrides are validated by
+  ``coordinator.group.group_config.validate_group_configs`` against this broker's
+  ``group.consumer.*`` bounds (INVALID_CONFIG with Kafka's message). The group need not exist.
 ``validate_only`` runs every check and changes nothing.
 
-Differences from Kafka on purpose: BROKER_LOGGER (the emulator's loggers are not log4j's), GROUP
-and CLIENT_METRICS resources are refused with INVALID_REQUEST naming the type; there is no
+Differences from Kafka on purpose: BROKER_LOGGER (the emulator's loggers are not log4j's) and
+CLIENT_METRICS resources are refused with INVALID_REQUEST naming the type; there is no
 ``alter.config.policy.class.name``; any broker applies the change (Kafka forwards to the
 controller).
 """
@@ -33,6 +37,8 @@ from kafka_emu.broker.storage.log_config import LOG_CONFIG_DEF, validate_topic_c
 from kafka_emu.broker.server.metadata_store import ConfigResourceType
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.errors import Errors, KafkaError
+from kafka_emu.coordinator.group.config import GroupCoordinatorConfig
+from kafka_emu.coordinator.group.group_config import GROUP_CONFIG_DEF, validate_group_configs
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
@@ -42,8 +48,7 @@ ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 33, 44
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3     # Kafka's AlterConfigOp.OpType ids
 OP_NAMES = {OP_SET: "SET", OP_DELETE: "DELETE", OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}
 
-_NOT_SUPPORTED = frozenset({ConfigResourceType.BROKER_LOGGER, ConfigResourceType.CLIENT_METRICS,
-                            ConfigResourceType.GROUP})
+_NOT_SUPPORTED = frozenset({ConfigResourceType.BROKER_LOGGER, ConfigResourceType.CLIENT_METRICS})
 
 Op = tuple[str, int, "str | None"]    # (config name, op id, value)
 
@@ -141,6 +146,19 @@ def _alter_resource(apis: KafkaApis, rtype: int, name: str, ops: list[Op], incre
         md.alter_broker_configs(
             name, lambda current: validate_broker_configs(_new_configs(current, ops, incremental, KAFKA_CONFIG_DEF)),
             validate_only)
+    elif rtype == ConfigResourceType.GROUP:
+        if not name:
+            raise KafkaError(Errors.INVALID_REQUEST, "Default group resources are not allowed.")
+        coordinator_config = GroupCoordinatorConfig.from_mapping(apis.config.as_dict())
+
+        def alter_group(current: dict[str, Any]) -> dict[str, Any]:
+            try:
+                return validate_group_configs(_new_configs(current, ops, incremental, GROUP_CONFIG_DEF),
+                                              coordinator_config)
+            except ConfigException as exc:
+                raise KafkaError(Errors.INVALID_CONFIG, str(exc)) from None
+
+        md.alter_group_configs(name, alter_group, validate_only)
     elif rtype in _NOT_SUPPORTED:
         raise KafkaError(Errors.INVALID_REQUEST,
                          f"Resource type {ConfigResourceType(rtype).name} is not supported by the emulator")

@@ -1,4 +1,4 @@
-"""DescribeConfigs (key 32): topic and broker configs (``AdminClient.describe_configs``).
+"""DescribeConfigs (key 32): topic, broker and group configs (``AdminClient.describe_configs``).
 
 Differences from Kafka: the answer is what ``broker.server.config_helper`` says about the config
 tables and the dynamic configs (its differences are listed there); BROKER_LOGGER resources
@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, topic_name_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.server.config_helper import ConfigEntry, describe_broker, describe_topic
+from kafka_emu.broker.server.config_helper import ConfigEntry, describe_broker, describe_group, describe_topic
 from kafka_emu.broker.server.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
 from kafka_emu.broker.server.metadata_store import ConfigResourceType
 from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
@@ -58,6 +58,11 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
             else:
                 err, msg = Errors.INVALID_REQUEST, (f"Unexpected broker id, expected {broker_id} or "
                                                        f"empty string, but received {res.resource_name}")
+        elif rtype == ConfigResourceType.GROUP:
+            if not res.resource_name:
+                err, msg = Errors.INVALID_REQUEST, "Group name must not be empty"
+            else:
+                entries = describe_group(view, md.group_configs(res.resource_name), keys)
         elif rtype != ConfigResourceType.BROKER_LOGGER:
             err, msg = Errors.INVALID_REQUEST, f"unsupported resource type {rtype}"
         configs = tuple(build(entry_cls, name=e.name, value=e.value, read_only=e.read_only,

@@ -305,8 +305,8 @@ class EmbeddedCluster:
         """Back to an empty cluster: faults cleared (``clear_faults``), recorded requests dropped,
         the schema registry emptied (its ``_schemas`` topic created anew),
         every consumer group and every non-internal topic deleted, as an admin would with
-        DeleteGroups and DeleteTopics, and the dynamic broker configs removed (IncrementalAlterConfigs
-        DELETE); the brokers keep running, on the same clock.
+        DeleteGroups and DeleteTopics, and the dynamic broker and group configs removed
+        (IncrementalAlterConfigs DELETE); the brokers keep running, on the same clock.
 
         Groups go through each coordinator's DeleteGroups path, so a group that still has
         members is NON_EMPTY_GROUP, as in Kafka; topics go through the controller's deletion, as
@@ -320,6 +320,8 @@ class EmbeddedCluster:
         self.clear_requests()
         for resource in self.metadata.broker_config_resources():
             self.metadata.alter_broker_configs(resource, lambda _current: {})
+        for group_id in self.metadata.group_config_resources():
+            self.metadata.alter_group_configs(group_id, lambda _current: {})
         while True:
             left = self._delete_groups() + self._delete_topics()
             if not left:

@@ -1,6 +1,6 @@
 """What DescribeConfigs reports, after Kafka's ``ConfigHelper`` (``createBrokerConfigEntry``,
 ``createTopicConfigEntry``, ``configSynonyms``): entries computed from the config tables
-(``KAFKA_CONFIG_DEF``, ``LOG_CONFIG_DEF``) and the broker's dynamic configs
+(``KAFKA_CONFIG_DEF``, ``LOG_CONFIG_DEF``, the group configs' ``GROUP_CONFIG_DEF``) and the broker's dynamic configs
 (``DynamicBrokerConfig``), so clients see the values in force.
 
 Synonyms follow Kafka: for a topic key, the topic override (TOPIC_CONFIG) if any, then its broker
@@ -26,10 +26,13 @@ from kafka_emu.broker.server.config import KAFKA_CONFIG_DEF
 from kafka_emu.common.config_def import ConfigDef, ConfigKey, ConfigValue, Dynamic, Type, render
 from kafka_emu.broker.server.dynamic_config import DynamicBrokerConfig
 from kafka_emu.broker.storage.log_config import LOG_CONFIG_DEF, TOPIC_CONFIG_SYNONYMS, topic_value
+from kafka_emu.coordinator.group.config import GroupCoordinatorConfig
+from kafka_emu.coordinator.group.group_config import GROUP_CONFIG_DEF, broker_group_values
 
 # DescribeConfigsResponse ConfigSource ids
 SOURCE_TOPIC_CONFIG, SOURCE_DYNAMIC_BROKER_CONFIG, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 SOURCE_STATIC_BROKER_CONFIG, SOURCE_DEFAULT_CONFIG = 4, 5
+SOURCE_GROUP_CONFIG = 8
 NOT_IMPLEMENTED_DOC = "Not implemented by the emulator (accepted, no effect). "
 
 
@@ -124,4 +127,19 @@ def describe_topic(view: DynamicBrokerConfig, overrides: Mapping[str, ConfigValu
             synonyms.insert(0, Synonym(key.name, _rendered(overrides[key.name]), SOURCE_TOPIC_CONFIG))
         source = synonyms[0].source if synonyms else SOURCE_DEFAULT_CONFIG
         entries.append(_entry(key, topic_value(key.name, overrides, current), source, False, synonyms))
+    return entries
+
+
+def describe_group(view: DynamicBrokerConfig, overrides: Mapping[str, ConfigValue],
+                   keys: Iterable[str] | None) -> list[ConfigEntry]:
+    """A GROUP resource (Kafka's ``createGroupConfigEntry``): each group key's override
+    (GROUP_CONFIG) or the broker's ``group.consumer.*`` value (DEFAULT_CONFIG, as Kafka reports
+    it), one synonym of the same name and source."""
+    defaults = broker_group_values(GroupCoordinatorConfig.from_mapping(view.current().as_dict()))
+    entries = []
+    for key in _wanted(GROUP_CONFIG_DEF, keys):
+        overridden = key.name in overrides
+        value = overrides[key.name] if overridden else defaults[key.name]
+        source = SOURCE_GROUP_CONFIG if overridden else SOURCE_DEFAULT_CONFIG
+        entries.append(_entry(key, value, source, False, [Synonym(key.name, _rendered(value), source)]))
     return entries

@@ -154,7 +154,8 @@ class KafkaServer:
                 self.coordinator_log = ReplicaManagerCoordinatorLog(rm)
                 self.group_coordinator = GroupCoordinator.create(self.broker_id, cfg.as_dict(),
                                                                  self.coordinator_log, self.time,
-                                                                 image=self.metadata)
+                                                                 image=self.metadata,
+                                                                 group_config=self.metadata.group_configs)
                 self.group_coordinator.startup()
                 rm.group_coordinator = self.group_coordinator
                 self.transaction_log = ReplicaManagerCoordinatorLog(rm, TRANSACTION_STATE_TOPIC)
@@ -266,13 +267,14 @@ class KafkaServer:
     def _on_config_change(self, resource_type: int, resource_name: str) -> None:
         """A config record changed: the logs of this broker apply it at once (Kafka's
         ``DynamicConfigPublisher``: topic configs to ``LogManager.updateTopicConfig``, this broker's
-        or the cluster-wide dynamic configs to ``DynamicBrokerConfig``)."""
+        or the cluster-wide dynamic configs to ``DynamicBrokerConfig``). Group configs need no
+        push: the group coordinator reads them from the metadata on each heartbeat."""
         rm = self.replica_manager
         if rm is None or self.stopped:
             return
         if resource_type == ConfigResourceType.TOPIC:
             rm.update_log_configs(topic=resource_name)
-        elif resource_name in (CLUSTER_DEFAULT, str(self.broker_id)):
+        elif resource_type == ConfigResourceType.BROKER and resource_name in (CLUSTER_DEFAULT, str(self.broker_id)):
             rm.update_log_configs(config=DynamicBrokerConfig.of(self.config, self.metadata).current())
 
     # ------------------------------------------------------------------ coordinator bridge

@@ -12,8 +12,8 @@ replica a state drops gets it too, and stops that replica).
 It also owns what is cluster-wide rather than per broker: the producer-id counter (Kafka's
 controller hands out producer-id blocks), the creation of ``__consumer_offsets``, new partitions
 of a topic (``create_partitions``, Kafka's ``ReplicationControlManager.createPartitions``) and the
-config records: topic configs and dynamic broker configs (``alter_topic_configs``,
-``alter_broker_configs``, Kafka's ``ConfigurationControlManager``), each change announced to the
+config records: topic configs, dynamic broker configs and group configs (``alter_topic_configs``,
+``alter_broker_configs``, ``alter_group_configs``, Kafka's ``ConfigurationControlManager``), each change announced to the
 live brokers' config listeners so they apply it at once.
 
 How a partition's state changes (placement, elections, fencing, reassignments) is
@@ -29,7 +29,7 @@ lock) may call ``alter_isr`` (takes ``_lock`` only), which therefore only notes 
 it made completable; the ReplicaManager completes it after the fetch, with no lock held.
 
 Persistence (with ``log.dirs``): the publish points, ``_push`` (partition states: topics,
-partitions, elections) and ``_announce_config`` (topic and dynamic broker configs), and the two
+partitions, elections) and ``_announce_config`` (topic, dynamic broker and group configs), and the two
 changes that publish nothing (``alter_isr``, a new producer-id block) call ``_changed``, which
 calls ``on_change``; ``broker.storage.log_dirs.MetadataSnapshotFile`` uses it to rewrite the state
 (``state_snapshot``) atomically. ``restore_state`` takes it back at start-up. A new mutation
@@ -47,7 +47,8 @@ import enum
 import threading
 import uuid
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import structlog
 
@@ -130,6 +131,9 @@ class MetadataStore:
         self._config_listeners: dict[int, ConfigListener] = {}
         # BROKER resource name ("" cluster-wide, "<id>" one broker) -> typed dynamic configs
         self._broker_configs: dict[str, dict[str, Any]] = {}
+        # GROUP resource name -> typed overrides (KIP-848's group configs); a group's dict is
+        # replaced, never changed, so the coordinator reads it without the lock
+        self._group_configs: dict[str, dict[str, Any]] = {}
         self._next_assignment_start = 0
         self._next_producer_id = FIRST_PRODUCER_ID
         # reassignments whose adding replicas all joined the ISR (set by alter_isr, which runs
@@ -394,6 +398,31 @@ class MetadataStore:
                       configs=sorted(configs))
             self._announce_config(ConfigResourceType.BROKER, resource_name)
 
+    _NO_CONFIGS: Mapping[str, Any] = MappingProxyType({})
+
+    def group_configs(self, group_id: str) -> Mapping[str, Any]:
+        """The dynamic configs of GROUP resource ``group_id`` (read on every heartbeat: no lock)."""
+        return self._group_configs.get(group_id, self._NO_CONFIGS)
+
+    def group_config_resources(self) -> list[str]:
+        with self._lock:
+            return sorted(self._group_configs)
+
+    def alter_group_configs(self, group_id: str, alter: ConfigAlteration, validate_only: bool = False) -> None:
+        """The same for GROUP resource ``group_id`` (``alter`` validates with
+        ``coordinator.group.group_config``); the group need not exist, as in Kafka."""
+        with self._controller_lock:
+            configs = alter(dict(self.group_configs(group_id)))
+            if validate_only:
+                return
+            with self._lock:
+                if configs:
+                    self._group_configs[group_id] = configs
+                else:
+                    self._group_configs.pop(group_id, None)
+            _log.info("group_configs_altered", group_id=group_id, configs=sorted(configs))
+            self._announce_config(ConfigResourceType.GROUP, group_id)
+
     def register_config_listener(self, broker_id: int, listener: ConfigListener) -> None:
         with self._lock:
             self._config_listeners[broker_id] = listener
@@ -648,6 +677,7 @@ class MetadataStore:
                 "producer_id_block_end": self._producer_id_block_end,
                 "next_assignment_start": self._next_assignment_start,
                 "broker_configs": self._broker_configs,
+                "group_configs": self._group_configs,
                 "topics": [{
                     "name": t.name, "topic_id": str(t.topic_id), "internal": t.internal,
                     "configs": t.configs,
@@ -670,6 +700,7 @@ class MetadataStore:
             self._producer_id_block_end = self._next_producer_id = int(state["producer_id_block_end"])
             self._next_assignment_start = int(state["next_assignment_start"])
             self._broker_configs = {name: dict(configs) for name, configs in state["broker_configs"].items()}
+            self._group_configs = {name: dict(configs) for name, configs in state.get("group_configs", {}).items()}
             for t in state["topics"]:
                 topic_id = uuid.UUID(t["topic_id"])
                 info = TopicInfo(t["name"], topic_id, configs=dict(t["configs"]), internal=bool(t["internal"]))

@@ -252,7 +252,7 @@ def test_persisted_cluster_keeps_its_broker_count(tmp_path: Path) -> None:
 
 def test_config_changes_and_new_partitions_are_persisted(tmp_path: Path) -> None:
     """Mutations made after start-up through the controller's publish points (CreatePartitions,
-    AlterConfigs on a topic and on the brokers) are in the snapshot a restart reads."""
+    AlterConfigs on a topic, on the brokers and on a group) are in the snapshot a restart reads."""
     from kafka_emu.broker.server.partition_state import PartitionState
 
     c = cluster(tmp_path)
@@ -261,6 +261,7 @@ def test_config_changes_and_new_partitions_are_persisted(tmp_path: Path) -> None
         c.metadata.create_partitions("t", 3, None)
         c.metadata.alter_topic_configs("t", lambda configs: {**configs, "retention.ms": 60_000})
         c.metadata.alter_broker_configs("", lambda configs: {**configs, "log.retention.ms": 120_000})
+        c.metadata.alter_group_configs("g", lambda configs: {**configs, "consumer.session.timeout.ms": 50_000})
     finally:
         c.close()
     again = cluster(tmp_path)
@@ -270,6 +271,7 @@ def test_config_changes_and_new_partitions_are_persisted(tmp_path: Path) -> None
         assert all(isinstance(st, PartitionState) and st.leader == 0 for st in topic.partitions.values())
         assert topic.configs == {"retention.ms": 60_000}
         assert again.metadata.broker_configs("") == {"log.retention.ms": 120_000}
+        assert again.metadata.group_configs("g") == {"consumer.session.timeout.ms": 50_000}
     finally:
         again.close()
 

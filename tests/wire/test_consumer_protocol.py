@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka import KafkaConsumer
 
-from kafka_emu.broker.protocol.adapter import build
+from kafka_emu.broker.protocol.adapter import build, item_cls
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group.records import partition_for
 
@@ -344,3 +344,72 @@ def test_consumer_group_describe_over_the_wire(kafka_cluster: Any) -> None:
     finally:
         client.close()
         c.close()
+
+
+def test_group_configs_through_incremental_alter_and_describe_configs(kafka_cluster: Any) -> None:
+    """Per-group consumer.heartbeat.interval.ms / consumer.session.timeout.ms on the GROUP
+    resource (32): PlaintextAdminIntegrationTest.testIncrementalAlterAndDescribeGroupConfigs and
+    ControllerConfigurationValidatorTest / GroupConfigTest's refusals; the next heartbeat answers
+    with the group's interval; DescribeConfigs shows the broker's value (DEFAULT_CONFIG) until
+    the group sets its own (GROUP_CONFIG)."""
+    from kio.index import load_request_schema
+    group = unique("g-cfg")
+    client = to_coordinator(kafka_cluster, group)
+
+    def alter(*ops: tuple[str, int, str | None], name: str = group, version: int = 1) -> tuple[int, str | None]:
+        cls = load_request_schema(44, version)
+        res_cls = item_cls(cls, "resources")
+        cfg_cls = item_cls(res_cls, "configs")
+        r = client.send(build(cls, validate_only=False, resources=(build(
+            res_cls, resource_type=32, resource_name=name,
+            configs=tuple(build(cfg_cls, name=k, config_operation=op, value=v) for k, op, v in ops)),)))
+        (res,) = r.responses
+        return res.error_code, res.error_message
+
+    def described() -> dict[str, tuple[str, int]]:
+        cls = load_request_schema(32, 4)
+        res_cls = item_cls(cls, "resources")
+        r = client.send(build(cls, resources=(build(res_cls, resource_type=32, resource_name=group,
+                                                    configuration_keys=None),),
+                              include_synonyms=True, include_documentation=False))
+        (res,) = r.results
+        assert res.error_code == Errors.NONE
+        return {e.name: (e.value, e.config_source) for e in res.configs}
+
+    try:
+        assert described() == {"consumer.session.timeout.ms": ("2000", 5), "consumer.heartbeat.interval.ms": ("200", 5)}
+        assert alter(("consumer.heartbeat.interval.ms", 0, "100"), ("consumer.session.timeout.ms", 0, "1500")) \
+            == (Errors.NONE, None)
+        assert kafka_cluster.metadata.group_configs(group) == {"consumer.heartbeat.interval.ms": 100,
+                                                               "consumer.session.timeout.ms": 1500}
+        assert described() == {"consumer.session.timeout.ms": ("1500", 8), "consumer.heartbeat.interval.ms": ("100", 8)}
+        answers: list[Any] = []
+        wait_until(lambda: answers.append(client.send(heartbeat_request(0, group_id=group))) or
+                   answers[-1].error_code != Errors.COORDINATOR_LOAD_IN_PROGRESS, 10, what="the coordinator loaded")
+        assert answers[-1].heartbeat_interval.total_seconds() == 0.1
+        refused = [
+            alter(("consumer.heartbeat.interval.ms", 0, "10")),
+            alter(("consumer.session.timeout.ms", 0, "60001")),
+            alter(("consumer.session.timeout.ms", 0, "1000"), ("consumer.heartbeat.interval.ms", 0, "1000")),
+            alter(("consumer.session.timeout.ms", 0, "abc")),
+            alter(("foo", 0, "1")),
+            alter(("share.session.timeout.ms", 0, "45000")),
+            alter(("consumer.session.timeout.ms", 0, "1500"), name=""),
+        ]
+        assert refused == [
+            (Errors.INVALID_CONFIG, "consumer.heartbeat.interval.ms must be greater than or equal to "
+                                    "group.consumer.min.heartbeat.interval.ms"),
+            (Errors.INVALID_CONFIG, "consumer.session.timeout.ms must be less than or equal to "
+                                    "group.consumer.max.session.timeout.ms"),
+            (Errors.INVALID_CONFIG, "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms"),
+            (Errors.INVALID_CONFIG, "Invalid value abc for configuration consumer.session.timeout.ms: "
+                                    "Not a number of type INT"),
+            (Errors.INVALID_CONFIG, "Unknown group config name: foo"),
+            (Errors.INVALID_CONFIG, "The group config 'share.session.timeout.ms' is defined by Kafka for share "
+                                    "or streams groups, which the emulator does not serve."),
+            (Errors.INVALID_REQUEST, "Default group resources are not allowed."),
+        ]
+        assert alter(("consumer.heartbeat.interval.ms", 1, None)) == (Errors.NONE, None)   # DELETE
+        assert described()["consumer.heartbeat.interval.ms"] == ("200", 5)
+    finally:
+        client.close()

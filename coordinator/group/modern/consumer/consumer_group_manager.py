@@ -59,6 +59,7 @@ from kafka_emu.common.errors import Errors, KafkaError, map_coordinator_operatio
 from kafka_emu.coordinator.coordinator_log import CoordinatorLog
 from kafka_emu.coordinator.group.assignor import BUILTIN_ASSIGNORS, PartitionAssignorError
 from kafka_emu.coordinator.group.config import GroupCoordinatorConfig
+from kafka_emu.coordinator.group.group_config import CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS
 from kafka_emu.coordinator.group.coordinator_timer import CoordinatorTimer
 from kafka_emu.coordinator.group.group import Group
 from kafka_emu.coordinator.group.group_metadata_manager import GroupMetadataManager
@@ -97,8 +98,6 @@ _log = structlog.get_logger("coordinator.consumer_group_manager")
 # ConsumerGroupHeartbeat v1+ carries a member id the client generated (KIP-1082)
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 # the per-group overrides (IncrementalAlterConfigs on the GROUP resource, Kafka's GroupConfig)
-CONSUMER_SESSION_TIMEOUT_MS = "consumer.session.timeout.ms"
-CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
 
 class ConsumerGroupManager:
     """See the module docstring."""

@@ -42,7 +42,7 @@ _ARRAY_ALIASES: dict[str, tuple[str, ...]] = {
     "partitions": ("partition_data", "partition_indexes", "partitions"),
     "results": ("groups_names", "topics", "resources", "topic_names"),
     "coordinators": ("coordinator_keys",),
-    "groups": ("groups", "groups_names"),
+    "groups": ("groups", "groups_names", "group_ids"),
     "topics": ("topics", "topic_data", "topic_names"),
     "members": ("members",),
     "results_by_topic_v3_and_below": ("v3_and_below_topics",),   # AddPartitionsToTxn v0-v3
@@ -125,7 +125,8 @@ def _build_item(cls: type, item: Any, code: int) -> Any:
     for f, fc in field_plan(cls):
         if get_field_tag(f) is not None or fc.is_array:
             continue
-        if isinstance(item, str) and f.metadata.get("kafka_type") == "string":
+        if isinstance(item, str) and f.metadata.get("kafka_type") == "string" and not is_optional(f):
+            # (not a nullable error_message before the name: ConsumerGroupDescribe's DescribedGroup)
             return _replace(entity, f.name, item)
         if isinstance(item, int) and f.metadata.get("kafka_type") == "int32" and "partition" in f.name:
             return _replace(entity, f.name, fc.type_(item))

@@ -26,7 +26,7 @@ from kafka_emu.coordinator.group.records import partition_for
 from wire_helpers import RawClient, unique, wait_until
 
 pytestmark = [pytest.mark.timeout(90),
-              pytest.mark.kafka_cluster(brokers=3, config={
+              pytest.mark.kafka_cluster(brokers=3, record_requests=True, config={
                   "group.consumer.min.session.timeout.ms": 500, "group.consumer.session.timeout.ms": 2000,
                   "group.consumer.min.heartbeat.interval.ms": 50, "group.consumer.heartbeat.interval.ms": 200,
                   "group.min.session.timeout.ms": 500})]
@@ -413,3 +413,50 @@ def test_group_configs_through_incremental_alter_and_describe_configs(kafka_clus
         assert described()["consumer.heartbeat.interval.ms"] == ("200", 5)
     finally:
         client.close()
+
+
+def test_test_control_on_consumer_groups(kafka_cluster: Any) -> None:
+    """Test control on a consumer-protocol group: errors injected into its ConsumerGroupHeartbeats
+    (matched by group id) and into a ConsumerGroupDescribe naming it (group_ids), its heartbeats in
+    ``requests()``, and ``move_group_coordinator`` mid-group: the new coordinator loads the group
+    from __consumer_offsets and the member keeps its epoch and partitions."""
+    topic, group = unique("cp-ctl"), unique("g-ctl")
+    kafka_cluster.create_topic(topic, 2, 3)
+    injection = kafka_cluster.inject_errors("ConsumerGroupHeartbeat",
+                                            ["COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"], group=group)
+    c = consumer(kafka_cluster.bootstrap_servers, group, **{"client.id": group})
+    try:
+        c.subscribe([topic])
+        wait_until(lambda: (c.poll(0.05), len(c.assignment()))[1] == 2, 20, what="assigned despite the errors")
+        assert not injection.errors and injection.injected == 2
+        beats = kafka_cluster.requests(api="ConsumerGroupHeartbeat", client_id=group)
+        assert [r.fault for r in beats[:2]] == ["error", "error"]
+        assert [r.response.error_code for r in beats[:3]] == [Errors.COORDINATOR_NOT_AVAILABLE,
+                                                               Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.NONE]
+        before = describe(kafka_cluster, group)
+        (member,) = before.members
+        source = coordinator_of(kafka_cluster, group)
+        target = (source + 1) % 3
+        kafka_cluster.move_group_coordinator(group, target)
+
+        def answered_by_target() -> bool:
+            c.poll(0.05)
+            last = kafka_cluster.requests(api="ConsumerGroupHeartbeat", client_id=group)[-1]
+            return last.broker == target and last.response is not None and last.response.error_code == Errors.NONE
+        wait_until(answered_by_target, 20, what="heartbeats answered by the new coordinator")
+        after = describe(kafka_cluster, group)
+        assert after.error == Errors.NONE and after.group_epoch == before.group_epoch
+        (moved,) = after.members
+        assert (moved.member_id, moved.member_epoch) == (member.member_id, member.member_epoch)
+        assert len(c.assignment()) == 2
+        kafka_cluster.inject_errors("ConsumerGroupDescribe", ["GROUP_AUTHORIZATION_FAILED"], group=group)
+        client = to_coordinator(kafka_cluster, group)
+        try:
+            from kio.index import load_request_schema
+            d = client.send(build(load_request_schema(69, 1), group_ids=(group,), include_authorized_operations=False))
+            assert [g.error_code for g in d.groups] == [Errors.GROUP_AUTHORIZATION_FAILED]
+        finally:
+            client.close()
+    finally:
+        c.close()
+        kafka_cluster.clear_faults()

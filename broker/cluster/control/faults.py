@@ -150,7 +150,7 @@ def _matches(i: ErrorInjection, facts: RequestFacts) -> bool:
 _TOPIC_ARRAYS = ("topic_data", "topics")
 _PARTITION_ARRAYS = ("partition_data", "partitions", "partition_indexes")
 _GROUP_FIELDS = ("group_id", "key")
-_GROUP_ARRAYS = ("coordinator_keys", "groups", "groups_names")
+_GROUP_ARRAYS = ("coordinator_keys", "groups", "groups_names", "group_ids")
 
 
 def request_facts(api: int, broker: int, body: RequestBody, metadata: MetadataStore | None) -> RequestFacts:

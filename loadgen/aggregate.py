@@ -123,7 +123,8 @@ def churn_events(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def rebalance_summary(events: pd.DataFrame) -> dict[str, Any]:
-    """Member assignments (revoke/first join to assign) and the membership changes behind them.
+    """Member assignments (revoke/first join to assign) and the membership changes behind them;
+    ``by_group`` has each group's assignment times.
 
     ``leaves`` counts planned leaves (LeaveGroup mid-run); ``closes_at_end`` the members that
     stayed until the group had consumed everything and then closed (also a LeaveGroup).
@@ -133,6 +134,14 @@ def rebalance_summary(events: pd.DataFrame) -> dict[str, Any]:
     if len(reb):
         out.update({"p50_ms": _clean(float(reb.quantile(0.5))), "p99_ms": _clean(float(reb.quantile(0.99))),
                     "max_ms": _clean(float(reb.max()))})
+    by_group: dict[str, Any] = {}
+    if len(events):
+        rows = events[(events["op"] == "rebalance") & events["latency_ms"].notna()]
+        for group_id, frame in rows.groupby("group_id"):
+            lat = frame["latency_ms"]
+            by_group[str(group_id)] = {"count": int(len(lat)), "p50_ms": _clean(float(lat.quantile(0.5))),
+                                       "max_ms": _clean(float(lat.max()))}
+    out["by_group"] = by_group
     if not len(events):
         return {**out, "joins": 0, "leaves": 0, "closes_at_end": 0, "crashes": 0}
     leaves = events[events["op"] == "leave"]

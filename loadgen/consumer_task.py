@@ -98,8 +98,12 @@ def run_member(params: dict[str, Any], bootstrap: str, t0: float, start_s: float
         state["since"] = None
         sink.add("rebalance", latency, detail=f"assigned={n}")
 
-    settings = {"session.timeout.ms": g["session_timeout_ms"], "heartbeat.interval.ms": g["heartbeat_interval_ms"],
-                **g["config"]}
+    if g.get("group_protocol") == "consumer":
+        # KIP-848: the timeouts are the group's configs on the broker (set before the run)
+        settings = {"group.protocol": "consumer", **g["config"]}
+    else:
+        settings = {"session.timeout.ms": g["session_timeout_ms"], "heartbeat.interval.ms": g["heartbeat_interval_ms"],
+                    **g["config"]}
     consumer = make_consumer(g["client"], bootstrap, g["group_id"], params["member"], settings, on_commit)
     sink.add("join")
     consumer.subscribe(list(g["topics"]), on_assign, on_revoke)

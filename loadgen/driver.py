@@ -19,7 +19,7 @@ from kafka_emu.loadgen.live_stats import StatsReceiver
 from kafka_emu.loadgen.report import build_report, save_samples, write_summary
 from kafka_emu.loadgen.samples import SPARK_SCHEMA
 from kafka_emu.loadgen.spec import TopicSpec, WorkloadSpec
-from kafka_emu.loadgen.target import create_topics, delete_topic
+from kafka_emu.loadgen.target import create_topics, delete_topic, set_group_configs
 from kafka_emu.loadgen.tasks import TASK_SCHEMA, Task, build_tasks
 
 
@@ -56,6 +56,7 @@ def run_load(spark: Any, spec: WorkloadSpec, bootstrap: str, report_dir: Path, r
     """Run the workload against ``bootstrap`` (topics already created) and write the report."""
     control = f"_loadgen-done-{run_info.get('run_id') or int(time.time())}"
     create_topics(bootstrap, (TopicSpec(control, 1, 1),), 1)
+    refused = set_group_configs(bootstrap, spec.groups)
     tasks, partitions = plan(spark, spec, control)
     stats = StatsReceiver(driver_host(spark))
     watcher = LiveProgress(stats, spec.duration_s, show_progress)
@@ -73,7 +74,7 @@ def run_load(spark: Any, spec: WorkloadSpec, bootstrap: str, report_dir: Path, r
     began = time.time()
     info = {**run_info, "tasks": len(tasks), "partitions": partitions, "stage_submit_ts": round(submitted, 3),
             "stage_done_ts": round(done, 3),
-            "spec": spec.to_dict()}
+            "spec": spec.to_dict(), "group_configs_refused": refused}
     save_samples(table, report_dir)
     summary = build_report(table, report_dir, info, audiences(spec))
     summary["phases_s"]["report"] = round(time.time() - began, 2)

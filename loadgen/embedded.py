@@ -16,6 +16,9 @@ CLUSTER_CONFIG: dict[str, Any] = {
     "offsets.topic.num.partitions": 10,
     "group.initial.rebalance.delay.ms": 0,
     "group.min.session.timeout.ms": 500,
+    # consumer-protocol groups (KIP-848) get the spec's timeouts as group configs, within these
+    "group.consumer.min.session.timeout.ms": 500,
+    "group.consumer.min.heartbeat.interval.ms": 100,
 }
 
 

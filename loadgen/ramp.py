@@ -35,7 +35,7 @@ from kafka_emu.loadgen.driver import plan, run_stage
 from kafka_emu.loadgen.live_progress import LiveProgress
 from kafka_emu.loadgen.live_stats import StatsReceiver
 from kafka_emu.loadgen.spec import RampSpec, TopicSpec, WorkloadSpec
-from kafka_emu.loadgen.target import QUIET, create_topics, delete_topic
+from kafka_emu.loadgen.target import QUIET, create_topics, delete_topic, set_group_configs
 
 SUSTAINED_FRACTION = 0.95
 WARMUP_S = 1.0      # the start of a step (connections, metadata, group joins) is not judged for latency
@@ -203,6 +203,7 @@ def run_ramp(spark: Any, spec: WorkloadSpec, bootstrap: str, report_dir: Path, r
     steps: list[dict[str, Any]] = []
     run_began = time.time()
     groups = {g.group_id: list(g.topics) for g in spec.groups}
+    set_group_configs(bootstrap, spec.groups)
     for k, rate in enumerate(step_rates(spec.ramp)):
         sspec = step_spec(spec, rate, k)
         control = f"_loadgen-done-{run_info.get('run_id') or int(run_began)}-{k}"

@@ -63,6 +63,15 @@ def phases(run_info: dict[str, Any], samples: pd.DataFrame, span: tuple[float, f
     return {k: v for k, v in out.items() if v is not None}
 
 
+def _with_protocols(rebalances: dict[str, Any], run_info: dict[str, Any]) -> dict[str, Any]:
+    """Each group's assignment times labelled with its rebalance protocol (classic or consumer)."""
+    groups = (run_info.get("spec") or {}).get("groups") or ()
+    protocols = {g["group_id"]: g.get("group_protocol", "classic") for g in groups}
+    for group_id, stats in rebalances.get("by_group", {}).items():
+        stats["protocol"] = protocols.get(group_id, "classic")
+    return rebalances
+
+
 def build_report(samples: pa.Table | pd.DataFrame, out_dir: Path, run_info: dict[str, Any],
                  audiences: dict[str, list[str]]) -> dict[str, Any]:
     """Aggregate ``samples`` into the summary and draw the charts; ``write_summary`` writes the text files."""
@@ -100,7 +109,7 @@ def build_report(samples: pa.Table | pd.DataFrame, out_dir: Path, run_info: dict
         "throughput": throughput,
         "operations": ops,
         "errors": errors,
-        "rebalances": aggregate.rebalance_summary(events),
+        "rebalances": _with_protocols(aggregate.rebalance_summary(events), run_info),
         "churn": [{"t_s": round(float(r["t"]), 2), "op": r["op"], "group": r["group_id"], "member": r["member"]}
                   for _, r in churn.iterrows()],
         "task_errors": [e for e in errors if e["op"] == "task_error"],
@@ -203,6 +212,10 @@ def summary_blocks(s: dict[str, Any]) -> list[Block]:
         blocks.append(Block(text=f"Rebalances: {r['count']} member assignments (p50 {r.get('p50_ms', 0):.0f} ms, max "
                                  f"{r.get('max_ms', 0):.0f} ms); joins {r['joins']}, planned leaves {r['leaves']}, "
                                  f"crashes {r['crashes']}, members closed at the end {r.get('closes_at_end', 0)}."))
+        if r.get("by_group"):
+            blocks.append(Block(header=["group", "protocol", "assignments", "p50 ms", "max ms"],
+                                rows=[[g, str(b.get("protocol", "classic")), str(b["count"]), f"{b['p50_ms']:.0f}",
+                                       f"{b['max_ms']:.0f}"] for g, b in r["by_group"].items()]))
     if s.get("churn"):
         blocks.append(Block(text="Churn: " + ", ".join(f"{c['op']} {c['member']} at {c['t_s']:.1f} s"
                                                       for c in s["churn"]) + "."))

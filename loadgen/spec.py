@@ -21,6 +21,10 @@ import yaml
 from kafka_emu.loadgen.errors import SpecError
 
 CLIENTS = ("confluent", "kafka-python")
+GROUP_PROTOCOLS = ("classic", "consumer")   # a group's rebalance protocol (consumer: KIP-848)
+# librdkafka refuses these with group.protocol=consumer: the broker holds them (group configs)
+_CLASSIC_ONLY_SETTINGS = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy",
+                          "group.protocol.type")
 SIZE_DISTS = ("fixed", "uniform", "normal", "lognormal")
 KEY_MODES = ("none", "random", "sequential")
 ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
@@ -105,6 +109,10 @@ class GroupSpec:
     heartbeat_interval_ms: int = 1000
     churn: tuple[ChurnEvent, ...] = ()
     config: dict[str, Any] = field(default_factory=dict)
+    # "consumer": members use the consumer group protocol (KIP-848, confluent-kafka's
+    # group.protocol=consumer); the session timeout and heartbeat interval then become the
+    # group's configs on the broker (consumer.session.timeout.ms, consumer.heartbeat.interval.ms)
+    group_protocol: str = "classic"
 
 
 @dataclass(frozen=True)
@@ -306,7 +314,7 @@ def _parse_producer(c: _Checker, raw: Any, path: str, duration: float) -> Produc
 
 def _parse_group(c: _Checker, raw: Any, path: str, duration: float) -> GroupSpec:
     d = c.mapping(raw, path, {"group_id", "topics", "topic", "members", "client", "session_timeout_ms",
-                              "heartbeat_interval_ms", "churn", "config"})
+                              "heartbeat_interval_ms", "churn", "config", "group_protocol"})
     churn: list[ChurnEvent] = []
     for i, ev in enumerate(c.seq(d.get("churn"), f"{path}.churn")):
         ep = f"{path}.churn[{i}]"
@@ -326,7 +334,16 @@ def _parse_group(c: _Checker, raw: Any, path: str, duration: float) -> GroupSpec
         heartbeat_interval_ms=c.number(d, "heartbeat_interval_ms", path, 1000, minimum=100, integer=True),
         churn=tuple(sorted(churn, key=lambda e: e.at_s or 0.0)),
         config=c.config(d, path),
+        group_protocol=c.choice(d, "group_protocol", path, "classic", GROUP_PROTOCOLS),
     )
+    if g.group_protocol == "consumer":
+        if g.client != "confluent":
+            c.fail(f"{path}.group_protocol", "consumer needs client confluent (kafka-python has only the classic "
+                                             "protocol)")
+        refused = [k for k in _CLASSIC_ONLY_SETTINGS if k in g.config]
+        if refused:
+            c.fail(f"{path}.config", f"{', '.join(refused)} cannot be set with group_protocol consumer (the broker "
+                                     "holds them: use session_timeout_ms and heartbeat_interval_ms)")
     if g.heartbeat_interval_ms >= g.session_timeout_ms:
         c.fail(f"{path}.heartbeat_interval_ms", "must be lower than session_timeout_ms")
     live = g.members

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import structlog
 
 from kafka_emu.loadgen.errors import ClusterUnreachableError, LoadgenError, SpecError
-from kafka_emu.loadgen.spec import TopicSpec
+from kafka_emu.loadgen.spec import GroupSpec, TopicSpec
 
 _log = structlog.get_logger("loadgen.target")
 
@@ -81,6 +81,34 @@ def create_topics(bootstrap: str, topics: tuple[TopicSpec, ...], brokers: int) -
             if getattr(err, "name", lambda: "")() == "TOPIC_ALREADY_EXISTS":
                 continue
             raise LoadgenError(f"creating topic {name} failed: {err.str() if hasattr(err, 'str') else exc}") from None
+
+
+def set_group_configs(bootstrap: str, groups: tuple[GroupSpec, ...]) -> dict[str, str]:
+    """Give each consumer-protocol group its spec's session timeout and heartbeat interval as
+    group configs (IncrementalAlterConfigs on the GROUP resource, KIP-848), since its members
+    cannot choose them. A broker that refuses (its group.consumer.min/max bounds exclude the
+    values, or it predates group configs) leaves the group on the broker's values: the refusal
+    is logged and returned per group, and the run goes on."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    wanted = [g for g in groups if g.group_protocol == "consumer"]
+    if not wanted:
+        return {}
+    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+    refused: dict[str, str] = {}
+    for g in wanted:
+        resource = ConfigResource(ResourceType.GROUP, g.group_id, incremental_configs=[
+            ConfigEntry("consumer.session.timeout.ms", str(g.session_timeout_ms),
+                        incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("consumer.heartbeat.interval.ms", str(g.heartbeat_interval_ms),
+                        incremental_operation=AlterConfigOpType.SET)])
+        try:
+            admin.incremental_alter_configs([resource], request_timeout=30)[resource].result(30)
+        except Exception as exc:
+            err = exc.args[0] if exc.args else None
+            refused[g.group_id] = err.str() if hasattr(err, "str") else str(exc)
+            _log.warning("group_configs_refused", group_id=g.group_id, error=refused[g.group_id])
+    return refused
 
 
 def delete_topic(bootstrap: str, name: str) -> None:

@@ -35,7 +35,11 @@ SPEC = {
     "groups": [{"group_id": "pipe-app", "topics": ["pipe"], "members": 2, "session_timeout_ms": 1500,
                 "heartbeat_interval_ms": 300,
                 "churn": [{"at_s": 1, "action": "join"}, {"at_s": 2, "action": "leave"},
-                          {"at_s": 2.5, "action": "crash"}]}],
+                          {"at_s": 2.5, "action": "crash"}]},
+               # the consumer group protocol (KIP-848): its timeouts become the group's configs
+               {"group_id": "pipe-848", "topics": ["pipe"], "members": 2, "group_protocol": "consumer",
+                "session_timeout_ms": 1500, "heartbeat_interval_ms": 300,
+                "churn": [{"at_s": 2.5, "action": "crash"}]}],
     "consumers": [{"name": "audit", "topics": ["pipe", "pipe-kp"], "client": "kafka-python"}],
     "admin": [{"at_s": 1, "action": "list_topics"}, {"at_s": 2, "action": "describe_groups", "group": "pipe-app"}],
 }
@@ -68,16 +72,22 @@ def test_pipeline_report_matches_the_cluster(spark, tmp_path, in_log):
     group = summary["consumed"]["pipe-app"]
     assert group["missing"] == 0
     assert group["unique"] == logs["pipe"]
-    # The plan: 2 initial members + 1 join; one leaves, one crashes (SIGKILL), the rest drain.
+    kip848 = summary["consumed"]["pipe-848"]
+    assert kip848["missing"] == 0 and kip848["unique"] == logs["pipe"]
+    assert summary["run"]["group_configs_refused"] == {}
+    # The plan: pipe-app 2 initial members + 1 join; one leaves, one crashes (SIGKILL), the rest
+    # drain; pipe-848 2 members, one crashes (its partitions move after the group's 1.5 s session).
     reb = summary["rebalances"]
-    assert reb["joins"] == 3 and reb["crashes"] == 1 and reb["leaves"] == 1 and reb["closes_at_end"] == 1
-    assert reb["count"] >= 3
+    assert reb["joins"] == 5 and reb["crashes"] == 2 and reb["leaves"] == 1 and reb["closes_at_end"] == 2
+    assert reb["count"] >= 5
+    assert {g: b["protocol"] for g, b in reb["by_group"].items()} == {"pipe-app": "classic", "pipe-848": "consumer"}
     assert {"admin:list_topics", "admin:describe_groups"} <= set(summary["operations"])
     assert summary["operations"]["produce"]["latency_ms"]["p50"] > 0
     # The per-second series adds up to the totals.
     per_second = pd.read_csv(tmp_path / "per_second.csv")
     assert per_second[per_second["op"] == "produce"]["messages"].sum() == produced["acked"]
-    assert per_second[per_second["op"] == "consume"]["messages"].sum() == group["records"] + audit["records"]
+    assert per_second[per_second["op"] == "consume"]["messages"].sum() == \
+        group["records"] + kip848["records"] + audit["records"]
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk["produced"] == produced
     assert spark.read.parquet(str(tmp_path / "samples.parquet")).count() == summary["run"]["samples"]

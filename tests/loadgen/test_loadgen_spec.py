@@ -21,7 +21,8 @@ BASE = {"duration_s": 10, "topics": [{"name": "t", "partitions": 2}],
 def test_example_spec_is_valid(tmp_path):
     spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / "workload.yaml")
     assert spec.duration_s == 40
-    assert {g.group_id for g in spec.groups} == {"orders-app", "clicks-app"}
+    assert {g.group_id for g in spec.groups} == {"orders-app", "orders-app-kip848", "clicks-app"}
+    assert [g.group_protocol for g in spec.groups] == ["classic", "consumer", "classic"]
     assert spec.producers[1].client == "kafka-python" and spec.producers[1].acks == 1
     assert spec.producers[2].transaction_records == 20 and spec.producers[2].acks == -1
     assert spec.avro_producers == ("payments-avro-writer",) and spec.schema_registry_url is None
@@ -66,6 +67,20 @@ def test_every_problem_is_reported_with_its_path():
                      "topic 'nope' is not declared"):
         assert fragment in msg
     assert "\n" not in msg   # one line for the CLI
+
+
+def test_group_protocol_consumer_needs_confluent_and_no_client_side_timeouts():
+    """A consumer-protocol group (KIP-848) runs confluent-kafka members with group.protocol=consumer;
+    librdkafka refuses the timeouts and the assignment strategy there (the broker holds them)."""
+    group = {"group_id": "g", "topics": ["t"], "group_protocol": "consumer"}
+    assert parse_spec({**BASE, "groups": [group]}).groups[0].group_protocol == "consumer"
+    assert parse_spec({**BASE, "groups": [{**group, "group_protocol": "classic"}]}).groups[0].group_protocol == "classic"
+    for extra, fragment in (({"client": "kafka-python"}, "groups[0].group_protocol: consumer needs client confluent"),
+                            ({"config": {"session.timeout.ms": 3000}}, "groups[0].config: session.timeout.ms cannot"),
+                            ({"group_protocol": "streams"}, "groups[0].group_protocol: must be one of classic, consumer")):
+        with pytest.raises(SpecError) as info:
+            parse_spec({**BASE, "groups": [{**group, **extra}]})
+        assert fragment in info.value.message
 
 
 def test_churn_that_removes_more_members_than_live_is_rejected():

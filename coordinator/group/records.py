@@ -496,7 +496,8 @@ class ConsumerGroupMetadataKey:
 @dataclass(frozen=True, slots=True)
 class ConsumerGroupPartitionMetadataKey:
     """Type 4: subscription metadata of Kafka 4.0, replaced by ``metadata_hash`` in 4.1
-    (KIP-1101): read and ignored; a group loaded with one writes its tombstone."""
+    (KIP-1101): read and ignored, never written. Difference: Kafka 4.1 writes its tombstone at
+    the group's next heartbeat after loading one; the emulator leaves it (nothing reads it)."""
     TYPE = 4
     group_id: str
 

@@ -25,6 +25,7 @@ from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
 from kafka_emu.broker.cluster.inprocess_client import produce_request, send_async
 from kafka_emu.broker.storage.record_batch import build_batch
 from kafka_emu.compiled import compiled_modules
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.metrics.progress import progress_enabled, wait_with_progress
 
@@ -97,7 +98,7 @@ class _Driver:
                         self.errors += 1
             self._submit()
 
-        if not send_async(self.channels[i], 0, 9, self.bodies[i], done, client_id="bench"):
+        if not send_async(self.channels[i], ApiKeys.PRODUCE, 9, self.bodies[i], done, client_id="bench"):
             with self.lock:
                 self.outstanding -= 1
                 self.errors += 1

@@ -29,6 +29,7 @@ from kafka_emu.bench.bench_util import emit, percentile
 from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
 from kafka_emu.broker.cluster.inprocess_client import send
 from kafka_emu.broker.storage.record_batch import build_batch
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 TRANSACTIONAL = 0x10
@@ -64,7 +65,7 @@ class _Producer:
         self.add_retries = 0
         self.coordinator = cluster.broker(self._find_coordinator() if transactional_id
                                           else cluster.live_brokers()[0]).request_channel
-        r = send(self.coordinator, 22, 4, load_request_schema(22, 4)(
+        r = send(self.coordinator, ApiKeys.INIT_PRODUCER_ID, 4, load_request_schema(ApiKeys.INIT_PRODUCER_ID, 4)(
             transactional_id=transactional_id, transaction_timeout=timedelta(seconds=60), producer_id=-1,
             producer_epoch=-1))
         assert r.body.error_code == Errors.NONE, r.body
@@ -78,14 +79,15 @@ class _Producer:
         any_broker = self.cluster.broker(self.cluster.live_brokers()[0]).request_channel
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            r = send(any_broker, 10, 1, load_request_schema(10, 1)(key=self.transactional_id, key_type=1))
+            r = send(any_broker, ApiKeys.FIND_COORDINATOR, 1, load_request_schema(ApiKeys.FIND_COORDINATOR, 1)(
+                key=self.transactional_id, key_type=1))
             if r.body.error_code == Errors.NONE:
                 return int(r.body.node_id)
             time.sleep(0.01)
         raise RuntimeError(f"no transaction coordinator for {self.transactional_id}")
 
     def _produce(self) -> None:
-        cls = load_request_schema(0, PRODUCE_VERSION)
+        cls = load_request_schema(ApiKeys.PRODUCE, PRODUCE_VERSION)
         mod = __import__(cls.__module__, fromlist=["TopicProduceData"])
         for leader, parts in self.leaders.items():
             data = []
@@ -97,19 +99,19 @@ class _Producer:
                 data.append(mod.PartitionProduceData(index=p, records=batch))
             body = cls(transactional_id=self.transactional_id, acks=-1, timeout=timedelta(seconds=30),
                        topic_data=(mod.TopicProduceData(name=self.topic, partition_data=tuple(data)),))
-            r = send(self.cluster.broker(leader).request_channel, 0, PRODUCE_VERSION, body)
+            r = send(self.cluster.broker(leader).request_channel, ApiKeys.PRODUCE, PRODUCE_VERSION, body)
             codes = [pr.error_code for t in r.body.responses for pr in t.partition_responses]
             assert all(c == Errors.NONE for c in codes), codes
 
     def transaction(self) -> float:
         """One committed transaction; returns the EndTxn round trip in seconds."""
-        add_cls = load_request_schema(24, 3)
+        add_cls = load_request_schema(ApiKeys.ADD_PARTITIONS_TO_TXN, 3)
         mod = __import__(add_cls.__module__, fromlist=["AddPartitionsToTxnTopic"])
         add = add_cls(v3_and_below_transactional_id=self.transactional_id, v3_and_below_producer_id=self.producer_id,
                       v3_and_below_producer_epoch=self.epoch, v3_and_below_topics=(
                           mod.AddPartitionsToTxnTopic(name=self.topic, partitions=tuple(self.partitions)),))
         while True:
-            r = send(self.coordinator, 24, 3, add)
+            r = send(self.coordinator, ApiKeys.ADD_PARTITIONS_TO_TXN, 3, add)
             code = r.body.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
             if code == Errors.NONE:
                 break
@@ -118,7 +120,7 @@ class _Producer:
             time.sleep(0.001)
         self._produce()
         t0 = time.perf_counter()
-        r = send(self.coordinator, 26, 3, load_request_schema(26, 3)(
+        r = send(self.coordinator, ApiKeys.END_TXN, 3, load_request_schema(ApiKeys.END_TXN, 3)(
             transactional_id=self.transactional_id, producer_id=self.producer_id, producer_epoch=self.epoch,
             committed=True))
         assert r.body.error_code == Errors.NONE, r.body

@@ -43,6 +43,7 @@ from typing import Any, Callable, TypeVar
 
 from kafka_emu.bench import bench_wire_fetch
 from kafka_emu.bench.bench_util import child_result
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.metrics.progress import progress, progress_enabled
 
 TARGET_RATE_1 = 5000
@@ -234,7 +235,7 @@ class NaiveServer:
                 header, hsize = read_header(frame, 0)
                 req_cls = load_request_schema(header.request_api_key, header.request_api_version)
                 body, _ = entity_reader(req_cls)(frame, hsize)
-                resp_cls = load_response_schema(0, header.request_api_version)
+                resp_cls = load_response_schema(ApiKeys.PRODUCE, header.request_api_version)
                 mod = sys.modules[resp_cls.__module__]
                 topics = []
                 for t in body.topic_data:

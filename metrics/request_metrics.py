@@ -25,6 +25,7 @@ from typing import Any, Callable, TypeVar
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.metrics import names
 from kafka_emu.metrics.error_counts import error_counts, error_name
 from kafka_emu.metrics.sources import RequestListener, RequestView
@@ -32,14 +33,15 @@ from kafka_emu.metrics.sources import RequestListener, RequestView
 _log = structlog.get_logger("metrics.request_metrics")
 
 _NS_PER_MS = 1_000_000.0
+_FETCH = ApiKeys.FETCH.name
 _Key = tuple[str, str, int]
 _T = TypeVar("_T")
 
 
 def request_metric_names(request: RequestView) -> tuple[str, ...]:
     """The ``request`` label values a request is recorded under (Fetch: two, as in Kafka)."""
-    if request.api_name == "Fetch":
-        return ("FetchFollower" if request.is_from_follower else "FetchConsumer", "Fetch")
+    if request.api_name == _FETCH:
+        return ("FetchFollower" if request.is_from_follower else "FetchConsumer", _FETCH)
     return (request.api_name,)
 
 

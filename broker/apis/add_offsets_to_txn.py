@@ -14,18 +14,17 @@ from kafka_emu.broker.apis._common import error_code_answer
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.apis.find_coordinator import partition_for
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 25
-
 
 def handle_add_offsets_to_txn(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    answer = error_code_answer(apis, request, API_KEY)
+    answer = error_code_answer(apis, request, ApiKeys.ADD_OFFSETS_TO_TXN)
     coordinator = apis.transaction_coordinator
     if coordinator is None:
         answer(Errors.COORDINATOR_NOT_AVAILABLE)
@@ -39,4 +38,4 @@ def handle_add_offsets_to_txn(apis: KafkaApis, request: Request) -> None:
                                                      int(body.producer_epoch), {tp}, answer)
 
 
-APIS = (ApiSpec(API_KEY, "AddOffsetsToTxn", 0, 4, handle_add_offsets_to_txn),)
+APIS = (ApiSpec(ApiKeys.ADD_OFFSETS_TO_TXN, 0, 4, handle_add_offsets_to_txn),)

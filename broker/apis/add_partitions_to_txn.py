@@ -16,19 +16,18 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, fenced_error_for, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 24
-
 
 def handle_add_partitions_to_txn(apis: KafkaApis, request: Request) -> None:
     body = request.body
     version = request.api_version
-    cls = response_schema(API_KEY, version)
+    cls = response_schema(ApiKeys.ADD_PARTITIONS_TO_TXN, version)
     topic_cls = item_cls(cls, "results_by_topic_v3_and_below")
     part_cls = item_cls(topic_cls, "results_by_partition")
     requested = [(t.name, int(p)) for t in body.v3_and_below_topics for p in t.partitions]
@@ -62,4 +61,4 @@ def handle_add_partitions_to_txn(apis: KafkaApis, request: Request) -> None:
                                                      int(body.v3_and_below_producer_epoch), set(requested), on_result)
 
 
-APIS = (ApiSpec(API_KEY, "AddPartitionsToTxn", 0, 3, handle_add_partitions_to_txn),)
+APIS = (ApiSpec(ApiKeys.ADD_PARTITIONS_TO_TXN, 0, 3, handle_add_partitions_to_txn),)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, topic_name_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.config import KAFKA_CONFIG_DEF, STRICT_CONFIG
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.config_def import ConfigDef, ConfigException, ConfigValue, Type, render
 from kafka_emu.broker.server.dynamic_config import CLUSTER_DEFAULT, validate_broker_configs
 from kafka_emu.broker.storage.log_config import LOG_CONFIG_DEF, validate_topic_configs
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 33, 44
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3     # Kafka's AlterConfigOp.OpType ids
 OP_NAMES = {OP_SET: "SET", OP_DELETE: "DELETE", OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}
 
@@ -188,14 +188,14 @@ def _handle(apis: KafkaApis, request: Request, api_key: int, incremental: bool) 
 
 
 def handle_alter_configs(apis: KafkaApis, request: Request) -> None:
-    _handle(apis, request, ALTER_CONFIGS, incremental=False)
+    _handle(apis, request, ApiKeys.ALTER_CONFIGS, incremental=False)
 
 
 def handle_incremental_alter_configs(apis: KafkaApis, request: Request) -> None:
-    _handle(apis, request, INCREMENTAL_ALTER_CONFIGS, incremental=True)
+    _handle(apis, request, ApiKeys.INCREMENTAL_ALTER_CONFIGS, incremental=True)
 
 
 APIS = (
-    ApiSpec(ALTER_CONFIGS, "AlterConfigs", 0, 2, handle_alter_configs),
-    ApiSpec(INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1, handle_incremental_alter_configs),
+    ApiSpec(ApiKeys.ALTER_CONFIGS, 0, 2, handle_alter_configs),
+    ApiSpec(ApiKeys.INCREMENTAL_ALTER_CONFIGS, 0, 1, handle_incremental_alter_configs),
 )

@@ -30,6 +30,7 @@ from kafka_emu.broker.apis._common import ZERO_THROTTLE
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.config import API_COMPATIBILITY, KAFKA_4X
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction.config import (
     MAX_TRANSACTION_VERSION, TRANSACTION_VERSION, TRANSACTION_VERSION_FEATURE,
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 18
+API_KEY = int(ApiKeys.API_VERSIONS)   # an int: compared with headers' keys (answers_unsupported_versions)
 _SOFTWARE_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
@@ -103,7 +104,7 @@ def _handle(apis: KafkaApis, request: Request) -> None:
         request, handle_api_versions(request, apis.config[API_COMPATIBILITY], apis.config[TRANSACTION_VERSION]))
 
 
-APIS = (ApiSpec(API_KEY, "ApiVersions", 0, 4, _handle),)
+APIS = (ApiSpec(API_KEY, 0, 4, _handle),)
 
 
 class DefaultApiVersionManager:

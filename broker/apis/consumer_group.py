@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, duration_ms, respond, respond_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group.config import CONSUMER, REBALANCE_PROTOCOLS
 from kafka_emu.coordinator.group.results import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResult
@@ -24,8 +25,6 @@ from kafka_emu.coordinator.group.results import ConsumerGroupHeartbeatRequest, C
 if TYPE_CHECKING:
     from kafka_emu.broker.network.request_channel import Request
     from kafka_emu.broker.server.kafka_apis import KafkaApis
-
-CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 
 
 def consumer_protocol_enabled(apis: KafkaApis) -> bool:
@@ -38,7 +37,7 @@ def handle_consumer_group_heartbeat(apis: KafkaApis, request: Request) -> None:
         respond_error(apis, request, Errors.UNSUPPORTED_VERSION if gc is not None else Errors.COORDINATOR_NOT_AVAILABLE)
         return
     body = request.body
-    cls = response_schema(CONSUMER_GROUP_HEARTBEAT, request.api_version)
+    cls = response_schema(ApiKeys.CONSUMER_GROUP_HEARTBEAT, request.api_version)
     assignment_cls = item_cls(cls, "assignment")
     partitions_cls = item_cls(assignment_cls, "topic_partitions")
     owned = body.topic_partitions
@@ -72,7 +71,7 @@ def handle_consumer_group_heartbeat(apis: KafkaApis, request: Request) -> None:
 
 def handle_consumer_group_describe(apis: KafkaApis, request: Request) -> None:
     gc = apis.group_coordinator
-    cls = response_schema(CONSUMER_GROUP_DESCRIBE, request.api_version)
+    cls = response_schema(ApiKeys.CONSUMER_GROUP_DESCRIBE, request.api_version)
     group_cls = item_cls(cls, "groups")
     if gc is None or not consumer_protocol_enabled(apis):
         # Kafka's ConsumerGroupDescribeRequest.getErrorResponse: the error on every group
@@ -109,8 +108,8 @@ def handle_consumer_group_describe(apis: KafkaApis, request: Request) -> None:
 
 
 APIS = (
-    ApiSpec(CONSUMER_GROUP_HEARTBEAT, "ConsumerGroupHeartbeat", 0, 1, handle_consumer_group_heartbeat,
+    ApiSpec(ApiKeys.CONSUMER_GROUP_HEARTBEAT, 0, 1, handle_consumer_group_heartbeat,
             kafka_3_9=(0, 0)),
-    ApiSpec(CONSUMER_GROUP_DESCRIBE, "ConsumerGroupDescribe", 0, 1, handle_consumer_group_describe,
+    ApiSpec(ApiKeys.CONSUMER_GROUP_DESCRIBE, 0, 1, handle_consumer_group_describe,
             kafka_3_9=(0, 0)),
 )

@@ -26,18 +26,17 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, duration_ms, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-CREATE_PARTITIONS = 37
-
 
 def handle_create_partitions(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    cls = response_schema(CREATE_PARTITIONS, request.api_version)
+    cls = response_schema(ApiKeys.CREATE_PARTITIONS, request.api_version)
     result_cls = item_cls(cls, "results")
     names = [t.name for t in body.topics]
     duplicates = {n for n in names if names.count(n) > 1}
@@ -63,4 +62,4 @@ def handle_create_partitions(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, results=tuple(results)))
 
 
-APIS = (ApiSpec(CREATE_PARTITIONS, "CreatePartitions", 0, 3, handle_create_partitions),)
+APIS = (ApiSpec(ApiKeys.CREATE_PARTITIONS, 0, 3, handle_create_partitions),)

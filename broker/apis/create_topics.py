@@ -18,13 +18,12 @@ from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.config import STRICT_CONFIG, ConfigException
 from kafka_emu.broker.storage.log_config import validate_topic_configs
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
-
-API_KEY = 19
 
 
 def _create_one(apis: KafkaApis, t: Any, validate_only: bool) -> tuple[int, str | None, int, int]:
@@ -70,7 +69,7 @@ def _create_one(apis: KafkaApis, t: Any, validate_only: bool) -> tuple[int, str 
 
 def handle_create_topics(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    cls = response_schema(API_KEY, request.api_version)
+    cls = response_schema(ApiKeys.CREATE_TOPICS, request.api_version)
     topic_cls = item_cls(cls, "topics")
     validate_only = bool(getattr(body, "validate_only", False))
     seen: set[str] = set()
@@ -88,4 +87,4 @@ def handle_create_topics(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(results)))
 
 
-APIS = (ApiSpec(API_KEY, "CreateTopics", 2, 7, handle_create_topics, kafka_3_9=(0, 7)),)
+APIS = (ApiSpec(ApiKeys.CREATE_TOPICS, 2, 7, handle_create_topics, kafka_3_9=(0, 7)),)

@@ -17,19 +17,19 @@ from kafka_emu.broker.apis._common import ZERO_THROTTLE, duration_ms, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.delayed_delete_records import DeleteRecordsPartitionStatus
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 21
 TP = tuple[str, int]
 
 
 def handle_delete_records(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    cls = response_schema(API_KEY, request.api_version)
+    cls = response_schema(ApiKeys.DELETE_RECORDS, request.api_version)
     topic_cls = item_cls(cls, "topics")
     part_cls = item_cls(topic_cls, "partitions")
     order: list[TP] = []
@@ -61,4 +61,4 @@ def handle_delete_records(apis: KafkaApis, request: Request) -> None:
         send_response({})
 
 
-APIS = (ApiSpec(API_KEY, "DeleteRecords", 0, 2, handle_delete_records),)
+APIS = (ApiSpec(ApiKeys.DELETE_RECORDS, 0, 2, handle_delete_records),)

@@ -12,18 +12,17 @@ from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 20
-
 
 def handle_delete_topics(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    cls = response_schema(API_KEY, request.api_version)
+    cls = response_schema(ApiKeys.DELETE_TOPICS, request.api_version)
     result_cls = item_cls(cls, "responses")
     md = apis.metadata
     if request.api_version >= 6:
@@ -52,4 +51,4 @@ def handle_delete_topics(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, responses=tuple(results)))
 
 
-APIS = (ApiSpec(API_KEY, "DeleteTopics", 1, 6, handle_delete_topics, kafka_3_9=(0, 6)),)
+APIS = (ApiSpec(ApiKeys.DELETE_TOPICS, 1, 6, handle_delete_topics, kafka_3_9=(0, 6)),)

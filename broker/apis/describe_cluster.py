@@ -10,17 +10,16 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, broker_endpoint, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 60
-
 
 def handle_describe_cluster(apis: KafkaApis, request: Request) -> None:
-    cls = response_schema(API_KEY, request.api_version)
+    cls = response_schema(ApiKeys.DESCRIBE_CLUSTER, request.api_version)
     broker_cls = item_cls(cls, "brokers")
     md = apis.metadata
     brokers = []
@@ -45,4 +44,4 @@ def handle_describe_cluster(apis: KafkaApis, request: Request) -> None:
                                  cluster_authorized_operations=AUTHORIZED_OPS_OMITTED))
 
 
-APIS = (ApiSpec(API_KEY, "DescribeCluster", 0, 2, handle_describe_cluster, kafka_3_9=(0, 1)),)
+APIS = (ApiSpec(ApiKeys.DESCRIBE_CLUSTER, 0, 2, handle_describe_cluster, kafka_3_9=(0, 1)),)

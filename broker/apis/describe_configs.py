@@ -14,20 +14,19 @@ from kafka_emu.broker.server.config_helper import ConfigEntry, describe_broker, 
 from kafka_emu.broker.server.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
 from kafka_emu.broker.server.metadata_store import ConfigResourceType
 from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 32
-
 
 def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
     """Kafka's ``ConfigHelper.describeConfigs``; the entries come from the config tables
     (``broker.server.config_helper``)."""
     body = request.body
-    cls = response_schema(API_KEY, request.api_version)
+    cls = response_schema(ApiKeys.DESCRIBE_CONFIGS, request.api_version)
     result_cls = item_cls(cls, "results")
     entry_cls = item_cls(result_cls, "configs")
     synonym_cls = item_cls(entry_cls, "synonyms") if has_field(entry_cls, "synonyms") else None
@@ -77,4 +76,4 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, results=tuple(results)))
 
 
-APIS = (ApiSpec(API_KEY, "DescribeConfigs", 1, 4, handle_describe_configs, kafka_3_9=(0, 4)),)
+APIS = (ApiSpec(ApiKeys.DESCRIBE_CONFIGS, 1, 4, handle_describe_configs, kafka_3_9=(0, 4)),)

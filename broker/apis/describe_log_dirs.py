@@ -18,17 +18,16 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 35
-
 
 def handle_describe_log_dirs(apis: KafkaApis, request: Request) -> None:
-    cls = response_schema(API_KEY, request.api_version)
+    cls = response_schema(ApiKeys.DESCRIBE_LOG_DIRS, request.api_version)
     result_cls = item_cls(cls, "results")
     topic_cls = item_cls(result_cls, "topics")
     part_cls = item_cls(topic_cls, "partitions")
@@ -54,4 +53,4 @@ def handle_describe_log_dirs(apis: KafkaApis, request: Request) -> None:
                                  results=tuple(results)))
 
 
-APIS = (ApiSpec(API_KEY, "DescribeLogDirs", 1, 5, handle_describe_log_dirs, kafka_3_9=(0, 4)),)   # v0 = v1
+APIS = (ApiSpec(ApiKeys.DESCRIBE_LOG_DIRS, 1, 5, handle_describe_log_dirs, kafka_3_9=(0, 4)),)   # v0 = v1

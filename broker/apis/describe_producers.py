@@ -15,17 +15,16 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, topic_name_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 61
-
 
 def handle_describe_producers(apis: KafkaApis, request: Request) -> None:
-    cls = response_schema(API_KEY, request.api_version)
+    cls = response_schema(ApiKeys.DESCRIBE_PRODUCERS, request.api_version)
     topic_cls = item_cls(cls, "topics")
     part_cls = item_cls(topic_cls, "partitions")
     state_cls = item_cls(part_cls, "active_producers")
@@ -58,4 +57,4 @@ def handle_describe_producers(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(topics)))
 
 
-APIS = (ApiSpec(API_KEY, "DescribeProducers", 0, 0, handle_describe_producers),)
+APIS = (ApiSpec(ApiKeys.DESCRIBE_PRODUCERS, 0, 0, handle_describe_producers),)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction import TransactionDescription
 
@@ -21,11 +22,9 @@ if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 65
-
 
 def handle_describe_transactions(apis: KafkaApis, request: Request) -> None:
-    cls = response_schema(API_KEY, request.api_version)
+    cls = response_schema(ApiKeys.DESCRIBE_TRANSACTIONS, request.api_version)
     state_cls = item_cls(cls, "transaction_states")
     topic_cls = item_cls(state_cls, "topics")
     coordinator = apis.transaction_coordinator
@@ -45,4 +44,4 @@ def handle_describe_transactions(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, transaction_states=tuple(states)))
 
 
-APIS = (ApiSpec(API_KEY, "DescribeTransactions", 0, 0, handle_describe_transactions),)
+APIS = (ApiSpec(ApiKeys.DESCRIBE_TRANSACTIONS, 0, 0, handle_describe_transactions),)

@@ -16,18 +16,17 @@ from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.partition_state import ELECTION_PREFERRED, ELECTION_UNCLEAN
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 43
-
 
 def handle_elect_leaders(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    cls = response_schema(API_KEY, request.api_version)
+    cls = response_schema(ApiKeys.ELECT_LEADERS, request.api_version)
     result_cls = item_cls(cls, "replica_election_results")
     part_cls = item_cls(result_cls, "partition_result")
     election_type = int(getattr(body, "election_type", ELECTION_PREFERRED))
@@ -52,4 +51,4 @@ def handle_elect_leaders(apis: KafkaApis, request: Request) -> None:
                                      for topic, parts in by_topic.items())))
 
 
-APIS = (ApiSpec(API_KEY, "ElectLeaders", 0, 2, handle_elect_leaders),)
+APIS = (ApiSpec(ApiKeys.ELECT_LEADERS, 0, 2, handle_elect_leaders),)

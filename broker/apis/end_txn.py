@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import error_code_answer
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction.transaction_coordinator import TV_2
 
@@ -23,13 +24,12 @@ if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 26
 FIRST_TV2_VERSION = 5
 
 
 def handle_end_txn(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    answer = error_code_answer(apis, request, API_KEY)
+    answer = error_code_answer(apis, request, ApiKeys.END_TXN)
     coordinator = apis.transaction_coordinator
     if coordinator is None:
         answer(Errors.COORDINATOR_NOT_AVAILABLE)
@@ -43,4 +43,4 @@ def handle_end_txn(apis: KafkaApis, request: Request) -> None:
                                        TV_2 if request.api_version >= FIRST_TV2_VERSION else 0)
 
 
-APIS = (ApiSpec(API_KEY, "EndTxn", 0, 5, handle_end_txn, kafka_3_9=(0, 4)),)
+APIS = (ApiSpec(ApiKeys.END_TXN, 0, 5, handle_end_txn, kafka_3_9=(0, 4)),)

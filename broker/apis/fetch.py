@@ -43,6 +43,7 @@ from kafka_emu.broker.protocol.fast_fetch import (
 )
 from kafka_emu.broker.server.replica_fetcher import ReplicaFetchRequestData
 from kafka_emu.broker.server.fetch_params import FetchParams, PartitionFetchInfo, isolation_for
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     from kafka_emu.broker.server.metadata_store import MetadataStore
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 1
 TopicPartition = tuple[str, int]
 TopicOrder = list[tuple[TopicKey, "str | None", list[int]]]   # (key as sent, name, partitions)
 FetchInfos = list[tuple[TopicPartition, PartitionFetchInfo]]
@@ -195,7 +195,7 @@ def build_response(version: int, order: TopicOrder, results: dict[TopicPartition
                    pre: dict[tuple[TopicKey, int], int], error: int = Errors.NONE) -> object:
     """The kio FetchResponse entity: the answer to v0-v3 and to requests kio decoded, and the
     reference ``fast_fetch.encode_fetch_body`` is tested against."""
-    cls = response_schema(API_KEY, version)
+    cls = response_schema(ApiKeys.FETCH, version)
     topic_cls = item_cls(cls, "responses")
     part_cls = item_cls(topic_cls, "partitions")
     epoch_cls = item_cls(part_cls, "diverging_epoch") if version >= 12 else None
@@ -221,4 +221,4 @@ def build_response(version: int, order: TopicOrder, results: dict[TopicPartition
     return build(cls, throttle_time=ZERO_THROTTLE, error_code=error, session_id=0, responses=tuple(topics))
 
 
-APIS = (ApiSpec(API_KEY, "Fetch", 4, 18, handle_fetch, kafka_3_9=(0, 17)),)
+APIS = (ApiSpec(ApiKeys.FETCH, 4, 18, handle_fetch, kafka_3_9=(0, 17)),)

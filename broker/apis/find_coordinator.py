@@ -20,6 +20,7 @@ from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.coordinator.group import records
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction import TRANSACTION_STATE_TOPIC
 from kafka_emu.coordinator.transaction.transaction_log import partition_for as txn_partition_for
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 10
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 
@@ -78,7 +78,7 @@ def _leader(apis: KafkaApis, topic: str, partition: int) -> tuple[int, int, str,
 
 def handle_find_coordinator(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    cls = response_schema(API_KEY, request.api_version)
+    cls = response_schema(ApiKeys.FIND_COORDINATOR, request.api_version)
     key_type = int(getattr(body, "key_type", GROUP_KEY_TYPE))
     if request.api_version >= 4:
         entry_cls = item_cls(cls, "coordinators")
@@ -94,4 +94,4 @@ def handle_find_coordinator(apis: KafkaApis, request: Request) -> None:
                                  error_message=msg, node_id=node, host=host, port=port))
 
 
-APIS = (ApiSpec(API_KEY, "FindCoordinator", 0, 6, handle_find_coordinator),)
+APIS = (ApiSpec(ApiKeys.FIND_COORDINATOR, 0, 6, handle_find_coordinator),)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, duration_ms, respond, respond_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group.results import (
     DEAD_SUMMARY,
@@ -48,8 +49,6 @@ if TYPE_CHECKING:
 
 PartitionOffsets = dict[str, list[tuple[int, "OffsetFetchPartitionData | None"]]]   # topic -> [(partition, data)]
 
-OFFSET_COMMIT, OFFSET_FETCH, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP = 8, 9, 11, 12, 13
-SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 14, 15, 16, 42, 47
 DEFAULT_TIMESTAMP = -1   # OffsetCommitRequest.DEFAULT_TIMESTAMP: "commit now"
 GROUP_NOT_FOUND_VERSION = 6   # DescribeGroups answers GROUP_ID_NOT_FOUND from v6 (KIP-1043)
 
@@ -74,7 +73,7 @@ def handle_join_group(apis: KafkaApis, request: Request) -> None:
         return
     body = request.body
     version = request.api_version
-    cls = response_schema(JOIN_GROUP, version)
+    cls = response_schema(ApiKeys.JOIN_GROUP, version)
     member_cls = item_cls(cls, "members")
     instance_id = getattr(body, "group_instance_id", None)
     session_ms = _ms(body.session_timeout)
@@ -112,7 +111,7 @@ def handle_sync_group(apis: KafkaApis, request: Request) -> None:
     if gc is None:
         return
     body = request.body
-    cls = response_schema(SYNC_GROUP, request.api_version)
+    cls = response_schema(ApiKeys.SYNC_GROUP, request.api_version)
 
     def callback(result: SyncGroupResult) -> None:
         respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=result.error,
@@ -134,7 +133,7 @@ def handle_heartbeat(apis: KafkaApis, request: Request) -> None:
     if gc is None:
         return
     body = request.body
-    cls = response_schema(HEARTBEAT, request.api_version)
+    cls = response_schema(ApiKeys.HEARTBEAT, request.api_version)
 
     def callback(error: int) -> None:
         respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=error))
@@ -151,7 +150,7 @@ def handle_leave_group(apis: KafkaApis, request: Request) -> None:
         return
     body = request.body
     version = request.api_version
-    cls = response_schema(LEAVE_GROUP, version)
+    cls = response_schema(ApiKeys.LEAVE_GROUP, version)
     if version >= 3:
         members = [(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in body.members]
     else:
@@ -223,7 +222,7 @@ def handle_offset_commit(apis: KafkaApis, request: Request) -> None:
     gc = _coordinator(apis, request)
     if gc is None:
         return
-    parts = OffsetCommitParts(apis, request, OFFSET_COMMIT)
+    parts = OffsetCommitParts(apis, request, ApiKeys.OFFSET_COMMIT)
     offsets, callback = parts.offsets, parts.respond
 
     if request.api_version == 0 and offsets:
@@ -281,7 +280,7 @@ def _fetch_topics(topic_cls: type, part_cls: type, grouped: PartitionOffsets,
 def handle_offset_fetch(apis: KafkaApis, request: Request) -> None:
     body = request.body
     version = request.api_version
-    cls = response_schema(OFFSET_FETCH, version)
+    cls = response_schema(ApiKeys.OFFSET_FETCH, version)
     if version == 0:
         # Kafka 3.9 read v0 offsets from ZooKeeper; a KRaft broker answers every requested
         # partition with UNSUPPORTED_VERSION (requireZkOrThrow), offset -1, no metadata
@@ -327,7 +326,7 @@ def handle_describe_groups(apis: KafkaApis, request: Request) -> None:
     gc = _coordinator(apis, request)
     if gc is None:
         return
-    cls = response_schema(DESCRIBE_GROUPS, request.api_version)
+    cls = response_schema(ApiKeys.DESCRIBE_GROUPS, request.api_version)
     group_cls = item_cls(cls, "groups")
     member_cls = item_cls(group_cls, "members")
     include_ops = bool(getattr(request.body, "include_authorized_operations", False))
@@ -353,7 +352,7 @@ def handle_list_groups(apis: KafkaApis, request: Request) -> None:
     gc = _coordinator(apis, request)
     if gc is None:
         return
-    cls = response_schema(LIST_GROUPS, request.api_version)
+    cls = response_schema(ApiKeys.LIST_GROUPS, request.api_version)
     group_cls = item_cls(cls, "groups")
     states = getattr(request.body, "states_filter", None) or None
     types = getattr(request.body, "types_filter", None) or None
@@ -367,7 +366,7 @@ def handle_delete_groups(apis: KafkaApis, request: Request) -> None:
     gc = _coordinator(apis, request)
     if gc is None:
         return
-    cls = response_schema(DELETE_GROUPS, request.api_version)
+    cls = response_schema(ApiKeys.DELETE_GROUPS, request.api_version)
     result_cls = item_cls(cls, "results")
     names = list(request.body.groups_names)
     result = gc.handle_delete_groups(names)
@@ -382,7 +381,7 @@ def handle_offset_delete(apis: KafkaApis, request: Request) -> None:
     if gc is None:
         return
     body = request.body
-    cls = response_schema(OFFSET_DELETE, request.api_version)
+    cls = response_schema(ApiKeys.OFFSET_DELETE, request.api_version)
     topic_cls = item_cls(cls, "topics")
     part_cls = item_cls(topic_cls, "partitions")
     requested = [(t.name, int(p.partition_index)) for t in body.topics for p in t.partitions]
@@ -401,14 +400,14 @@ def handle_offset_delete(apis: KafkaApis, request: Request) -> None:
 
 
 APIS = (   # OffsetCommit and OffsetFetch v10 name topics by id
-    ApiSpec(OFFSET_COMMIT, "OffsetCommit", 2, 9, handle_offset_commit, kafka_3_9=(0, 9)),
-    ApiSpec(OFFSET_FETCH, "OffsetFetch", 1, 9, handle_offset_fetch, kafka_3_9=(0, 9)),
-    ApiSpec(JOIN_GROUP, "JoinGroup", 0, 9, handle_join_group),
-    ApiSpec(HEARTBEAT, "Heartbeat", 0, 4, handle_heartbeat),
-    ApiSpec(LEAVE_GROUP, "LeaveGroup", 0, 5, handle_leave_group),
-    ApiSpec(SYNC_GROUP, "SyncGroup", 0, 5, handle_sync_group),
-    ApiSpec(DESCRIBE_GROUPS, "DescribeGroups", 0, 6, handle_describe_groups, kafka_3_9=(0, 5)),
-    ApiSpec(LIST_GROUPS, "ListGroups", 0, 5, handle_list_groups),
-    ApiSpec(DELETE_GROUPS, "DeleteGroups", 0, 2, handle_delete_groups),
-    ApiSpec(OFFSET_DELETE, "OffsetDelete", 0, 0, handle_offset_delete),
+    ApiSpec(ApiKeys.OFFSET_COMMIT, 2, 9, handle_offset_commit, kafka_3_9=(0, 9)),
+    ApiSpec(ApiKeys.OFFSET_FETCH, 1, 9, handle_offset_fetch, kafka_3_9=(0, 9)),
+    ApiSpec(ApiKeys.JOIN_GROUP, 0, 9, handle_join_group),
+    ApiSpec(ApiKeys.HEARTBEAT, 0, 4, handle_heartbeat),
+    ApiSpec(ApiKeys.LEAVE_GROUP, 0, 5, handle_leave_group),
+    ApiSpec(ApiKeys.SYNC_GROUP, 0, 5, handle_sync_group),
+    ApiSpec(ApiKeys.DESCRIBE_GROUPS, 0, 6, handle_describe_groups, kafka_3_9=(0, 5)),
+    ApiSpec(ApiKeys.LIST_GROUPS, 0, 5, handle_list_groups),
+    ApiSpec(ApiKeys.DELETE_GROUPS, 0, 2, handle_delete_groups),
+    ApiSpec(ApiKeys.OFFSET_DELETE, 0, 0, handle_offset_delete),
 )

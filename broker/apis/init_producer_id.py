@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import duration_ms, error_code_answer
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction import InitProducerIdResult
 
@@ -24,13 +25,12 @@ if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 22
 MAX_EPOCH = 32767
 
 
 def handle_init_producer_id(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    answer = error_code_answer(apis, request, API_KEY, fenced_since=4)
+    answer = error_code_answer(apis, request, ApiKeys.INIT_PRODUCER_ID, fenced_since=4)
 
     pid = int(getattr(body, "producer_id", -1))
     epoch = int(getattr(body, "producer_epoch", -1))
@@ -56,4 +56,4 @@ def handle_init_producer_id(apis: KafkaApis, request: Request) -> None:
         answer(Errors.NONE, producer_id=apis.metadata.next_producer_id(), producer_epoch=0)
 
 
-APIS = (ApiSpec(API_KEY, "InitProducerId", 0, 5, handle_init_producer_id),)   # v6 is KIP-939 two-phase commit
+APIS = (ApiSpec(ApiKeys.INIT_PRODUCER_ID, 0, 5, handle_init_producer_id),)   # v6 is KIP-939 two-phase commit

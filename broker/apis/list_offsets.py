@@ -33,13 +33,13 @@ from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.partition import Partition
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.broker.server.fetch_params import isolation_for
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 2
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
 CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2
 
@@ -113,7 +113,7 @@ def _legacy_offsets(partition: Partition, replica_id: int, timestamp: int, max_n
 
 def handle_list_offsets(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    cls = response_schema(API_KEY, request.api_version)
+    cls = response_schema(ApiKeys.LIST_OFFSETS, request.api_version)
     topic_cls = item_cls(cls, "topics")
     part_cls = item_cls(topic_cls, "partitions")
     replica_id = int(getattr(body, "replica_id", -1))
@@ -144,4 +144,4 @@ def handle_list_offsets(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(topics)))
 
 
-APIS = (ApiSpec(API_KEY, "ListOffsets", 1, 11, handle_list_offsets, kafka_3_9=(0, 9)),)
+APIS = (ApiSpec(ApiKeys.LIST_OFFSETS, 1, 11, handle_list_offsets, kafka_3_9=(0, 9)),)

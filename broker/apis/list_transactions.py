@@ -14,18 +14,17 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 66
-
 
 def handle_list_transactions(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    cls = response_schema(API_KEY, request.api_version)
+    cls = response_schema(ApiKeys.LIST_TRANSACTIONS, request.api_version)
     state_cls = item_cls(cls, "transaction_states")
     coordinator = apis.transaction_coordinator
     if coordinator is None:
@@ -40,4 +39,4 @@ def handle_list_transactions(apis: KafkaApis, request: Request) -> None:
                                        transaction_state=t.state) for t in listed)))
 
 
-APIS = (ApiSpec(API_KEY, "ListTransactions", 0, 1, handle_list_transactions),)
+APIS = (ApiSpec(ApiKeys.LIST_TRANSACTIONS, 0, 1, handle_list_transactions),)

@@ -39,13 +39,12 @@ from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC, MetadataStore, PartitionState, TopicInfo
 from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
-
-API_KEY = 3
 
 
 def maybe_create_topic(apis: KafkaApis, name: str) -> int:
@@ -109,7 +108,7 @@ class TopicEncodingCache:
         if hit is not None and hit.info is info and hit.live_ids == live_ids and \
                 len(hit.states) == len(states) and all(map(operator.is_, hit.states, states)):
             return hit
-        topic_cls = item_cls(response_schema(API_KEY, version), "topics")
+        topic_cls = item_cls(response_schema(ApiKeys.METADATA, version), "topics")
         part_cls = item_cls(topic_cls, "partitions")
         counts = {Errors.NONE: 1}
         partitions = []
@@ -166,7 +165,7 @@ def splice_topics(version: int, shell: Any, topics: list[bytes]) -> bytes:
 def handle_metadata(apis: KafkaApis, request: Request) -> None:
     body = request.body
     version = request.api_version
-    cls = response_schema(API_KEY, version)
+    cls = response_schema(ApiKeys.METADATA, version)
     broker_cls = item_cls(cls, "brokers")
     topic_cls = item_cls(cls, "topics")
     md = apis.metadata
@@ -229,4 +228,4 @@ def handle_metadata(apis: KafkaApis, request: Request) -> None:
                                            cls.__header_schema__.__flexible__, counts))
 
 
-APIS = (ApiSpec(API_KEY, "Metadata", 0, 13, handle_metadata, kafka_3_9=(0, 12)),)
+APIS = (ApiSpec(ApiKeys.METADATA, 0, 13, handle_metadata, kafka_3_9=(0, 12)),)

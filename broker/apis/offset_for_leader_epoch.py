@@ -23,17 +23,16 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 23
-
 
 def handle_offset_for_leader_epoch(apis: KafkaApis, request: Request) -> None:
-    cls = response_schema(API_KEY, request.api_version)
+    cls = response_schema(ApiKeys.OFFSET_FOR_LEADER_EPOCH, request.api_version)
     topic_cls = item_cls(cls, "topics")
     part_cls = item_cls(topic_cls, "partitions")
     rm = apis.replica_manager
@@ -55,4 +54,4 @@ def handle_offset_for_leader_epoch(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(topics)))
 
 
-APIS = (ApiSpec(API_KEY, "OffsetForLeaderEpoch", 2, 4, handle_offset_for_leader_epoch, kafka_3_9=(0, 4)),)
+APIS = (ApiSpec(ApiKeys.OFFSET_FOR_LEADER_EPOCH, 2, 4, handle_offset_for_leader_epoch, kafka_3_9=(0, 4)),)

@@ -22,18 +22,17 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
-
 
 def handle_alter_partition_reassignments(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    cls = response_schema(ALTER_PARTITION_REASSIGNMENTS, request.api_version)
+    cls = response_schema(ApiKeys.ALTER_PARTITION_REASSIGNMENTS, request.api_version)
     topic_cls = item_cls(cls, "responses")
     part_cls = item_cls(topic_cls, "partitions")
     allow_rf_change = bool(getattr(body, "allow_replication_factor_change", True))
@@ -52,7 +51,7 @@ def handle_alter_partition_reassignments(apis: KafkaApis, request: Request) -> N
 
 def handle_list_partition_reassignments(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    cls = response_schema(LIST_PARTITION_REASSIGNMENTS, request.api_version)
+    cls = response_schema(ApiKeys.LIST_PARTITION_REASSIGNMENTS, request.api_version)
     topic_cls = item_cls(cls, "topics")
     part_cls = item_cls(topic_cls, "partitions")
     wanted = None if body.topics is None else \
@@ -70,7 +69,7 @@ def handle_list_partition_reassignments(apis: KafkaApis, request: Request) -> No
 
 
 APIS = (
-    ApiSpec(ALTER_PARTITION_REASSIGNMENTS, "AlterPartitionReassignments", 0, 1, handle_alter_partition_reassignments,
+    ApiSpec(ApiKeys.ALTER_PARTITION_REASSIGNMENTS, 0, 1, handle_alter_partition_reassignments,
             kafka_3_9=(0, 0)),
-    ApiSpec(LIST_PARTITION_REASSIGNMENTS, "ListPartitionReassignments", 0, 0, handle_list_partition_reassignments),
+    ApiSpec(ApiKeys.LIST_PARTITION_REASSIGNMENTS, 0, 0, handle_list_partition_reassignments),
 )

@@ -29,13 +29,13 @@ from kafka_emu.broker.storage.legacy_records import up_convert
 from kafka_emu.broker.protocol.adapter import constructor, has_field, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
 from kafka_emu.broker.protocol.fast_produce import PartitionResult, ProduceRequestData, encode_produce_body
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 0
 FIRST_ADD_PARTITION_VERSION = 12   # transaction version 2: the partition is added implicitly
 FIRST_V2_ONLY_VERSION = 3   # ProduceRequest.validateRecords: from v3 only v2 batches; v0-v2 may carry v0/v1 message sets
 TopicOrder = list[tuple[TopicKey, "str | None", list[int]]]   # (key as sent, name, partitions)
@@ -173,7 +173,7 @@ def _response_constructors(version: int) -> tuple[Callable[..., object], Callabl
     """Constructors of the response's entities at ``version`` (response, topic, partition,
     record error: None before v8), made once per version instead of sorting out each field of
     each entity of each response (``adapter.constructor``)."""
-    cls = response_schema(API_KEY, version)
+    cls = response_schema(ApiKeys.PRODUCE, version)
     topic_cls = item_cls(cls, "responses")
     part_cls = item_cls(topic_cls, "partition_responses")
     error_cls = item_cls(part_cls, "record_errors") if has_field(part_cls, "record_errors") else None
@@ -184,4 +184,4 @@ def _response_constructors(version: int) -> tuple[Callable[..., object], Callabl
             constructor(error_cls, ("batch_index", "batch_index_error_message")) if error_cls is not None else None)
 
 
-APIS = (ApiSpec(API_KEY, "Produce", 3, 13, handle_produce, kafka_3_9=(0, 11), advertised_min_version=0),)
+APIS = (ApiSpec(ApiKeys.PRODUCE, 3, 13, handle_produce, kafka_3_9=(0, 11), advertised_min_version=0),)

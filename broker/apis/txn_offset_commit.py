@@ -27,13 +27,13 @@ from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.apis.find_coordinator import partition_for
 from kafka_emu.broker.apis.group import OffsetCommitParts
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
-API_KEY = 28
 FIRST_ADD_PARTITION_VERSION = 5   # transaction version 2: no AddOffsetsToTxn, the partition is added here
 _RETRIABLE_VERIFICATION = frozenset({Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_NOT_AVAILABLE,
                                      Errors.NOT_COORDINATOR, Errors.CONCURRENT_TRANSACTIONS})
@@ -53,7 +53,7 @@ def verification_error(code: int, version: int) -> int:
 def handle_txn_offset_commit(apis: KafkaApis, request: Request) -> None:
     body = request.body
     version = request.api_version
-    parts = OffsetCommitParts(apis, request, API_KEY)
+    parts = OffsetCommitParts(apis, request, ApiKeys.TXN_OFFSET_COMMIT)
     offsets = parts.offsets
 
     def old_client_codes(code: int) -> int:
@@ -82,4 +82,4 @@ def handle_txn_offset_commit(apis: KafkaApis, request: Request) -> None:
                                  int(getattr(body, "generation_id", -1)), offsets, callback)
 
 
-APIS = (ApiSpec(API_KEY, "TxnOffsetCommit", 0, 5, handle_txn_offset_commit, kafka_3_9=(0, 4)),)
+APIS = (ApiSpec(ApiKeys.TXN_OFFSET_COMMIT, 0, 5, handle_txn_offset_commit, kafka_3_9=(0, 4)),)

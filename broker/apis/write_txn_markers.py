@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.txn_marker import TxnMarkerEntry
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
-
-API_KEY = 27
 
 
 def handle_write_txn_markers(apis: KafkaApis, request: Request) -> None:
@@ -34,7 +33,7 @@ def handle_write_txn_markers(apis: KafkaApis, request: Request) -> None:
                        bool(m.transaction_result),
                        tuple((t.name, int(p)) for t in m.topics for p in t.partition_indexes))
         for m in request.body.markers)
-    cls = response_schema(API_KEY, request.api_version)
+    cls = response_schema(ApiKeys.WRITE_TXN_MARKERS, request.api_version)
     marker_cls = item_cls(cls, "markers")
     topic_cls = item_cls(marker_cls, "topics")
     part_cls = item_cls(topic_cls, "partitions")
@@ -55,4 +54,4 @@ def handle_write_txn_markers(apis: KafkaApis, request: Request) -> None:
     apis.replica_manager.write_txn_markers(markers, on_done)
 
 
-APIS = (ApiSpec(API_KEY, "WriteTxnMarkers", 1, 1, handle_write_txn_markers),)
+APIS = (ApiSpec(ApiKeys.WRITE_TXN_MARKERS, 1, 1, handle_write_txn_markers),)

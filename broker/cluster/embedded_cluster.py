@@ -77,6 +77,7 @@ from kafka_emu.broker.storage.log_dirs import ClusterStorage, configured_log_dir
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC, MetadataStore, TopicInfo
 from kafka_emu.broker.server.partition_state import PartitionState
 from kafka_emu.broker.storage.record_batch import build_batch, iter_records
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.logsetup import ensure_configured as ensure_logging_configured
 from kafka_emu.timer.time import Time
@@ -439,7 +440,7 @@ class EmbeddedCluster:
         if server is None or server.stopped:
             return Errors.NOT_LEADER_OR_FOLLOWER, -1
         body = produce_request(topic, partition, build_batch(records, **batch_kw), acks, timeout_ms, version)
-        resp = send(server.request_channel, 0, version, body, timeout_s=timeout_ms / 1000 + 10)
+        resp = send(server.request_channel, ApiKeys.PRODUCE, version, body, timeout_s=timeout_ms / 1000 + 10)
         if resp.body is None:
             return (Errors.NONE if acks == 0 and not resp.close_connection else Errors.NOT_LEADER_OR_FOLLOWER), -1
         p = resp.body.responses[0].partition_responses[0]
@@ -450,7 +451,7 @@ class EmbeddedCluster:
         """A consumer fetch (kio v12 partition data) from the leader (or ``broker_id``)."""
         bid = self.leader_of(topic, partition) if broker_id is None else broker_id
         server = self.servers[bid]
-        resp = send(server.request_channel, 1, 12, fetch_request(topic, partition, offset, **kw))
+        resp = send(server.request_channel, ApiKeys.FETCH, 12, fetch_request(topic, partition, offset, **kw))
         return resp.body.responses[0].partitions[0]
 
     def read_all(self, topic: str, partition: int, broker_id: int | None = None,

@@ -15,6 +15,7 @@ from kio.index import load_request_schema
 
 from kafka_emu.broker.apis import api_name
 from kafka_emu.broker.network.request_channel import Request, RequestChannel, Response
+from kafka_emu.common.api_keys import ApiKeys
 
 _correlation = itertools.count(1)
 
@@ -25,7 +26,8 @@ class BrokerUnavailable(Exception):
 
 def send_async(channel: RequestChannel, api_key: int, api_version: int, body: Any,
                callback: Callable[[Response], None], client_id: str = "in-process") -> bool:
-    req = Request(api_key=api_key, api_version=api_version, correlation_id=next(_correlation),
+    # the key as a decoded header has it: a plain int, whatever the caller passed
+    req = Request(api_key=int(api_key), api_version=api_version, correlation_id=next(_correlation),
                   client_id=client_id, body=body, respond=callback, api_name=api_name(api_key))
     return channel.send_request(req, timeout_s=5.0)
 
@@ -50,7 +52,7 @@ def send(channel: RequestChannel | None, api_key: int, api_version: int, body: A
 
 def produce_request(topic: str, partition: int, records: bytes, acks: int = -1, timeout_ms: int = 30000,
                     version: int = 9) -> Any:
-    cls = load_request_schema(0, version)
+    cls = load_request_schema(ApiKeys.PRODUCE, version)
     mod = __import__(cls.__module__, fromlist=["TopicProduceData"])
     return cls(transactional_id=None, acks=acks, timeout=timedelta(milliseconds=timeout_ms),
                topic_data=(mod.TopicProduceData(name=topic, partition_data=(
@@ -60,7 +62,7 @@ def produce_request(topic: str, partition: int, records: bytes, acks: int = -1, 
 def fetch_request(topic: str, partition: int, offset: int, max_wait_ms: int = 0, min_bytes: int = 1,
                   max_bytes: int = 1 << 20, isolation_level: int = 0, replica_id: int = -1,
                   current_leader_epoch: int = -1, version: int = 12) -> Any:
-    cls = load_request_schema(1, version)
+    cls = load_request_schema(ApiKeys.FETCH, version)
     mod = __import__(cls.__module__, fromlist=["FetchTopic"])
     part = mod.FetchPartition(partition=partition, current_leader_epoch=current_leader_epoch,
                               fetch_offset=offset, log_start_offset=-1, partition_max_bytes=max_bytes)

@@ -34,8 +34,9 @@ from typing import Any, Callable, Protocol, Sequence
 from uuid import UUID
 
 from kafka_emu.broker.protocol.fast_wire import DECODE_ERRORS, Malformed, count, length, uvarint, write_count, write_string
+from kafka_emu.common.api_keys import ApiKeys
 
-FETCH = 1
+FETCH = int(ApiKeys.FETCH)   # an int: compared with every request's key
 FIRST_VERSION = 4        # the oldest layout handled here (v0-v3: kio with broker.protocol.legacy_schema)
 LAST_VERSION = 18        # the newest layout known here (a newer one goes to kio until added)
 FIRST_FLEXIBLE = 12

@@ -34,12 +34,13 @@ from kio.static.constants import EntityType
 
 from kafka_emu.broker.protocol.fast_wire import DECODE_ERRORS, Malformed, count, length, write_count, write_string
 from kafka_emu.broker.protocol.varint import skip_tagged_fields
+from kafka_emu.common.api_keys import ApiKeys
 
 _I32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _PART_V3 = struct.Struct(">ihqq")        # index, error_code, base_offset, log_append_time
 _PART_V5 = struct.Struct(">ihqqq")       # ... log_start_offset (v5+)
-PRODUCE = 0
+PRODUCE = int(ApiKeys.PRODUCE)   # an int: compared with every request's key
 FIRST_VERSION = 3   # the oldest layout written here (v0-v2: kio with broker.protocol.legacy_schema)
 
 # (index of the record in its batch, message): why a batch was refused (Kafka's ProduceResponse.RecordError)

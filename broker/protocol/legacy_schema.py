@@ -26,6 +26,8 @@ from typing import Any, Mapping, NamedTuple, Union, get_args, get_origin
 from kio.index import load_request_schema, load_response_schema
 from kio.static.primitive import i16, i32, i64
 
+from kafka_emu.common.api_keys import ApiKeys
+
 
 class Change(NamedTuple):
     """What differs in one entity class of the old version: fields removed, fields added
@@ -93,9 +95,6 @@ def derive(base: type, version: int, changes: Mapping[str, Change] | None = None
     return derived[base]
 
 
-PRODUCE, FETCH, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 8, 9
-CREATE_TOPICS, DELETE_TOPICS, OFFSET_FOR_LEADER_EPOCH, DESCRIBE_CONFIGS, DESCRIBE_LOG_DIRS = 19, 20, 23, 32, 35
-
 # Produce v0-v2 requests: v3 without transactional_id (v3 added it). Responses: v2 is v3's
 # layout; v1 lacks log_append_time (added in v2); v0 also lacks throttle_time (added in v1).
 _NO_TXN_ID = {"ProduceRequest": Change(drop=("transactional_id",))}
@@ -144,36 +143,36 @@ _EPOCH_RESPONSE_V0 = {**_EPOCH_RESPONSE_V1, "EpochEndOffset": Change(drop=("lead
 # (api key, version) -> (the kept version whose layout it is derived from, the changes)
 _Layouts = Mapping[tuple[int, int], tuple[int, Mapping[str, Change] | None]]
 _REQUEST_LAYOUTS: _Layouts = {
-    **{(PRODUCE, v): (3, _NO_TXN_ID) for v in (0, 1, 2)},
-    **{(FETCH, v): (4, _FETCH_V0) for v in (0, 1, 2)},
-    (FETCH, 3): (4, _FETCH_V3),
-    (LIST_OFFSETS, 0): (1, _LIST_OFFSETS_V0),
-    (OFFSET_COMMIT, 0): (2, _OFFSET_COMMIT_V0),
-    (OFFSET_COMMIT, 1): (2, _OFFSET_COMMIT_V1),
-    (OFFSET_FETCH, 0): (1, None),
-    (CREATE_TOPICS, 0): (2, _CREATE_TOPICS_V0),
-    (CREATE_TOPICS, 1): (2, None),
-    (DELETE_TOPICS, 0): (1, None),
-    (DESCRIBE_CONFIGS, 0): (1, _DESCRIBE_CONFIGS_V0),
-    **{(OFFSET_FOR_LEADER_EPOCH, v): (2, _EPOCH_V0) for v in (0, 1)},
-    (DESCRIBE_LOG_DIRS, 0): (1, None),   # "v1 is the same as v0"
+    **{(ApiKeys.PRODUCE, v): (3, _NO_TXN_ID) for v in (0, 1, 2)},
+    **{(ApiKeys.FETCH, v): (4, _FETCH_V0) for v in (0, 1, 2)},
+    (ApiKeys.FETCH, 3): (4, _FETCH_V3),
+    (ApiKeys.LIST_OFFSETS, 0): (1, _LIST_OFFSETS_V0),
+    (ApiKeys.OFFSET_COMMIT, 0): (2, _OFFSET_COMMIT_V0),
+    (ApiKeys.OFFSET_COMMIT, 1): (2, _OFFSET_COMMIT_V1),
+    (ApiKeys.OFFSET_FETCH, 0): (1, None),
+    (ApiKeys.CREATE_TOPICS, 0): (2, _CREATE_TOPICS_V0),
+    (ApiKeys.CREATE_TOPICS, 1): (2, None),
+    (ApiKeys.DELETE_TOPICS, 0): (1, None),
+    (ApiKeys.DESCRIBE_CONFIGS, 0): (1, _DESCRIBE_CONFIGS_V0),
+    **{(ApiKeys.OFFSET_FOR_LEADER_EPOCH, v): (2, _EPOCH_V0) for v in (0, 1)},
+    (ApiKeys.DESCRIBE_LOG_DIRS, 0): (1, None),   # "v1 is the same as v0"
 }
 _RESPONSE_LAYOUTS: _Layouts = {
-    (PRODUCE, 0): (3, {**_NO_APPEND_TIME, "ProduceResponse": Change(drop=("throttle_time",))}),
-    (PRODUCE, 1): (3, _NO_APPEND_TIME),
-    (PRODUCE, 2): (3, None),
-    (FETCH, 0): (4, _FETCH_RESPONSE_V0),
-    **{(FETCH, v): (4, _FETCH_RESPONSE_V1) for v in (1, 2, 3)},
-    (LIST_OFFSETS, 0): (1, _LIST_OFFSETS_RESPONSE_V0),
-    **{(OFFSET_COMMIT, v): (2, None) for v in (0, 1)},
-    (OFFSET_FETCH, 0): (1, None),
-    (CREATE_TOPICS, 0): (2, _CREATE_TOPICS_RESPONSE_V0),
-    (CREATE_TOPICS, 1): (2, _CREATE_TOPICS_RESPONSE_V1),
-    (DELETE_TOPICS, 0): (1, _DELETE_TOPICS_RESPONSE_V0),
-    (DESCRIBE_CONFIGS, 0): (1, _DESCRIBE_CONFIGS_RESPONSE_V0),
-    (OFFSET_FOR_LEADER_EPOCH, 0): (2, _EPOCH_RESPONSE_V0),
-    (OFFSET_FOR_LEADER_EPOCH, 1): (2, _EPOCH_RESPONSE_V1),
-    (DESCRIBE_LOG_DIRS, 0): (1, None),
+    (ApiKeys.PRODUCE, 0): (3, {**_NO_APPEND_TIME, "ProduceResponse": Change(drop=("throttle_time",))}),
+    (ApiKeys.PRODUCE, 1): (3, _NO_APPEND_TIME),
+    (ApiKeys.PRODUCE, 2): (3, None),
+    (ApiKeys.FETCH, 0): (4, _FETCH_RESPONSE_V0),
+    **{(ApiKeys.FETCH, v): (4, _FETCH_RESPONSE_V1) for v in (1, 2, 3)},
+    (ApiKeys.LIST_OFFSETS, 0): (1, _LIST_OFFSETS_RESPONSE_V0),
+    **{(ApiKeys.OFFSET_COMMIT, v): (2, None) for v in (0, 1)},
+    (ApiKeys.OFFSET_FETCH, 0): (1, None),
+    (ApiKeys.CREATE_TOPICS, 0): (2, _CREATE_TOPICS_RESPONSE_V0),
+    (ApiKeys.CREATE_TOPICS, 1): (2, _CREATE_TOPICS_RESPONSE_V1),
+    (ApiKeys.DELETE_TOPICS, 0): (1, _DELETE_TOPICS_RESPONSE_V0),
+    (ApiKeys.DESCRIBE_CONFIGS, 0): (1, _DESCRIBE_CONFIGS_RESPONSE_V0),
+    (ApiKeys.OFFSET_FOR_LEADER_EPOCH, 0): (2, _EPOCH_RESPONSE_V0),
+    (ApiKeys.OFFSET_FOR_LEADER_EPOCH, 1): (2, _EPOCH_RESPONSE_V1),
+    (ApiKeys.DESCRIBE_LOG_DIRS, 0): (1, None),
 }
 # the (api key, version) pairs this module derives, for requests and responses alike
 LEGACY_VERSIONS = frozenset(_REQUEST_LAYOUTS)

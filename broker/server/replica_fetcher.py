@@ -54,6 +54,7 @@ from kafka_emu.broker.server.fetch_session import (
 from kafka_emu.broker.server.fetch_params import ISOLATION_LOG_END, FetchParams, PartitionFetchInfo
 from kafka_emu.broker.server.partition import LogReadResult, Partition
 from kafka_emu.broker.network.request_channel import Request, Response
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.timer import ShutdownableThread
 
@@ -64,6 +65,8 @@ if TYPE_CHECKING:
 
 _log = structlog.get_logger("broker.replica_fetcher")
 
+FETCH = int(ApiKeys.FETCH)   # an int, as a decoded header's key is
+FETCH_NAME = ApiKeys.FETCH.name
 FETCH_VERSION = 17
 TP = tuple[str, int]
 
@@ -226,8 +229,8 @@ class ReplicaFetcherThread(ShutdownableThread):
         def respond(response: Response) -> None:
             responses.put((correlation, response.body))
 
-        request = Request(api_key=1, api_version=FETCH_VERSION, correlation_id=correlation,
-                          client_id=self.name, body=body, respond=respond, api_name="Fetch",
+        request = Request(api_key=FETCH, api_version=FETCH_VERSION, correlation_id=correlation,
+                          client_id=self.name, body=body, respond=respond, api_name=FETCH_NAME,
                           connection_id=f"replica-{self.broker_id}", replica_id=body.params.replica_id)
         if not channel.handle_inline(request):   # answered now (on the queue already) or parked
             return None

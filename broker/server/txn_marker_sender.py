@@ -21,6 +21,7 @@ import structlog
 from kio.index import load_request_schema
 
 from kafka_emu.broker.network.request_channel import Request, Response
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction.transaction_marker_channel_manager import NO_LEADER, PartitionErrors
 from kafka_emu.coordinator.txn_marker import TxnMarkerEntry
@@ -30,14 +31,13 @@ if TYPE_CHECKING:
 
 _log = structlog.get_logger("broker.txn_marker_sender")
 
-WRITE_TXN_MARKERS = 27
 WRITE_TXN_MARKERS_VERSION = 1
 TopicPartition = tuple[str, int]
 _correlation = itertools.count(1)
 
 
 def _request_body(entries: Sequence[TxnMarkerEntry]) -> object:
-    cls = load_request_schema(WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION)
+    cls = load_request_schema(ApiKeys.WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION)
     mod = __import__(cls.__module__, fromlist=["WritableTxnMarker", "WritableTxnMarkerTopic"])
     markers = []
     for e in entries:
@@ -85,9 +85,9 @@ class InProcessTxnMarkerSender:
             callback([{tp: by_producer.get(e.producer_id, {}).get(tp, Errors.UNKNOWN_SERVER_ERROR)
                        for tp in e.partitions} for e in entries])
 
-        request = Request(api_key=WRITE_TXN_MARKERS, api_version=WRITE_TXN_MARKERS_VERSION,
+        request = Request(api_key=int(ApiKeys.WRITE_TXN_MARKERS), api_version=WRITE_TXN_MARKERS_VERSION,
                           correlation_id=next(_correlation), client_id=f"broker-{self.broker_id}-txn-marker-sender",
-                          body=_request_body(entries), respond=on_response, api_name="WriteTxnMarkers",
+                          body=_request_body(entries), respond=on_response, api_name=ApiKeys.WRITE_TXN_MARKERS.name,
                           connection_id=f"txn-markers-{self.broker_id}")
         if not channel.send_request(request, timeout_s=5.0):
             callback(None)

@@ -7,6 +7,7 @@ import pytest
 from kafka_emu.broker.cluster.inprocess_client import fetch_request, produce_request, send, send_async
 from kafka_emu.broker.storage.record_batch import build_batch
 from kafka_emu.broker.network.request_channel import Request, RequestChannel
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from cluster_support import broker_threads, wait_until
 
@@ -197,7 +198,7 @@ def test_unknown_api_closes_and_listeners_see_timings(make_cluster):
     resp = send(ch, 9999, 0, None)
     assert resp.body is None and resp.close_connection
     c.create_topic("t", 1, 1)
-    send(ch, 1, 12, fetch_request("t", 0, 0))
+    send(ch, ApiKeys.FETCH, 12, fetch_request("t", 0, 0))
     r = seen[-1]
     assert r.start_time_ns <= r.dequeue_time_ns <= r.api_local_complete_time_ns <= r.response_complete_time_ns
     pool = c.broker(0).handler_pool.snapshot()

@@ -24,6 +24,7 @@ from kafka_emu.broker.cluster.control.entity_json import from_json_value, to_jso
 from kafka_emu.broker.cluster.inprocess_client import produce_request
 from kafka_emu.broker.protocol.adapter import response_schema
 from kafka_emu.broker.storage.record_batch import build_batch
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 pytestmark = pytest.mark.timeout(60)
@@ -111,7 +112,7 @@ def test_concurrent_takers_never_share_an_entry() -> None:
 
 
 def test_plain_round_trip_and_unknown_fields() -> None:
-    cls = response_schema(3, 12)
+    cls = response_schema(ApiKeys.METADATA, 12)
     entity = from_json_value(cls, {"brokers": [{"node_id": 1, "host": "h", "port": 9092}], "cluster_id": "c",
                               "controller_id": 1, "topics": [{"name": "t", "topic_id": "00000000-0000-0000-0000-000000000001",
                                                               "partitions": [{"partition_index": 0, "leader_id": 1,

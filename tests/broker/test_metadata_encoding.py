@@ -6,6 +6,7 @@ from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE
 from kafka_emu.broker.apis.metadata import TopicEncodingCache, splice_topics
 from kafka_emu.broker.server.metadata_store import BrokerInfo, MetadataStore
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -20,7 +21,7 @@ def _store() -> MetadataStore:
 
 
 def _decode(version: int, md: MetadataStore, cache: TopicEncodingCache, live=frozenset({0, 1, 2})):
-    cls = response_schema(3, version)
+    cls = response_schema(ApiKeys.METADATA, version)
     broker_cls = item_cls(cls, "brokers")
     shell = build(cls, throttle_time=ZERO_THROTTLE, brokers=(build(broker_cls, node_id=0, host="h", port=1),),
                   cluster_id="c", controller_id=0, topics=(),

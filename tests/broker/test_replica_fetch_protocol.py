@@ -10,6 +10,7 @@ import pytest
 from kafka_emu.broker.server.partition import LogReadResult
 from kafka_emu.broker.server.replica_fetcher import ReplicaFetchRequestData
 from kafka_emu.broker.network.request_channel import Request
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from cluster_support import wait_until
 
@@ -21,7 +22,7 @@ def _follower_fetches(cluster, leader: int) -> list[Request]:
     lock = threading.Lock()
 
     def listener(request: Request) -> None:
-        if request.api_key == 1 and isinstance(request.body, ReplicaFetchRequestData):
+        if request.api_key == ApiKeys.FETCH and isinstance(request.body, ReplicaFetchRequestData):
             with lock:
                 seen.append(request)
 
@@ -57,8 +58,8 @@ def test_fetch_handler_answers_with_read_results(make_cluster):
     done = threading.Event()
     body = ReplicaFetchRequestData(FetchParams(replica_id=follower, max_wait_ms=0, isolation=ISOLATION_LOG_END),
                                    [(("t", 0), PartitionFetchInfo(fetch_offset=0, max_bytes=1 << 20))])
-    request = Request(api_key=1, api_version=17, correlation_id=1, client_id="test", body=body,
-                      respond=lambda resp: (answers.append(resp.body), done.set()), api_name="Fetch",
+    request = Request(api_key=ApiKeys.FETCH, api_version=17, correlation_id=1, client_id="test", body=body,
+                      respond=lambda resp: (answers.append(resp.body), done.set()), api_name=ApiKeys.FETCH.name,
                       replica_id=follower)
     assert c.broker(leader).request_channel.send_request(request, timeout_s=5)
     assert done.wait(10)

@@ -13,6 +13,7 @@ import pytest
 from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
 from kafka_emu.broker.cluster.inprocess_client import produce_request, send
 from kafka_emu.broker.storage.record_batch import build_batch
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.metrics import serve_cluster_metrics
 
 from metrics_support import eventually
@@ -23,7 +24,8 @@ pytestmark = pytest.mark.timeout(120)
 
 def _produce(cluster: EmbeddedCluster, topic: str, key: bytes, value: bytes) -> None:
     channel = cluster.broker(cluster.leader_of(topic, 0)).request_channel
-    resp = send(channel, 0, 9, produce_request(topic, 0, build_batch([(key, value)]), acks=1), timeout_s=10)
+    resp = send(channel, ApiKeys.PRODUCE, 9, produce_request(topic, 0, build_batch([(key, value)]), acks=1),
+                timeout_s=10)
     assert resp.body.responses[0].partition_responses[0].error_code.value == 0
 
 

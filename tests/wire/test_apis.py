@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from kafka_emu.broker.protocol.adapter import build, item_cls
 from kafka_emu.broker.apis import APIS
+from kafka_emu.common.api_keys import ApiKeys
 from wire_helpers import RawClient, unique, wait_until
 
 pytestmark = pytest.mark.timeout(60)
@@ -37,9 +38,9 @@ def test_api_versions_advertises_exactly_the_declared_ranges(client: Any) -> Non
     resp = client.send(req_cls(18, 3)(client_software_name="t", client_software_version="1"))
     got = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
     assert got == {key: spec.advertised() for key, spec in APIS.items()}
-    assert got[0] == (0, APIS[0].max_version)   # Produce listed from v0 (KAFKA-18659), served from v3
-    assert 71 not in got   # GetTelemetrySubscriptions
-    assert got[68] == got[69] == (0, 1)   # ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848)
+    assert got[0] == (0, APIS[ApiKeys.PRODUCE].max_version)   # Produce listed from v0 (KAFKA-18659), served from v3
+    assert ApiKeys.GET_TELEMETRY_SUBSCRIPTIONS not in got
+    assert got[ApiKeys.CONSUMER_GROUP_HEARTBEAT] == got[ApiKeys.CONSUMER_GROUP_DESCRIBE] == (0, 1)   # KIP-848
 
 
 def test_api_versions_rejects_bad_software_name(client: Any) -> None:

@@ -29,6 +29,7 @@ from kafka_emu.broker.server.config import KAFKA_3_9, KAFKA_4X
 from kafka_emu.broker.protocol.adapter import build, item_cls
 from kafka_emu.broker.protocol.codec import decode_response, encode_request, encode_response, get_codec
 from kafka_emu.broker.protocol.error_response import build_error_response
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from wire_helpers import RawClient, unique
 
@@ -65,7 +66,8 @@ def advertised(mode: str) -> dict[int, tuple[int, int]]:
 def advertised_over_the_wire(bootstrap: str) -> dict[int, tuple[int, int]]:
     c = RawClient(bootstrap)
     try:
-        resp = c.send(load_request_schema(18, 3)(client_software_name="t", client_software_version="1"))
+        resp = c.send(load_request_schema(ApiKeys.API_VERSIONS, 3)(client_software_name="t",
+                                                                  client_software_version="1"))
     finally:
         c.close()
     return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys}
@@ -85,7 +87,8 @@ def test_every_served_api_has_kafka_s_ranges_in_both_modes() -> None:
         low4, high4 = KAFKA_4_0[key]
         assert new[key][0] == low4, spec.name
         assert new[key][1] >= high4 or new[key][1] == spec.max_version, spec.name
-    assert new[0] == (0, APIS[0].max_version) and APIS[0].versions(KAFKA_4X)[0] == 3   # KAFKA-18659
+    produce = APIS[ApiKeys.PRODUCE]
+    assert new[0] == (0, produce.max_version) and produce.versions(KAFKA_4X)[0] == 3   # KAFKA-18659
 
 
 def test_every_version_served_in_either_mode_has_layouts_and_an_error_response() -> None:
@@ -129,7 +132,7 @@ def _unadvertised(mode: str) -> list[tuple[int, int]]:
     out = [(key, max(schema_name_map[name])) for key, name in sorted(api_key_map.items()) if key not in APIS]
     for key, spec in APIS.items():
         low, high = spec.versions(mode)
-        if key != 18:   # ApiVersions answers every version (KIP-511)
+        if key != ApiKeys.API_VERSIONS:   # it answers every version (KIP-511)
             out += [(key, v) for v in (low - 1, high + 1) if v >= 0]
     return out + [(9999, 0)]
 
@@ -183,7 +186,7 @@ class TestKafka39:
         topic = unique("lo")
         kafka_cluster.create_topic(topic, partitions=1, replication_factor=1)
         kafka_cluster.produce(topic, 0, [(None, b"a"), (None, b"b"), (None, b"c")])
-        cls = get_codec(2, 0).request_cls
+        cls = get_codec(ApiKeys.LIST_OFFSETS, 0).request_cls
         topic_cls = item_cls(cls, "topics")
         part_cls = item_cls(topic_cls, "partitions")
         c = RawClient(kafka_cluster.bootstrap_servers)
@@ -206,7 +209,7 @@ class TestKafka39:
         builder = LegacyRecordBatchBuilder(1, 0, 1 << 20)
         for i in range(3):
             builder.append(i, 1_700_000_000_000 + i, b"k%d" % i, b"v%d" % i)
-        cls = get_codec(0, 2).request_cls
+        cls = get_codec(ApiKeys.PRODUCE, 2).request_cls
         td = item_cls(cls, "topic_data")
         pd = item_cls(td, "partition_data")
         c = RawClient(kafka_cluster.bootstrap_servers)
@@ -231,7 +234,7 @@ class TestKafka39:
         c = RawClient(kafka_cluster.bootstrap_servers)
         try:
             def commit(version: int, topic_name: str, **extra: Any) -> list[int]:
-                cls = get_codec(8, version).request_cls
+                cls = get_codec(ApiKeys.OFFSET_COMMIT, version).request_cls
                 t_cls = item_cls(cls, "topics")
                 p_cls = item_cls(t_cls, "partitions")
                 parts = tuple(build(p_cls, partition_index=i, committed_offset=7, commit_timestamp=1234,
@@ -243,13 +246,14 @@ class TestKafka39:
             assert commit(0, topic) == [35, 35]
             assert commit(0, unique("missing")) == [3, 3]
             assert commit(1, topic) == [0, 0]
-            fetch_cls = get_codec(9, 0).request_cls
+            fetch_cls = get_codec(ApiKeys.OFFSET_FETCH, 0).request_cls
             ft_cls = item_cls(fetch_cls, "topics")
             resp = c.send(build(fetch_cls, group_id=group, topics=(build(ft_cls, name=topic, partition_indexes=(0, 1)),)))
             assert [(int(p.error_code), int(p.committed_offset), p.metadata) for p in resp.topics[0].partitions] == \
                 [(35, -1, "")] * 2
-            v1 = c.send(build(get_codec(9, 1).request_cls, group_id=group, topics=(
-                build(item_cls(get_codec(9, 1).request_cls, "topics"), name=topic, partition_indexes=(0,)),)))
+            v1_cls = get_codec(ApiKeys.OFFSET_FETCH, 1).request_cls
+            v1 = c.send(build(v1_cls, group_id=group, topics=(
+                build(item_cls(v1_cls, "topics"), name=topic, partition_indexes=(0,)),)))
             assert (int(v1.topics[0].partitions[0].committed_offset), v1.topics[0].partitions[0].metadata) == (7, "m")
         finally:
             c.close()
@@ -260,17 +264,17 @@ class TestKafka39:
         topic = unique("adm")
         c = RawClient(kafka_cluster.bootstrap_servers)
         try:
-            ct = get_codec(19, 0).request_cls
+            ct = get_codec(ApiKeys.CREATE_TOPICS, 0).request_cls
             ct_topic = item_cls(ct, "topics")
             resp = c.send(build(ct, timeout=timedelta(seconds=5), topics=(
                 build(ct_topic, name=topic, num_partitions=1, replication_factor=1, assignments=(), configs=()),)))
             assert [(r.name, int(r.error_code)) for r in resp.topics] == [(topic, 0)]
-            dc = get_codec(32, 0).request_cls
+            dc = get_codec(ApiKeys.DESCRIBE_CONFIGS, 0).request_cls
             res = c.send(build(dc, resources=(build(item_cls(dc, "resources"), resource_type=2, resource_name=topic,
                                                     configuration_keys=("cleanup.policy",)),)))
             entry = res.results[0].configs[0]
             assert (entry.name, entry.value, entry.is_default, entry.read_only) == ("cleanup.policy", "delete", False, False)
-            dt = get_codec(20, 0).request_cls
+            dt = get_codec(ApiKeys.DELETE_TOPICS, 0).request_cls
             resp = c.send(build(dt, topic_names=(topic, unique("missing")), timeout=timedelta(seconds=5)))
             assert [int(r.error_code) for r in resp.responses] == [0, 3]
         finally:
@@ -281,7 +285,7 @@ class TestKafka39:
         topic = unique("ep")
         kafka_cluster.create_topic(topic, partitions=1, replication_factor=1)
         kafka_cluster.produce(topic, 0, [(None, b"a"), (None, b"b")])
-        cls = get_codec(23, 0).request_cls
+        cls = get_codec(ApiKeys.OFFSET_FOR_LEADER_EPOCH, 0).request_cls
         t_cls = item_cls(cls, "topics")
         c = RawClient(kafka_cluster.bootstrap_servers)
         try:
@@ -347,10 +351,10 @@ def test_generic_error_response_answers_every_add_partitions_to_txn_item() -> No
     """The generic error response (a handler failure, an injected error) mirrors AddPartitionsToTxn
     v0-v3's topics and partitions; it used to answer with an empty results list, so a client saw
     no error at all."""
-    cls = load_request_schema(24, 3)
+    cls = load_request_schema(ApiKeys.ADD_PARTITIONS_TO_TXN, 3)
     topic_cls = item_cls(cls, "v3_and_below_topics")
     body = build(cls, v3_and_below_transactional_id="t", v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
                  v3_and_below_topics=(build(topic_cls, name="a", partitions=(0, 2)),))
-    resp = build_error_response(24, 3, body, Errors.NOT_COORDINATOR)
+    resp = build_error_response(ApiKeys.ADD_PARTITIONS_TO_TXN, 3, body, Errors.NOT_COORDINATOR)
     assert [(t.name, [(int(p.partition_index), int(p.partition_error_code)) for p in t.results_by_partition])
             for t in resp.results_by_topic_v3_and_below] == [("a", [(0, 16), (2, 16)])]

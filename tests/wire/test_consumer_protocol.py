@@ -20,6 +20,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kafka import KafkaConsumer
 
 from kafka_emu.broker.protocol.adapter import build, item_cls
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group.records import partition_for
 
@@ -271,7 +272,7 @@ def test_regex_subscription_picks_up_a_new_topic(kafka_cluster: Any) -> None:
 # ----------------------------------------------------------------------------- wire answers
 def heartbeat_request(version: int, **fields: Any) -> Any:
     from kio.index import load_request_schema
-    cls = load_request_schema(68, version)
+    cls = load_request_schema(ApiKeys.CONSUMER_GROUP_HEARTBEAT, version)
     values = {"group_id": "g", "member_id": "", "member_epoch": 0, "instance_id": None, "rack_id": None,
               "rebalance_timeout": 5000, "subscribed_topic_names": ("t",), "server_assignor": None,
               "topic_partitions": ()}
@@ -314,10 +315,12 @@ def test_inaccessible_when_disabled_by_static_config(kafka_cluster: Any) -> None
     from kio.index import load_request_schema
     client = RawClient(kafka_cluster.bootstrap_servers)
     try:
-        versions = client.send(load_request_schema(18, 3)(client_software_name="t", client_software_version="1"))
-        assert {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys}[68] == (0, 1)
+        versions = client.send(load_request_schema(ApiKeys.API_VERSIONS, 3)(client_software_name="t",
+                                                                            client_software_version="1"))
+        advertised = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys}
+        assert advertised[ApiKeys.CONSUMER_GROUP_HEARTBEAT] == (0, 1)
         assert client.send(heartbeat_request(1, member_id="m")).error_code == Errors.UNSUPPORTED_VERSION
-        describe_cls = load_request_schema(69, 1)
+        describe_cls = load_request_schema(ApiKeys.CONSUMER_GROUP_DESCRIBE, 1)
         d = client.send(build(describe_cls, group_ids=("g",), include_authorized_operations=False))
         assert [g.error_code for g in d.groups] == [Errors.UNSUPPORTED_VERSION]
     finally:
@@ -334,7 +337,7 @@ def test_consumer_group_describe_over_the_wire(kafka_cluster: Any) -> None:
     wait_until(lambda: (c.poll(0.05), len(c.assignment()))[1] == 2, 20, what="assigned")
     client = to_coordinator(kafka_cluster, group)
     try:
-        cls = load_request_schema(69, 1)
+        cls = load_request_schema(ApiKeys.CONSUMER_GROUP_DESCRIBE, 1)
         d = client.send(build(cls, group_ids=(group,), include_authorized_operations=True))
         (g,) = d.groups
         assert (g.error_code, g.group_state, g.assignor_name) == (Errors.NONE, "Stable", "uniform")
@@ -357,7 +360,7 @@ def test_group_configs_through_incremental_alter_and_describe_configs(kafka_clus
     client = to_coordinator(kafka_cluster, group)
 
     def alter(*ops: tuple[str, int, str | None], name: str = group, version: int = 1) -> tuple[int, str | None]:
-        cls = load_request_schema(44, version)
+        cls = load_request_schema(ApiKeys.INCREMENTAL_ALTER_CONFIGS, version)
         res_cls = item_cls(cls, "resources")
         cfg_cls = item_cls(res_cls, "configs")
         r = client.send(build(cls, validate_only=False, resources=(build(
@@ -367,7 +370,7 @@ def test_group_configs_through_incremental_alter_and_describe_configs(kafka_clus
         return res.error_code, res.error_message
 
     def described() -> dict[str, tuple[str, int]]:
-        cls = load_request_schema(32, 4)
+        cls = load_request_schema(ApiKeys.DESCRIBE_CONFIGS, 4)
         res_cls = item_cls(cls, "resources")
         r = client.send(build(cls, resources=(build(res_cls, resource_type=32, resource_name=group,
                                                     configuration_keys=None),),
@@ -453,7 +456,8 @@ def test_test_control_on_consumer_groups(kafka_cluster: Any) -> None:
         client = to_coordinator(kafka_cluster, group)
         try:
             from kio.index import load_request_schema
-            d = client.send(build(load_request_schema(69, 1), group_ids=(group,), include_authorized_operations=False))
+            d = client.send(build(load_request_schema(ApiKeys.CONSUMER_GROUP_DESCRIBE, 1), group_ids=(group,),
+                                  include_authorized_operations=False))
             assert [g.error_code for g in d.groups] == [Errors.GROUP_AUTHORIZATION_FAILED]
         finally:
             client.close()

@@ -20,7 +20,6 @@ from kio.index import load_request_schema
 
 from kafka_emu.broker.apis import APIS
 from kafka_emu.broker.apis.fetch import (
-    API_KEY,
     build_response,
     parse_fetch_request,
     partition_responses,
@@ -46,11 +45,12 @@ from kafka_emu.broker.protocol.fast_fetch import (
 )
 from kafka_emu.broker.storage.record_batch import build_batch
 from fast_codec_checks import check_every_prefix, check_frame, kio_bytes, mutated
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.metrics.error_counts import error_counts as entity_error_counts
 
 # the versions the 4.x broker admits (v0-v3 stay on kio: down-conversion, emulator.api.compatibility=3.9)
-FETCH_VERSIONS = range(APIS[API_KEY].min_version, APIS[API_KEY].max_version + 1)
+FETCH_VERSIONS = range(APIS[ApiKeys.FETCH].min_version, APIS[ApiKeys.FETCH].max_version + 1)
 
 
 # --- requests ------------------------------------------------------------------------------------
@@ -58,7 +58,7 @@ FETCH_VERSIONS = range(APIS[API_KEY].min_version, APIS[API_KEY].max_version + 1)
 def request_sample(version: int, rng: random.Random) -> object:
     """A FetchRequest of ``version`` with every field it has at a random value (tagged fields
     sometimes at their defaults, so absent from the frame)."""
-    cls = load_request_schema(API_KEY, version)
+    cls = load_request_schema(ApiKeys.FETCH, version)
     mod = sys.modules[cls.__module__]
     names = {f.name for f in dataclasses.fields(cls)}
     part_names = {f.name for f in dataclasses.fields(mod.FetchPartition)}
@@ -196,7 +196,7 @@ def _with_tags(frame: bytes, at: int, tags: bytes) -> bytes:
 def test_unknown_tagged_fields_are_skipped(version: int) -> None:
     """Unknown tags at the top level, on a topic and on a partition are skipped as Kafka skips
     them; known ones after an unknown one are still read."""
-    cls = load_request_schema(API_KEY, version)
+    cls = load_request_schema(ApiKeys.FETCH, version)
     mod = sys.modules[cls.__module__]
     key = {"topic_id": uuid.uuid4()} if version >= 13 else {"topic": "t"}
     body = cls(max_wait=timedelta(milliseconds=500), min_bytes=1, max_bytes=1 << 20, isolation_level=1,
@@ -226,13 +226,13 @@ def test_error_responses_mirror_the_same_request(version: int) -> None:
     rng = random.Random(4000 + version)
     for _ in range(10):
         fast, slow = decode_both(request_sample(version, rng))
-        assert build_error_response(API_KEY, version, fast, Errors.UNKNOWN_SERVER_ERROR) == \
-            build_error_response(API_KEY, version, slow, Errors.UNKNOWN_SERVER_ERROR)
+        assert build_error_response(ApiKeys.FETCH, version, fast, Errors.UNKNOWN_SERVER_ERROR) == \
+            build_error_response(ApiKeys.FETCH, version, slow, Errors.UNKNOWN_SERVER_ERROR)
 
 
 def test_replica_state_tag_is_read() -> None:
     """v15+: a replica id sent in ``replica_state`` (tag 1) is read as kio reads it."""
-    cls = load_request_schema(API_KEY, 15)
+    cls = load_request_schema(ApiKeys.FETCH, 15)
     mod = sys.modules[cls.__module__]
     body = cls(max_wait=timedelta(0), min_bytes=1, topics=(), forgotten_topics_data=(),
                replica_state=mod.ReplicaState(replica_id=2, replica_epoch=77))
@@ -243,7 +243,7 @@ def test_replica_state_tag_is_read() -> None:
 
 def test_known_tag_of_the_wrong_size_is_left_to_kio() -> None:
     """A ``replica_state`` whose declared size is not what it holds: kio decides."""
-    cls = load_request_schema(API_KEY, 15)
+    cls = load_request_schema(ApiKeys.FETCH, 15)
     body = cls(max_wait=timedelta(0), min_bytes=1, topics=(), forgotten_topics_data=())
     frame = frame_of(body)
     header = decode_request_header(frame)
@@ -253,7 +253,7 @@ def test_known_tag_of_the_wrong_size_is_left_to_kio() -> None:
 
 def test_null_cluster_id_is_left_to_kio() -> None:
     """kio refuses a null ``cluster_id`` (tag 0), so the fast decoder must not accept one."""
-    cls = load_request_schema(API_KEY, 12)
+    cls = load_request_schema(ApiKeys.FETCH, 12)
     body = cls(replica_id=-1, max_wait=timedelta(0), min_bytes=1, topics=(), forgotten_topics_data=())
     frame = frame_of(body)
     header = decode_request_header(frame)
@@ -266,7 +266,7 @@ def test_null_cluster_id_is_left_to_kio() -> None:
 def test_versions_outside_4_to_18_stay_on_kio() -> None:
     """v0-v3 (down-conversion) are kio's, and so would be a version newer than the layouts
     written here."""
-    cls = load_request_schema(API_KEY, 4)
+    cls = load_request_schema(ApiKeys.FETCH, 4)
     body = cls(replica_id=-1, max_wait=timedelta(0), min_bytes=1, max_bytes=1, isolation_level=0, topics=())
     frame = frame_of(body)
     offset = decode_request_header(frame).size

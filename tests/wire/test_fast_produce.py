@@ -11,17 +11,18 @@ from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
 from kafka_emu.broker.apis import APIS
-from kafka_emu.broker.apis.produce import API_KEY, build_response
+from kafka_emu.broker.apis.produce import build_response
 from kafka_emu.broker.protocol.codec import decode_response, encode_response
 from kafka_emu.broker.protocol.fast_produce import encode_produce_response
 from kafka_emu.broker.server.replica_manager import ProducePartitionStatus
+from kafka_emu.common.api_keys import ApiKeys
 
 # every version the broker admits, so the fast codec is checked wherever it can be used
-PRODUCE_VERSIONS = range(APIS[API_KEY].min_version, APIS[API_KEY].max_version + 1)
+PRODUCE_VERSIONS = range(APIS[ApiKeys.PRODUCE].min_version, APIS[ApiKeys.PRODUCE].max_version + 1)
 
 
 def sample(version: int, rng: random.Random) -> object:
-    cls = load_response_schema(0, version)
+    cls = load_response_schema(ApiKeys.PRODUCE, version)
     mod = sys.modules[cls.__module__]
     topics = []
     for t in range(rng.randint(0, 3)):
@@ -67,7 +68,7 @@ def test_broker_built_responses_round_trip(version: int) -> None:
 
 
 def test_unusual_shapes_fall_back_to_kio() -> None:
-    cls = load_response_schema(0, 10)
+    cls = load_response_schema(ApiKeys.PRODUCE, 10)
     mod = sys.modules[cls.__module__]
     part = mod.PartitionProduceResponse(index=0, error_code=ErrorCode.not_leader_or_follower, base_offset=-1,
                                         log_append_time=None, log_start_offset=-1, record_errors=(),
@@ -97,7 +98,7 @@ from fast_codec_checks import check_every_prefix, check_frame, kio_bytes, mutate
 def request_sample(version: int, rng: random.Random) -> object:
     from kio.index import load_request_schema
 
-    cls = load_request_schema(0, version)
+    cls = load_request_schema(ApiKeys.PRODUCE, version)
     mod = sys.modules[cls.__module__]
     topics = []
     for t in range(rng.randint(0, 3)):

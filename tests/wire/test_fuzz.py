@@ -19,6 +19,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kio.index import load_request_schema, load_response_schema
 
 from kafka_emu.broker.protocol.codec import decode_response, encode_request
+from kafka_emu.common.api_keys import ApiKeys
 from wire_helpers import unique, wait_until, wire_threads
 
 pytestmark = pytest.mark.timeout(90)
@@ -30,22 +31,22 @@ FUZZ_THREADS = 12
 def valid_frames() -> list[bytes]:
     """Well-formed requests the fuzzer mutates (none of them can create or delete anything)."""
     frames = []
-    av = load_request_schema(18, 3)(client_software_name="fuzz", client_software_version="1")
+    av = load_request_schema(ApiKeys.API_VERSIONS, 3)(client_software_name="fuzz", client_software_version="1")
     frames.append(encode_request(av, 1))
-    frames.append(encode_request(load_request_schema(18, 0)(), 2))
-    md = load_request_schema(3, 12)(topics=None, allow_auto_topic_creation=False,
+    frames.append(encode_request(load_request_schema(ApiKeys.API_VERSIONS, 0)(), 2))
+    md = load_request_schema(ApiKeys.METADATA, 12)(topics=None, allow_auto_topic_creation=False,
                                     include_topic_authorized_operations=False)
     frames.append(encode_request(md, 3))
-    hb = load_request_schema(12, 4)(group_id="fuzz-group", generation_id=1, member_id="m",
+    hb = load_request_schema(ApiKeys.HEARTBEAT, 4)(group_id="fuzz-group", generation_id=1, member_id="m",
                                     group_instance_id=None)
     frames.append(encode_request(hb, 4))
-    fc = load_request_schema(10, 4)(key_type=0, coordinator_keys=("fuzz-group",))
+    fc = load_request_schema(ApiKeys.FIND_COORDINATOR, 4)(key_type=0, coordinator_keys=("fuzz-group",))
     frames.append(encode_request(fc, 5))
-    lg = load_request_schema(16, 4)(states_filter=())
+    lg = load_request_schema(ApiKeys.LIST_GROUPS, 4)(states_filter=())
     frames.append(encode_request(lg, 6))
-    dc = load_request_schema(60, 1)(include_cluster_authorized_operations=False, endpoint_type=1)
+    dc = load_request_schema(ApiKeys.DESCRIBE_CLUSTER, 1)(include_cluster_authorized_operations=False, endpoint_type=1)
     frames.append(encode_request(dc, 7))
-    dg = load_request_schema(15, 5)(groups=("fuzz-group",), include_authorized_operations=False)
+    dg = load_request_schema(ApiKeys.DESCRIBE_GROUPS, 5)(groups=("fuzz-group",), include_authorized_operations=False)
     frames.append(encode_request(dg, 8))
     return frames
 

@@ -21,6 +21,7 @@ from kafka.protocol.old.types import Array, Boolean, Bytes, Int8, Int16, Int32, 
 from kio.serial import entity_reader, entity_writer
 
 from kafka_emu.broker.protocol.legacy_schema import LEGACY_VERSIONS, legacy_request, legacy_response
+from kafka_emu.common.api_keys import ApiKeys
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -116,4 +117,5 @@ def test_versions_and_flexibility() -> None:
             cls = derived(key, version)
             assert (cls.__api_key__, cls.__version__, cls.__flexible__) == (key, version, False)
             assert derived(key, version) is cls   # derived once
-    assert legacy_request(0, 3) is None and legacy_response(1, 4) is None   # kio's own versions
+    # kio's own versions
+    assert legacy_request(ApiKeys.PRODUCE, 3) is None and legacy_response(ApiKeys.FETCH, 4) is None

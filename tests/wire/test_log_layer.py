@@ -14,6 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_emu.broker.storage import compression
 from kafka_emu.broker.cluster.inprocess_client import produce_request
 from kafka_emu.broker.storage.record_batch import iter_records, parse_batches
+from kafka_emu.common.api_keys import ApiKeys
 
 from wire_helpers import RawClient, unique, wait_until
 
@@ -305,7 +306,7 @@ def _fetch(version: int, topic: str) -> Any:
 
     from kio.index import load_request_schema
 
-    cls = load_request_schema(1, version)
+    cls = load_request_schema(ApiKeys.FETCH, version)
     mod = __import__(cls.__module__, fromlist=["FetchTopic"])
 
     def make(kind: Any, **values: Any) -> Any:

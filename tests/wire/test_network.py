@@ -19,6 +19,7 @@ from kafka_emu.broker.apis.api_versions import DefaultApiVersionManager, handle_
 from kafka_emu.broker.network.socket_server import SocketServer
 from kafka_emu.broker.protocol.adapter import build
 from kafka_emu.broker.protocol.codec import decode_response, encode_request
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
 pytestmark = pytest.mark.timeout(30)
@@ -69,11 +70,11 @@ class StubChannel:
             req = self.q.get()
             if req is None:
                 return
-            if req.api_key == 18:
+            if req.api_key == ApiKeys.API_VERSIONS:
                 req.respond(StubResponse(req, handle_api_versions(req)))
-            elif req.api_key == 3:
+            elif req.api_key == ApiKeys.METADATA:
                 time.sleep(random.random() * 0.003)
-                cls = load_response_schema(3, req.api_version)
+                cls = load_response_schema(ApiKeys.METADATA, req.api_version)
                 req.respond(StubResponse(req, cls(throttle_time=timedelta(0), brokers=(), cluster_id=None,
                                                   controller_id=1, topics=())))
             else:
@@ -130,7 +131,7 @@ def is_closed(s: socket.socket, timeout: float = 5.0) -> bool:
 
 
 def api_versions_req(version: int = 3) -> Any:
-    cls = load_request_schema(18, version)
+    cls = load_request_schema(ApiKeys.API_VERSIONS, version)
     if version >= 3:
         return cls(client_software_name="test", client_software_version="1.0")
     return cls()
@@ -146,7 +147,7 @@ def test_thread_names(server: SocketServer) -> None:
 def test_api_versions_round_trip(server: SocketServer) -> None:
     s = connect(server)
     s.sendall(encode_request(api_versions_req(3), 11))
-    corr, resp = decode_response(recv_frame(s), load_response_schema(18, 3))
+    corr, resp = decode_response(recv_frame(s), load_response_schema(ApiKeys.API_VERSIONS, 3))
     assert corr == 11 and resp.error_code == 0
     keys = {k.api_key for k in resp.api_keys}
     assert {0, 1, 3, 18} <= keys and 71 not in keys and 68 in keys  # ConsumerGroupHeartbeat, issue 26
@@ -157,17 +158,17 @@ def test_api_versions_too_new_gets_v0_reply(server: SocketServer) -> None:
     # ApiVersions v9: header v2 (flexible), body unknown to everyone
     frame = struct.pack(">hhih", 18, 9, 5, 3) + b"abc" + b"\x00" + b"\x05junk\x00"
     s.sendall(struct.pack(">i", len(frame)) + frame)
-    corr, resp = decode_response(recv_frame(s), load_response_schema(18, 0))
+    corr, resp = decode_response(recv_frame(s), load_response_schema(ApiKeys.API_VERSIONS, 0))
     assert corr == 5 and resp.error_code == 35
     assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(18, 0, 4)]
 
 
 def test_pipelined_requests_answer_in_order(server: SocketServer) -> None:
     s = connect(server)
-    req = load_request_schema(3, 12)(topics=None, allow_auto_topic_creation=False,
+    req = load_request_schema(ApiKeys.METADATA, 12)(topics=None, allow_auto_topic_creation=False,
                                      include_topic_authorized_operations=False)
     s.sendall(b"".join(encode_request(req, i) for i in range(200)))
-    cls = load_response_schema(3, 12)
+    cls = load_response_schema(ApiKeys.METADATA, 12)
     got = [decode_response(recv_frame(s), cls)[0] for _ in range(200)]
     assert got == list(range(200))
 
@@ -179,7 +180,7 @@ def test_unknown_tagged_fields_are_skipped(server: SocketServer) -> None:
     raw[-1:] = b"\x02\x07\x01x\x63\x00"          # two unknown tags in the body
     struct.pack_into(">i", raw, 0, len(raw) - 4)
     s.sendall(bytes(raw))
-    corr, resp = decode_response(recv_frame(s), load_response_schema(18, 3))
+    corr, resp = decode_response(recv_frame(s), load_response_schema(ApiKeys.API_VERSIONS, 3))
     assert corr == 3 and resp.error_code == 0
 
 
@@ -200,11 +201,11 @@ def test_undeclared_version_of_a_declared_api_closes_the_connection(server: Sock
 def test_api_versions_at_an_undeclared_version_gets_the_v0_error_reply(server: SocketServer) -> None:
     """KIP-511 (Kafka's ``ApiKeys.isVersionEnabled`` accepts every ApiVersions version): the
     answer is a v0 body with UNSUPPORTED_VERSION that lists the declared ApiVersions range."""
-    spec = APIS[18]
+    spec = APIS[ApiKeys.API_VERSIONS]
     s = connect(server)
     frame = struct.pack(">hhih", 18, spec.max_version + 1, 6, -1) + b"\x00"
     s.sendall(struct.pack(">i", len(frame)) + frame)
-    corr, resp = decode_response(recv_frame(s), load_response_schema(18, 0))
+    corr, resp = decode_response(recv_frame(s), load_response_schema(ApiKeys.API_VERSIONS, 0))
     assert corr == 6 and resp.error_code == Errors.UNSUPPORTED_VERSION
     assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == \
         [(18, spec.min_version, spec.max_version)]
@@ -224,7 +225,7 @@ def test_bad_frames_close_only_that_connection(server: SocketServer, payload: by
     bad.sendall(payload)
     assert is_closed(bad)
     good.sendall(encode_request(api_versions_req(3), 1))
-    assert decode_response(recv_frame(good), load_response_schema(18, 3))[0] == 1
+    assert decode_response(recv_frame(good), load_response_schema(ApiKeys.API_VERSIONS, 3))[0] == 1
     assert all(t.is_alive() for t in server.threads())
 
 
@@ -271,7 +272,7 @@ def test_many_connections_in_parallel(server: SocketServer) -> None:
             s = connect(server)
             for j in range(20):
                 s.sendall(encode_request(api_versions_req(3), j))
-                assert decode_response(recv_frame(s), load_response_schema(18, 3))[0] == j
+                assert decode_response(recv_frame(s), load_response_schema(ApiKeys.API_VERSIONS, 3))[0] == j
             s.close()
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
@@ -290,9 +291,9 @@ def test_sequential_round_trips_never_wait_for_the_poll_timeout(server: SocketSe
     """Each response must wake its processor at once (a lost wakeup shows up as ~0.3 s per
     request, the processor's poll timeout)."""
     s = connect(server)
-    req = load_request_schema(3, 12)(topics=None, allow_auto_topic_creation=False,
+    req = load_request_schema(ApiKeys.METADATA, 12)(topics=None, allow_auto_topic_creation=False,
                                      include_topic_authorized_operations=False)
-    cls = load_response_schema(3, 12)
+    cls = load_response_schema(ApiKeys.METADATA, 12)
     t0 = time.monotonic()
     for i in range(300):
         s.sendall(encode_request(req, i))
@@ -309,9 +310,9 @@ def test_pipelined_requests_never_wait_for_the_in_flight_poll_timeout(server: So
 
     monkeypatch.setattr(processor, "_IN_FLIGHT_POLL_S", 2.0)
     s = connect(server)
-    req = load_request_schema(3, 12)(topics=None, allow_auto_topic_creation=False,
+    req = load_request_schema(ApiKeys.METADATA, 12)(topics=None, allow_auto_topic_creation=False,
                                      include_topic_authorized_operations=False)
-    cls = load_response_schema(3, 12)
+    cls = load_response_schema(ApiKeys.METADATA, 12)
     t0 = time.monotonic()
     s.sendall(b"".join(encode_request(req, i) for i in range(20)))
     assert [decode_response(recv_frame(s), cls)[0] for _ in range(20)] == list(range(20))

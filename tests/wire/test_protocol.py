@@ -22,6 +22,7 @@ from kafka_emu.broker.protocol.codec import (
 )
 from kafka_emu.broker.protocol.error_response import build_error_response
 from kafka_emu.broker.apis import APIS, is_supported
+from kafka_emu.common.api_keys import ApiKeys
 
 API_VERSIONS = {key: (spec.min_version, spec.max_version) for key, spec in APIS.items()}
 
@@ -42,7 +43,7 @@ def test_declarations_name_apis_as_kafka_does_and_bound_the_version_check() -> N
         assert not is_supported(key, spec.min_version - 1)
         assert all(is_supported(key, v) for v in range(spec.min_version, spec.max_version + 1))
         assert not is_supported(key, spec.max_version + 1)
-    assert not is_supported(71, 0)   # GetTelemetrySubscriptions: known to kio, not declared
+    assert not is_supported(ApiKeys.GET_TELEMETRY_SUBSCRIPTIONS, 0)   # known to kio, not declared
 
 
 @pytest.mark.parametrize("api_key", sorted(API_VERSIONS))
@@ -62,21 +63,21 @@ def test_error_response_mirrors_request_items() -> None:
                                       name="t", partitions=(oc.OffsetCommitRequestPartition(
                                           partition_index=4, committed_offset=1, committed_leader_epoch=-1,
                                           committed_metadata=None),)),))
-    resp = build_error_response(8, 8, body, int(ErrorCode.not_coordinator))
+    resp = build_error_response(ApiKeys.OFFSET_COMMIT, 8, body, int(ErrorCode.not_coordinator))
     assert resp.topics[0].name == "t"
     p = resp.topics[0].partitions[0]
     assert (p.partition_index, p.error_code) == (4, ErrorCode.not_coordinator)
 
     from kio.schema.delete_groups.v2 import request as dg
-    resp = build_error_response(42, 2, dg.DeleteGroupsRequest(groups_names=("a", "b")), 15)
+    resp = build_error_response(ApiKeys.DELETE_GROUPS, 2, dg.DeleteGroupsRequest(groups_names=("a", "b")), 15)
     assert [(r.group_id, r.error_code) for r in resp.results] == [("a", 15), ("b", 15)]
 
 
 def test_header_v1_and_v2() -> None:
-    v1 = load_request_schema(3, 5)(topics=None, allow_auto_topic_creation=False)
+    v1 = load_request_schema(ApiKeys.METADATA, 5)(topics=None, allow_auto_topic_creation=False)
     h = decode_request_header(frame_of(v1, 11, None))
     assert (h.api_key, h.api_version, h.correlation_id, h.client_id) == (3, 5, 11, None)
-    v2 = load_request_schema(3, 12)(topics=None, allow_auto_topic_creation=False,
+    v2 = load_request_schema(ApiKeys.METADATA, 12)(topics=None, allow_auto_topic_creation=False,
                                     include_topic_authorized_operations=False)
     raw = frame_of(v2, 12, "abc")
     h = decode_request_header(raw)
@@ -85,7 +86,7 @@ def test_header_v1_and_v2() -> None:
 
 
 def test_header_tagged_fields_are_skipped() -> None:
-    body = load_request_schema(18, 3)(client_software_name="a", client_software_version="1")
+    body = load_request_schema(ApiKeys.API_VERSIONS, 3)(client_software_name="a", client_software_version="1")
     raw = bytearray(frame_of(body))
     # header v2 ends with the tag section right after the client id (10 + 3 bytes)
     assert raw[13] == 0
@@ -135,7 +136,7 @@ def test_bad_headers(frame: bytes, error: type) -> None:
 
 
 def test_truncated_and_null_bodies_are_invalid() -> None:
-    body = load_request_schema(10, 4)(key_type=0, coordinator_keys=("g",))
+    body = load_request_schema(ApiKeys.FIND_COORDINATOR, 4)(key_type=0, coordinator_keys=("g",))
     raw = frame_of(body)
     h = decode_request_header(raw)
     with pytest.raises(InvalidRequestError):
@@ -147,12 +148,13 @@ def test_truncated_and_null_bodies_are_invalid() -> None:
 
 
 def test_api_versions_response_uses_header_v0() -> None:
-    resp = load_response_schema(18, 3)(error_code=ErrorCode.none, api_keys=(), throttle_time=timedelta(0))
+    resp = load_response_schema(ApiKeys.API_VERSIONS, 3)(error_code=ErrorCode.none, api_keys=(),
+                                                         throttle_time=timedelta(0))
     data = encode_response(9, resp)
     size, corr = struct.unpack_from(">ii", data)
     assert size == len(data) - 4 and corr == 9
     assert data[8] == 0       # error code high byte follows the correlation id directly
-    md = build_error_response(3, 12, None, 0)
+    md = build_error_response(ApiKeys.METADATA, 12, None, 0)
     assert encode_response(9, md)[8] == 0     # header v1: empty tag section after the id
 
 
@@ -162,8 +164,8 @@ def test_build_keeps_the_version_fields_defaults_the_rest_and_converts_error_cod
     positional and keyword calls build the same entity."""
     from kafka_emu.broker.protocol.adapter import build, constructor, item_cls
 
-    v3 = item_cls(item_cls(load_response_schema(0, 3), "responses"), "partition_responses")
-    v9 = item_cls(item_cls(load_response_schema(0, 9), "responses"), "partition_responses")
+    v3 = item_cls(item_cls(load_response_schema(ApiKeys.PRODUCE, 3), "responses"), "partition_responses")
+    v9 = item_cls(item_cls(load_response_schema(ApiKeys.PRODUCE, 9), "responses"), "partition_responses")
     given = dict(index=2, error_code=87, base_offset=-1, log_append_time=None, log_start_offset=7,
                  error_message="bad", record_errors=())
     old = build(v3, **given)

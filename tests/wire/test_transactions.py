@@ -14,6 +14,7 @@ from wire_helpers import RawClient, unique, wait_until
 
 from kafka_emu.broker.apis.txn_offset_commit import verification_error
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group.records import partition_for as group_partition_for
 from kafka_emu.coordinator.transaction import TRANSACTION_STATE_TOPIC
@@ -313,7 +314,7 @@ def test_unknown_partition_in_add_partitions_is_refused(kafka_cluster: Any) -> N
     coordinator = kafka_cluster.leader_of(TRANSACTION_STATE_TOPIC, txn_partition_for(txn_id, 5))
     c = RawClient(kafka_cluster.broker(coordinator).bootstrap_server)
     try:
-        cls = load_request_schema(24, 3)
+        cls = load_request_schema(ApiKeys.ADD_PARTITIONS_TO_TXN, 3)
         mod = __import__(cls.__module__, fromlist=["AddPartitionsToTxnTopic"])
         r = c.send(cls(v3_and_below_transactional_id=txn_id, v3_and_below_producer_id=0,
                        v3_and_below_producer_epoch=0,

@@ -68,6 +68,7 @@ from kafka_emu.broker.server.partition_state import PartitionState
 from kafka_emu.broker.protocol.adapter import response_schema
 from kafka_emu.broker.protocol.codec import RequestBody, ResponseBody
 from kafka_emu.broker.protocol.error_response import build_error_response
+from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group.records import partition_for
 from kafka_emu.timer import SystemTimer, SystemTimerReaper, TimerTask
@@ -83,7 +84,7 @@ if TYPE_CHECKING:
 
 _log = structlog.get_logger("broker.control")
 
-PRODUCE_KEY = 0
+PRODUCE_KEY = int(ApiKeys.PRODUCE)   # an int: compared with every request's key
 # RequestChannel.deliver_response: (request, response body or None, close the connection)
 Deliver: TypeAlias = Callable[["Request", ResponseBody | None, bool], None]
 # An interceptor's answer: a response entity, a dict of its fields, or None (the broker answers)

@@ -7,6 +7,9 @@ one generic walk gives the same counts for every API. The walk plan (which field
 codes, which hold entities that may) is computed once per entity class; subtrees without any
 error field (records, assignments, members' metadata) are never visited. A response the broker
 encoded by hand (``codec.EncodedResponse``, fast Produce) states its counts itself.
+
+kio's ``ErrorCode`` is only how a field is recognised as an error code; the codes are named by
+the project's one error table, ``kafka_emu.common.errors``.
 """
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ from operator import attrgetter
 from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 from kio.schema.errors import ErrorCode
+
+from kafka_emu.common.errors import Errors
 
 # entity class -> readers of (error fields, fields holding one entity, fields holding a tuple of
 # entities), built from the class's declared fields
@@ -109,6 +114,6 @@ def error_name(code: int) -> str:
     """Kafka's name of an error code (``NOT_LEADER_OR_FOLLOWER``); unknown codes are named as
     Kafka's ``Errors.forCode`` names them, ``UNKNOWN_SERVER_ERROR``."""
     try:
-        return ErrorCode(code).name.upper()
+        return Errors(code).name
     except ValueError:
-        return ErrorCode.unknown_server_error.name.upper()
+        return Errors.UNKNOWN_SERVER_ERROR.name

@@ -5,11 +5,10 @@ Each member is the error's code (an ``int``, so it goes straight into a response
 for it is retriable (a ``RetriableException``), and Kafka's default message. The codes, names,
 flags and messages are those of Kafka 4's ``Errors`` enum as its protocol guide lists them.
 
-Why here: Kafka keeps ``Errors`` in the clients module, below the broker and the group
-coordinator. In this project the lowest layer that speaks Kafka error codes is the coordinator
-(the timer package below it knows nothing of the protocol), and the coordinator must not import
-the broker; so the table lives in ``coordinator`` and the broker, the wire adapter and the
-metrics import it from here. It has no dependencies of its own.
+Why here: Kafka keeps ``Errors`` in the clients module's ``common`` package, below the broker
+and the coordinators; ``kafka_emu.common`` is that leaf here, so the coordinator, the broker, the
+wire codecs and the metrics all name codes from this one table. It has no dependencies of its
+own.
 
 ``KafkaError`` is the exception that carries one of these codes (Kafka's ``ApiException``).
 """

@@ -13,20 +13,17 @@ Only live brokers are listed; replica lists may name stopped brokers, which also
 
 The topic entries are encoded once and reused (``TopicEncodingCache``): a response is the
 encoded brokers/cluster part with the cached bytes of each topic spliced in as the topics array
-(an ``EncodedResponse``), so a Metadata request for 10,000 partitions costs a lookup per topic
-rather than 10,000 entities built and written.
+(an ``EncodedResponse``; the bytes are ``broker.protocol.metadata_splice``'s), so a Metadata
+request for 10,000 partitions costs a lookup per topic rather than 10,000 entities built and
+written.
 """
 from __future__ import annotations
 
 import dataclasses
-import io
 import operator
-import struct
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from uuid import UUID
-
-from kio.serial import entity_writer
 
 from kafka_emu.broker.apis._common import (
     AUTHORIZED_OPS_OMITTED,
@@ -39,6 +36,7 @@ from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC, MetadataStore, PartitionState, TopicInfo
 from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
+from kafka_emu.broker.protocol.metadata_splice import encode_entity, splice_topics
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
@@ -122,44 +120,9 @@ class TopicEncodingCache:
         entity = build(topic_cls, error_code=Errors.NONE, name=info.name, topic_id=info.topic_id,
                        is_internal=bool(info.internal), partitions=tuple(partitions),
                        topic_authorized_operations=(0 if include_ops else AUTHORIZED_OPS_OMITTED))
-        entry = _EncodedTopic(info, states, live_ids, _encode(entity), counts)
+        entry = _EncodedTopic(info, states, live_ids, encode_entity(entity), counts)
         self._entries[key] = entry
         return entry
-
-
-def _encode(entity: Any) -> bytes:
-    buf = io.BytesIO()
-    entity_writer(type(entity))(buf, entity)
-    return buf.getvalue()
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-_FIXED_AFTER_TOPICS = {"cluster_authorized_operations": 4, "error_code": 2}
-
-
-def splice_topics(version: int, shell: Any, topics: list[bytes]) -> bytes:
-    """The body of ``shell`` (a MetadataResponse with no topics) with ``topics`` (encoded
-    entries) as its topics array. The topics array is followed only by fixed-size fields
-    (``cluster_authorized_operations`` v8-v10, ``error_code`` v13) and, when flexible, the
-    empty tagged-field section (tests check the result against kio's encoding for every version)."""
-    data = _encode(shell)
-    flexible = type(shell).__flexible__
-    empty = b"\x01" if flexible else b"\0\0\0\0"
-    names = [f.name for f in dataclasses.fields(shell)]
-    suffix = sum(_FIXED_AFTER_TOPICS[n] for n in names[names.index("topics") + 1:]) + (1 if flexible else 0)
-    cut = len(data) - suffix - len(empty)
-    if data[cut:cut + len(empty)] != empty or (flexible and data[-1:] != b"\0"):
-        raise ValueError(f"unexpected MetadataResponse v{version} layout")
-    count = _uvarint(len(topics) + 1) if flexible else struct.pack(">i", len(topics))
-    return b"".join((data[:cut], count, *topics, data[cut + len(empty):]))
 
 
 def handle_metadata(apis: KafkaApis, request: Request) -> None:
@@ -220,7 +183,7 @@ def handle_metadata(apis: KafkaApis, request: Request) -> None:
             encoded.append(t.data)
             topic_counts = t.error_counts
         else:
-            encoded.append(_encode(t))
+            encoded.append(encode_entity(t))
             topic_counts = {int(t.error_code): 1}
         for code, n in topic_counts.items():
             counts[code] = counts.get(code, 0) + n

@@ -1,11 +1,13 @@
-"""Metadata responses built from cached per-topic encodings (``broker.apis.metadata``)."""
+"""Metadata responses built from cached per-topic encodings (``broker.apis.metadata``) and spliced
+(``broker.protocol.metadata_splice``)."""
 import pytest
 from kio.serial import entity_reader
 
 from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE
-from kafka_emu.broker.apis.metadata import TopicEncodingCache, splice_topics
+from kafka_emu.broker.apis.metadata import TopicEncodingCache
 from kafka_emu.broker.server.metadata_store import BrokerInfo, MetadataStore
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.broker.protocol.metadata_splice import splice_topics
 from kafka_emu.common.api_keys import ApiKeys
 
 pytestmark = pytest.mark.timeout(30)

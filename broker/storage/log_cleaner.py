@@ -75,6 +75,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import structlog
 from crc32c import crc32c
 
+from kafka_emu.broker.protocol.varint import read_varint, write_varint
 from kafka_emu.broker.storage import compression
 from kafka_emu.common.config_def import ConfigException
 from kafka_emu.broker.storage.control_record import ControlRecordType
@@ -93,8 +94,6 @@ from kafka_emu.broker.storage.record_batch import (
     NO_PRODUCER_ID,
     BatchInfo,
     parse_batches,
-    read_varint,
-    write_varint,
 )
 from kafka_emu.broker.storage.transaction_index import AbortedTxn, TransactionIndex
 from kafka_emu.timer import ShutdownableThread

@@ -20,6 +20,7 @@ from typing import Iterable, Iterator, NamedTuple
 
 from crc32c import crc32c
 
+from kafka_emu.broker.protocol.varint import read_varint, write_varint
 from kafka_emu.common.errors import Errors, KafkaError
 
 HEADER_SIZE = 61
@@ -108,36 +109,6 @@ def rewrite_batch_header(buf: bytearray, position: int, base_offset: int, leader
     """Assign the batch's offsets and leader epoch in place (both outside the CRC)."""
     _I64.pack_into(buf, position, base_offset)
     _I32.pack_into(buf, position + 12, leader_epoch)
-
-
-# ---------------------------------------------------------------------- varints
-
-
-def _zigzag(n: int) -> int:
-    return (n << 1) ^ (n >> 63)
-
-
-def write_varint(out: bytearray, n: int) -> None:
-    v = _zigzag(n) & 0xFFFFFFFFFFFFFFFF
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
-
-def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    shift = 0
-    result = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise KafkaError(Errors.CORRUPT_MESSAGE, "varint too long")
-    return (result >> 1) ^ -(result & 1), pos
 
 
 # ---------------------------------------------------------------------- builder and reader

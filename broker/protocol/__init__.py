@@ -1,24 +1,31 @@
 """Wire codec: the adapter between Kafka's framed bytes and kio entities.
 
 Only the network layer (``broker.network``) touches bytes; everything behind the request
-channel sees decoded kio entities, as the architecture contract asks.
-"""
-from kafka_emu.broker.protocol.codec import (
-    ApiCodec,
-    InvalidRequestError,
-    RequestHeaderData,
-    UnknownApiKeyError,
-    UnsupportedVersionError,
-    decode_request,
-    decode_request_header,
-    encode_request,
-    encode_response,
-    get_codec,
-)
-from kafka_emu.broker.protocol.error_response import build_error_response
+channel sees decoded kio entities, as the architecture contract asks. The storage layer uses
+the record format's varints (``broker.protocol.varint``) and nothing else of it.
 
-__all__ = [
-    "ApiCodec", "InvalidRequestError", "RequestHeaderData", "UnknownApiKeyError",
-    "UnsupportedVersionError", "build_error_response", "decode_request", "decode_request_header",
-    "encode_request", "encode_response", "get_codec",
-]
+Importing the package loads none of its modules: the names below load their module (and kio)
+on first use, so that ``broker.storage`` importing ``broker.protocol.varint`` does not pull kio
+and the codecs into a process that only keeps a log.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "ApiCodec": "codec", "InvalidRequestError": "codec", "RequestHeaderData": "codec",
+    "UnknownApiKeyError": "codec", "UnsupportedVersionError": "codec", "decode_request": "codec",
+    "decode_request_header": "codec", "encode_request": "codec", "encode_response": "codec",
+    "get_codec": "codec", "build_error_response": "error_response",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+__all__ = sorted(_EXPORTS)

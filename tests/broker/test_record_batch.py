@@ -1,4 +1,6 @@
 import struct
+import subprocess
+import sys
 
 import pytest
 
@@ -62,3 +64,12 @@ def test_message_too_large_and_empty():
     b = build_batch([(b"k", b"v" * 2000)])
     assert _code(b, max_batch_size=1000) == Errors.MESSAGE_TOO_LARGE
     assert _code(b"") == Errors.INVALID_RECORD
+
+
+def test_the_log_layer_loads_without_the_wire_codecs():
+    """The storage layer takes its varints from ``broker.protocol.varint``; importing it must not
+    load kio and the codecs (``broker.protocol`` loads its modules on first use)."""
+    probe = ("import sys, kafka_emu.broker.storage.unified_log; "
+             "print(sorted(m for m in sys.modules if m == 'kio' or m.startswith('kafka_emu.broker.protocol')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "['kafka_emu.broker.protocol', 'kafka_emu.broker.protocol.varint']"

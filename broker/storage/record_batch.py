@@ -32,7 +32,6 @@ NO_SEQUENCE = -1
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
-_BASE_AND_LEN = struct.Struct(">qi")
 
 # Builds a NamedTuple from a tuple of its fields without the class's generated ``__new__`` (a
 # Python function): about a third of the cost, for the objects every append creates.

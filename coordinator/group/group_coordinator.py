@@ -197,9 +197,6 @@ class GroupCoordinator:
         if self._cleanup_thread is not None:
             self._cleanup_thread.join(timeout=5)
 
-    def is_active(self) -> bool:
-        return self._active
-
     def partition_for(self, group_id: str) -> int:
         """``Utils.abs(groupId.hashCode) % offsets.topic.num.partitions`` (FindCoordinator)."""
         return self.group_manager.partition_for(group_id)

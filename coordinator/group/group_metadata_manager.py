@@ -112,14 +112,8 @@ class GroupMetadataManager:
     def is_group_local(self, group_id: str) -> bool:
         return self.partition_for(group_id) in self._owned_partitions
 
-    def is_group_loading(self, group_id: str) -> bool:
-        return self.partition_for(group_id) in self._loading_partitions
-
     def is_loading(self) -> bool:
         return bool(self._loading_partitions)
-
-    def owned_partitions(self) -> set[int]:
-        return set(self._owned_partitions)
 
     def mark_loading(self, partition: int) -> None:
         """Kafka's ``loadingPartitions`` entry, made as soon as this broker leads the partition,

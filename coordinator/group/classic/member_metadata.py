@@ -13,7 +13,7 @@ class MemberMetadata:
     __slots__ = ("member_id", "group_id", "group_instance_id", "client_id", "client_host",
                  "rebalance_timeout_ms", "session_timeout_ms", "protocol_type",
                  "supported_protocols", "assignment", "awaiting_join_callback",
-                 "awaiting_sync_callback", "is_new", "heartbeat_satisfied", "is_leaving")
+                 "awaiting_sync_callback", "is_new", "heartbeat_satisfied")
 
     def __init__(self, member_id: str, group_instance_id: str | None, client_id: str,
                  client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int,
@@ -33,7 +33,6 @@ class MemberMetadata:
         self.awaiting_sync_callback: Callable[[SyncGroupResult], None] | None = None
         self.is_new = False
         self.heartbeat_satisfied = False
-        self.is_leaving = False
 
     def is_static_member(self) -> bool:
         return self.group_instance_id is not None

@@ -371,6 +371,32 @@ def _unify_node_id(given: Mapping[str, object], values: dict[str, ConfigValue]) 
                               f"when both are set")
 
 
+# Keys that would change who may connect, how, and what they may do: given, they must not be
+# ignored with a warning (a broker configured for SASL_SSL serving plaintext with no
+# authentication is silently wrong), so until the security layer implements them they stop
+# start-up (``refuse_unimplemented_security``).
+SECURITY_KEYS: tuple[str, ...] = (
+    "authorizer.class.name", "connection.failed.authentication.delay.ms", "connections.max.reauth.ms",
+    "listener.security.protocol.map", "principal.builder.class", "security.inter.broker.protocol",
+    "super.users",
+)
+SECURITY_PREFIXES: tuple[str, ...] = ("listener.name.", "sasl.", "security.", "ssl.")
+
+
+def refuse_unimplemented_security(given: Mapping[str, object], listeners: str) -> None:
+    """ConfigException (one line) for a listener whose protocol is not PLAINTEXT, or a security
+    key the emulator does not implement yet: nothing is ever served in plaintext by mistake."""
+    for item in listeners.split(","):
+        name = item.strip().partition("://")[0].upper()
+        if item.strip() and name != "PLAINTEXT":
+            raise ConfigException(f"listeners: {item.strip()} is not supported: the emulator serves "
+                                  f"PLAINTEXT listeners only (no SSL or SASL yet)")
+    for name in given:
+        if name in SECURITY_KEYS or name.startswith(SECURITY_PREFIXES):
+            raise ConfigException(f"The configuration '{name}' is not supported: the emulator has no "
+                                  f"SSL, SASL or authorizer yet, and will not serve without them")
+
+
 class KafkaConfig:
     """Typed broker configuration: every key of ``KAFKA_CONFIG_DEF`` (given or default).
 
@@ -387,6 +413,7 @@ class KafkaConfig:
         _unify_node_id(self.originals, parsed.values)
         _resolve_transaction_version(parsed.values)
         _resolve_group_configs(parsed.values)
+        refuse_unimplemented_security(self.originals, str(parsed.values["listeners"] or ""))
         self.props: dict[str, ConfigValue] = parsed.values
         self.ignored: dict[str, str] = parsed.ignored
         if self.props[STRICT_CONFIG] and self.ignored:

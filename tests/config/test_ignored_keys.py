@@ -24,12 +24,12 @@ def test_unknown_and_unimplemented_keys_warn_once_per_key() -> None:
     with capture_logs() as logs:
         cluster = EmbeddedCluster(brokers=2, offsets_topic=False, config={
             **NO_SOCKETS, "foo.bar.baz": "1", "num.partitionz": "3", "num.recovery.threads.per.data.dir": "2",
-            "ssl.keystore.location": "/k", "log.preallocate": "true"})
+            "replica.selector.class": "x", "log.preallocate": "true"})
         cluster.close()
     assert _ignored_events(logs) == {
         "foo.bar.baz": "unknown", "num.partitionz": "unknown",
         "num.recovery.threads.per.data.dir": "not implemented by the emulator",
-        "ssl.keystore.location": "not implemented by the emulator",
+        "replica.selector.class": "not implemented by the emulator",
         "log.preallocate": "not implemented by the emulator"}
     assert sum(e["event"] == "config_ignored" for e in logs) == 5      # once, not once per broker
     message = next(e["message"] for e in logs if e.get("key") == "num.partitionz")

@@ -54,6 +54,19 @@ def test_bad_config_file_exits_2_with_one_line(tmp_path: Path, text: str, expect
     assert one_line_error(serve("--port", "0", "--config", str(props))) == expected
 
 
+def test_secured_listener_stops_start_up_with_one_line(tmp_path: Path) -> None:
+    """Issue 28's report: a SASL_PLAINTEXT listener with SASL and authorizer keys used to start a
+    plaintext listener with warnings; it must never serve at all until security is implemented."""
+    props = tmp_path / "sasl.properties"
+    props.write_text("listeners=SASL_PLAINTEXT://127.0.0.1:0\nsasl.enabled.mechanisms=PLAIN\n"
+                     "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n")
+    assert one_line_error(serve("--config", str(props))).startswith(
+        "kafka-emu: listeners: SASL_PLAINTEXT://127.0.0.1:0 is not supported")
+    props.write_text("sasl.enabled.mechanisms=PLAIN\n")
+    assert one_line_error(serve("--port", "0", "--config", str(props))).startswith(
+        "kafka-emu: The configuration 'sasl.enabled.mechanisms' is not supported")
+
+
 def test_missing_config_file_and_bad_set(tmp_path: Path) -> None:
     missing = tmp_path / "missing.properties"
     assert one_line_error(serve("--config", str(missing))) == f"kafka-emu: Config file {missing} not found"

@@ -66,8 +66,12 @@ def topic_name_error(name: str | None) -> int:
     return Errors.NONE
 
 
-def broker_endpoint(info: BrokerInfo) -> tuple[str, int]:
-    return info.host or "127.0.0.1", int(info.port or 0)
+def broker_endpoint(info: BrokerInfo, listener: str | None = None) -> tuple[str, int]:
+    """Where clients reach broker ``info`` on ``listener`` (the listener a request came in on,
+    as Kafka answers each listener with its own endpoints; None or a listener the broker does
+    not have: its first)."""
+    host, port = info.endpoints.get(listener, (info.host, info.port)) if listener else (info.host, info.port)
+    return host or "127.0.0.1", int(port or 0)
 
 
 def duration_ms(value: timedelta | int) -> int:

@@ -88,15 +88,20 @@ def build_api_versions_response(version: int, error_code: int = Errors.NONE,
 
 def handle_api_versions(request: Request, compatibility: str = KAFKA_4X, transaction_version: int = 0) -> object:
     """Return the response body for an ApiVersions request."""
-    if request.body is None or not registry.is_supported(API_KEY, request.api_version, compatibility):
+    return api_versions_answer(request.api_version, request.body, compatibility, transaction_version)
+
+
+def api_versions_answer(api_version: int, body: object, compatibility: str = KAFKA_4X,
+                        transaction_version: int = 0) -> object:
+    """The answer to ApiVersions ``api_version`` with request ``body`` (None: a version not served)."""
+    if body is None or not registry.is_supported(API_KEY, api_version, compatibility):
         return build_api_versions_response(0, Errors.UNSUPPORTED_VERSION, compatibility)
-    body = request.body
-    if request.api_version >= 3:
+    if api_version >= 3:
         name = body.client_software_name
         ver = body.client_software_version
         if not (_SOFTWARE_RE.match(name or "") and _SOFTWARE_RE.match(ver or "")):
-            return build_api_versions_response(request.api_version, Errors.INVALID_REQUEST, compatibility)
-    return build_api_versions_response(request.api_version, Errors.NONE, compatibility, transaction_version)
+            return build_api_versions_response(api_version, Errors.INVALID_REQUEST, compatibility)
+    return build_api_versions_response(api_version, Errors.NONE, compatibility, transaction_version)
 
 
 def _handle(apis: KafkaApis, request: Request) -> None:
@@ -116,9 +121,11 @@ class DefaultApiVersionManager:
     The ranges are read from the specs once (``ApiSpec.versions``), so admitting a request is one
     dict lookup and a comparison. Immutable; safe from any thread."""
 
-    __slots__ = ("_enabled",)
+    __slots__ = ("_enabled", "_compatibility", "_transaction_version")
 
-    def __init__(self, compatibility: str = KAFKA_4X) -> None:
+    def __init__(self, compatibility: str = KAFKA_4X, transaction_version: int = 0) -> None:
+        self._compatibility = compatibility
+        self._transaction_version = transaction_version
         # api key -> (min version, max version, name)
         self._enabled: dict[int, tuple[int, int, str]] = {
             key: (*spec.versions(compatibility), spec.name) for key, spec in registry.APIS.items()}
@@ -134,3 +141,8 @@ class DefaultApiVersionManager:
 
     def answers_unsupported_versions(self, api_key: int) -> bool:
         return api_key == API_KEY
+
+    def api_versions_response(self, api_version: int, body: object) -> object:
+        """The answer to an ApiVersions request at ``api_version`` (``body`` None: a version not
+        served), for the SASL authenticator, which answers it before the connection reaches KafkaApis."""
+        return api_versions_answer(api_version, body, self._compatibility, self._transaction_version)

@@ -27,7 +27,7 @@ def handle_describe_cluster(apis: KafkaApis, request: Request) -> None:
     if getattr(request.body, "include_fenced_brokers", False):   # v2: stopped brokers, fenced
         listed = sorted(md.brokers.values(), key=lambda b: b.broker_id)
     for b in listed:
-        host, port = broker_endpoint(b)
+        host, port = broker_endpoint(b, request.listener)
         brokers.append(build(broker_cls, broker_id=b.broker_id, host=host, port=port, rack=b.rack,
                              is_fenced=not b.live))
     endpoint_type = int(getattr(request.body, "endpoint_type", 1))

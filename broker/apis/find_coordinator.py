@@ -40,7 +40,8 @@ def partition_for(apis: KafkaApis, group_id: str) -> int:
     return records.partition_for(group_id, apis.config["offsets.topic.num.partitions"])
 
 
-def lookup(apis: KafkaApis, key_type: int, key: str) -> tuple[int, int, str, int, str | None]:
+def lookup(apis: KafkaApis, key_type: int, key: str, listener: str | None = None
+           ) -> tuple[int, int, str, int, str | None]:
     """(error, node_id, host, port, message) for one coordinator key."""
     md = apis.metadata
     cfg = apis.config
@@ -50,7 +51,7 @@ def lookup(apis: KafkaApis, key_type: int, key: str) -> tuple[int, int, str, int
         if not md.ensure_offsets_topic(cfg["offsets.topic.num.partitions"],
                                        cfg["offsets.topic.replication.factor"]):
             return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1, None
-        return _leader(apis, OFFSETS_TOPIC, partition_for(apis, key))
+        return _leader(apis, OFFSETS_TOPIC, partition_for(apis, key), listener)
     if key_type == TRANSACTION_KEY_TYPE:
         if not key:
             return Errors.INVALID_REQUEST, -1, "", -1, "empty transactional id"
@@ -63,16 +64,17 @@ def lookup(apis: KafkaApis, key_type: int, key: str) -> tuple[int, int, str, int
                                          "min.insync.replicas": cfg["transaction.state.log.min.isr"],
                                          "segment.bytes": cfg["transaction.state.log.segment.bytes"]}):
             return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1, None
-        return _leader(apis, TRANSACTION_STATE_TOPIC, txn_partition_for(key, num_partitions))
+        return _leader(apis, TRANSACTION_STATE_TOPIC, txn_partition_for(key, num_partitions), listener)
     return Errors.INVALID_REQUEST, -1, "", -1, f"Invalid coordinator type {key_type}"
 
 
-def _leader(apis: KafkaApis, topic: str, partition: int) -> tuple[int, int, str, int, str | None]:
+def _leader(apis: KafkaApis, topic: str, partition: int, listener: str | None
+            ) -> tuple[int, int, str, int, str | None]:
     md = apis.metadata
     st = md.partition_state(topic, partition)
     if st is None or st.leader < 0 or not md.is_live(st.leader):
         return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1, None
-    host, port = broker_endpoint(md.broker(st.leader))
+    host, port = broker_endpoint(md.broker(st.leader), listener)
     return Errors.NONE, st.leader, host, port, None
 
 
@@ -84,12 +86,12 @@ def handle_find_coordinator(apis: KafkaApis, request: Request) -> None:
         entry_cls = item_cls(cls, "coordinators")
         entries = []
         for key in body.coordinator_keys:
-            err, node, host, port, msg = lookup(apis, key_type, key)
+            err, node, host, port, msg = lookup(apis, key_type, key, request.listener)
             entries.append(build(entry_cls, key=key, node_id=node, host=host, port=port,
                                  error_code=err, error_message=msg))
         respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, coordinators=tuple(entries)))
         return
-    err, node, host, port, msg = lookup(apis, key_type, body.key)
+    err, node, host, port, msg = lookup(apis, key_type, body.key, request.listener)
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=err,
                                  error_message=msg, node_id=node, host=host, port=port))
 

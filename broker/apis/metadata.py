@@ -137,7 +137,7 @@ def handle_metadata(apis: KafkaApis, request: Request) -> None:
     live_ids = {b.broker_id for b in live}
     brokers = []
     for b in live:
-        host, port = broker_endpoint(b)
+        host, port = broker_endpoint(b, request.listener)
         brokers.append(build(broker_cls, node_id=b.broker_id, host=host, port=port, rack=b.rack))
 
     allow_auto = bool(getattr(body, "allow_auto_topic_creation", True)) and \

@@ -67,6 +67,7 @@ import structlog
 
 from kafka_emu.broker.server import cpu_affinity
 from kafka_emu.broker.server.config import LISTENER_PORT_REUSED, STRICT_CONFIG, KafkaConfig
+from kafka_emu.broker.cluster.cluster_security import ClusterSecurity
 from kafka_emu.broker.cluster.control import ClusterControl, ControlCollector, ErrorInjection, RequestRecord
 from kafka_emu.broker.cluster.control.time_control import make_time
 from kafka_emu.broker.cluster.inprocess_client import fetch_request, produce_request, send
@@ -107,41 +108,44 @@ EMBEDDED_NETWORK_THREADS = 1
 
 
 def broker_listeners(props: Mapping[str, Any], broker_id: int,
-                     previous_port: int | None = None) -> dict[str, Any]:
+                     previous_ports: Mapping[str, int] | None = None) -> dict[str, Any]:
     """Per-broker ``listeners``/``advertised.listeners`` from the cluster-wide ones.
 
     The cluster config names the first broker's addresses; broker ``i`` listens on port
-    ``port + i`` (port 0 stays ephemeral for every broker). A restarted broker gets back the
-    ephemeral port it had (``previous_port``), as a real broker restarts on its port, so clients'
-    bootstrap lists stay valid; if that port is taken meanwhile it falls back to a new one. Set
-    ``listeners=""`` to run brokers without sockets (in-process requests only).
+    ``port + i`` of each listener (port 0 stays ephemeral for every broker). A restarted broker
+    gets back the ephemeral ports it had (``previous_ports``, by listener name), as a real broker
+    restarts on its ports, so clients' bootstrap lists stay valid; if one is taken meanwhile it
+    falls back to new ones. Set ``listeners=""`` to run brokers without sockets (in-process
+    requests only).
     """
     reused = False
+    previous_ports = previous_ports or {}
 
-    def shift(value: str) -> str:
+    def shift(value: str, reuse: bool) -> str:
         nonlocal reused
         out = []
-        for i, item in enumerate(value.split(",")):
+        for item in value.split(","):
             item = item.strip()
             if not item:
                 continue
             head, _, port = item.rpartition(":")
+            previous = previous_ports.get(head.partition("://")[0].upper()) if reuse else None
             if int(port or 0):
                 out.append(f"{head}:{int(port) + broker_id}")
-            elif i == 0 and previous_port:
+            elif previous:
                 reused = True
-                out.append(f"{head}:{previous_port}")
+                out.append(f"{head}:{previous}")
             else:
                 out.append(f"{head}:0")
         return ",".join(out)
 
     listeners = props.get("listeners", DEFAULT_LISTENERS)
-    out: dict[str, Any] = {"listeners": shift(str(listeners)) if listeners else ""}
+    out: dict[str, Any] = {"listeners": shift(str(listeners), True) if listeners else ""}
     if reused:
         out[LISTENER_PORT_REUSED] = True
     advertised = props.get("advertised.listeners")
     if advertised:
-        out["advertised.listeners"] = shift(str(advertised))
+        out["advertised.listeners"] = shift(str(advertised), False)
     return out
 # ---- end socket server ----
 
@@ -152,12 +156,15 @@ class EmbeddedCluster:
                  enable_coordinator: bool = True, start: bool = True,
                  metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
                  record_requests: bool | int = False, schema_registry_port: int | None = None,
-                 schema_registry_host: str = "127.0.0.1") -> None:
+                 schema_registry_host: str = "127.0.0.1", security: ClusterSecurity | str | None = None) -> None:
         # An embedding application that set up structlog keeps its set-up; otherwise only
         # warnings and errors are printed (structlog's own default prints debug events).
         ensure_logging_configured()
         self.num_brokers = brokers
         self.base_config: dict[str, Any] = dict(EMBEDDED_DEFAULTS)
+        self.security = ClusterSecurity.of(security)
+        if self.security is not None:
+            self.base_config.update(self.security.broker_config())
         self.base_config.update(config or {})
         # every value checked (ConfigException) and every ignored key logged once, before any start
         checked = KafkaConfig(self.base_config)
@@ -176,6 +183,9 @@ class EmbeddedCluster:
                 self.metadata.restore_state(self.storage.state)
             self.metadata.on_change = self.storage.snapshot_file
             self.storage.snapshot_file(self.metadata)
+        if self.security is not None and self.security.kind.uses_sasl:
+            wanted = self.security.scram_credentials()   # the users' SCRAM logins, kept if persisted
+            self.metadata.alter_scram_credentials(lambda current: {**wanted, **current})
         self.logs: dict[int, dict[tuple[str, int], UnifiedLog]] = {i: {} for i in range(brokers)}
         self.servers: dict[int, KafkaServer] = {}
         self.offsets_topic = offsets_topic
@@ -207,8 +217,8 @@ class EmbeddedCluster:
         props.setdefault("num.network.threads", EMBEDDED_NETWORK_THREADS)
         previous = self.servers.get(broker_id)
         previous_ss = getattr(previous, "socket_server", None)
-        props.update(broker_listeners(props, broker_id,
-                                      previous_ss.bound_port if previous_ss is not None else None))
+        props.update(broker_listeners(props, broker_id, {} if previous_ss is None else
+                                      {ep.listener_name: ep.port for ep in previous_ss.endpoints}))
         # ---- end socket server ----
         return KafkaConfig(props)
 
@@ -263,6 +273,21 @@ class EmbeddedCluster:
         return ",".join(s.bootstrap_server for s in servers if s.bootstrap_server)
     # ---- end socket server ----
 
+    def bootstrap_servers_of(self, listener: str) -> str:
+        """``host:port,...`` of every live broker's listener ``listener``."""
+        with self._lock:
+            servers = [s for _, s in sorted(self.servers.items()) if not s.stopped and s.socket_server is not None]
+        return ",".join("%s:%d" % s.socket_server.advertised_endpoint(listener.upper()) for s in servers)
+
+    def client_config(self, user: str | None = None, client: str = "confluent", mechanism: str | None = None,
+                      password: str | None = None) -> dict[str, Any]:
+        """Client settings reaching the secured listener as ``user`` (``cluster_security``)."""
+        if self.security is None:
+            return ({"bootstrap.servers": self.bootstrap_servers} if client == "confluent"
+                    else {"bootstrap_servers": self.bootstrap_servers})
+        return self.security.client_config(self.bootstrap_servers_of(self.security.listener), user, client,
+                                           mechanism, password)
+
     def __enter__(self) -> "EmbeddedCluster":
         return self.start()
 
@@ -287,6 +312,8 @@ class EmbeddedCluster:
         for s in servers:  # no elections while the whole cluster goes down
             s.shutdown(fence=False)
         self.control.close()
+        if self.security is not None:
+            self.security.close()
         if self.storage is not None:
             self.storage.release()
 

@@ -42,6 +42,18 @@ Differences from Kafka, on purpose:
   would otherwise wait up to ``_IN_FLIGHT_POLL_S`` each). Set ``Processor.direct_writes =
   False`` to get Kafka's path.
 * Unknown tagged fields are skipped (see ``broker.protocol.codec``), as Kafka's generated parsers do.
+
+Security (Kafka's ``KafkaChannel.prepare``): on a TLS listener a connection first completes its
+handshake, a step per readable or writable event (``broker.network.ssl_transport_layer``), so
+one slow client never holds the thread; its principal comes from its certificate
+(``ssl.principal.mapping.rules``) on an SSL listener. On a SASL listener its frames go to its
+``SaslServerAuthenticator`` until it is authenticated, answered from this thread. A failed
+authentication is answered, then the connection is closed after
+``connection.failed.authentication.delay.ms`` (``_delayed_closes``); a TLS handshake that fails
+closes at once. An authenticated SASL connection whose session expired
+(``connections.max.reauth.ms``) is closed at its next request unless that request starts a
+re-authentication (KIP-368). Every request carries the connection's principal. The
+authentication counters are Kafka's socket-server metrics of the same names.
 """
 from __future__ import annotations
 
@@ -58,6 +70,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 
 from kafka_emu.broker.network.kafka_channel import KafkaChannel
+from kafka_emu.broker.network.sasl_server_authenticator import SASL_HANDSHAKE, Step
+from kafka_emu.broker.network.ssl_transport_layer import HandshakeFailed, SslTransportLayer
+from kafka_emu.broker.security.auth import ANONYMOUS, USER_TYPE, KafkaPrincipal
+from kafka_emu.broker.security.ssl_principal_mapper import NoMatchingRule
 from kafka_emu.broker.protocol.codec import (
     InvalidRequestError,
     RequestHeaderData,
@@ -91,6 +107,7 @@ _IN_FLIGHT_POLL_S = 0.01
 _IN = select.EPOLLIN
 _OUT = select.EPOLLOUT
 _ERR = select.EPOLLERR | select.EPOLLHUP
+_SASL_HANDSHAKE_PREFIX = struct.pack(">h", SASL_HANDSHAKE)
 
 
 class ApiVersionManager(Protocol):
@@ -108,6 +125,10 @@ class ApiVersionManager(Protocol):
     def answers_unsupported_versions(self, api_key: int) -> bool:
         """KIP-511: whether a request of this API at a version the broker does not serve is still
         handed on, without a body, to be answered (ApiVersions: a v0 UNSUPPORTED_VERSION answer)."""
+
+    def api_versions_response(self, api_version: int, body: Any) -> Any:
+        """The ApiVersions answer (``body`` None: a version not served), which the SASL
+        authenticator sends before the connection reaches KafkaApis (Kafka's ``apiVersionResponse``)."""
 
 
 class _Waker:
@@ -174,6 +195,8 @@ class Processor(ShutdownableThread):
         self.listener = listener
         self._api_versions = server.api_versions
         self._enabled_api_name = server.api_versions.enabled_api_name   # bound once: called per request
+        self.security = server.securities.get(listener)
+        self.ssl_context = server.ssl_contexts.get(listener)
         self._epoll = select.epoll()
         self._waker = _Waker()
         self._wake_fd = self._waker.fd
@@ -190,6 +213,8 @@ class Processor(ShutdownableThread):
         self._ready: deque[KafkaChannel] = deque()   # unmuted channels with buffered bytes
         self._conn_index = itertools.count()
         self._last_idle_check = time.monotonic()
+        # (monotonic deadline, channel): connections that failed authentication, closed when due
+        self._delayed_closes: deque[tuple[float, KafkaChannel]] = deque()
         # Idle connections are looked for every second, or every quarter of the limit if shorter.
         self._idle_check_interval_s = min(1.0, server.connections_max_idle_ms / 4000.0)
         # metrics (plain counters, read without locks)
@@ -202,6 +227,13 @@ class Processor(ShutdownableThread):
         self.idle_ns = 0
         self.poll_started_ns = 0   # perf_counter_ns() at the start of the poll in progress, else 0
         self.wakeups = 0
+        # Kafka's authentication metrics of this processor (summed per listener by the socket server)
+        self.successful_authentications = 0
+        self.failed_authentications = 0
+        self.successful_reauthentications = 0
+        self.failed_reauthentications = 0
+        self.expired_connections_killed = 0
+        self.reauthentication_latency_ms_total = 0.0
 
     # --- called from other threads -------------------------------------------------------------
 
@@ -235,10 +267,11 @@ class Processor(ShutdownableThread):
                 if request is not None:
                     request.response_dequeue_time_ns = time.monotonic_ns()
                 try:
-                    sent = channel.sock.send(data)
+                    sent = channel.send(data)
                 except (BlockingIOError, InterruptedError, OSError):
                     sent = 0  # the processor retries and reports a real failure
-            if sent == len(data):
+            done = sent == len(data) and not channel.pending_send
+            if done:
                 if request is not None:
                     request.end_time_ns = time.monotonic_ns()
                 self._responses.append(WrittenResponse(connection_id, request, sent))
@@ -246,7 +279,7 @@ class Processor(ShutdownableThread):
                 # the processor stopped watching): wake the processor to take it now. Otherwise
                 # no wakeup (see the module docstring).
                 pipelined = not channel.armed or bool(channel.rbuf)
-        if sent == len(data):
+        if done:
             if pipelined:
                 self.wakeup()
             return
@@ -295,6 +328,8 @@ class Processor(ShutdownableThread):
         if self._ready:
             self._process_completed_receives()
         now = time.monotonic()
+        if self._delayed_closes and self._delayed_closes[0][0] <= now:
+            self._close_delayed(now)
         if now - self._last_idle_check > self._idle_check_interval_s:
             self._close_idle_connections(now)
 
@@ -306,6 +341,8 @@ class Processor(ShutdownableThread):
             timeout = 0.0
         else:
             timeout = _IN_FLIGHT_POLL_S if self._in_flight and self.direct_writes else 0.3
+            if self._delayed_closes:
+                timeout = max(0.0, min(timeout, self._delayed_closes[0][0] - time.monotonic()))
         t0 = self.poll_started_ns = time.perf_counter_ns()
         try:
             return self._epoll.poll(timeout)
@@ -329,7 +366,9 @@ class Processor(ShutdownableThread):
             if channel is None or channel.closed:
                 continue
             try:
-                if mask & _OUT:
+                if channel.tls is not None and not channel.tls.handshake_complete:
+                    self._handshake(channel)
+                elif mask & _OUT:
                     self._write(channel)
                 elif channel.muted and self._settle_direct_write(channel):
                     self._read(channel)
@@ -398,6 +437,11 @@ class Processor(ShutdownableThread):
                 peer = f"{addr[0]}:{addr[1]}"
                 cid = f"{local[0]}:{local[1]}-{peer}-{next(self._conn_index)}"
                 channel = KafkaChannel(sock, cid, peer)
+                if self.ssl_context is not None:
+                    channel.use_tls(SslTransportLayer(sock, self.ssl_context))
+                if self.security is not None and self.security.protocol.uses_sasl:
+                    channel.authenticator = self.server.new_authenticator(self.security)
+                    channel.ready = False
                 self._epoll.register(channel.fd, _IN)
                 channel.armed = _IN
                 self._channels[cid] = channel
@@ -460,7 +504,7 @@ class Processor(ShutdownableThread):
 
     def _read(self, channel: KafkaChannel) -> None:
         try:
-            data = channel.sock.recv(_RECV_CHUNK)
+            data = channel.recv(_RECV_CHUNK)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -496,6 +540,20 @@ class Processor(ShutdownableThread):
 
     def _handle_frame(self, channel: KafkaChannel, frame: bytes) -> None:
         start_ns = time.monotonic_ns()
+        if not channel.ready:
+            self._auth_step(channel, channel.authenticator.handle(frame))
+            return
+        auth = channel.authenticator
+        if auth is not None:   # an authenticated SASL connection (Kafka's Processor.processCompletedReceives)
+            expiration = auth.session_expiration_ns
+            if expiration is not None and start_ns > expiration:
+                self.expired_connections_killed += 1
+                self._close(channel, "SASL session expired (connections.max.reauth.ms)")
+                return
+            if frame[:2] == _SASL_HANDSHAKE_PREFIX and auth.client_supports_reauth:
+                channel.ready = False
+                self._auth_step(channel, auth.reauthenticate(frame))
+                return
         try:
             header = decode_request_header(frame)
         except UnsupportedVersionError as exc:
@@ -561,6 +619,7 @@ class Processor(ShutdownableThread):
             client_host=channel.peer.rpartition(":")[0],
             listener=self.listener,
             start_time_ns=start_ns,
+            principal=channel.principal,
         )
         channel_ = self.server.request_channel
         # A full channel blocks this processor, as in Kafka (back-pressure on every connection it
@@ -579,16 +638,20 @@ class Processor(ShutdownableThread):
     def _write(self, channel: KafkaChannel) -> None:
         buf = channel.send_buf
         if buf is None:
+            if channel.pending_send:   # ciphertext of a finished response (or of the handshake)
+                channel.tls.flush()
+                if not channel.pending_send:
+                    self._arm(channel, 0 if channel.failed else _IN)
             return
         try:
-            sent = channel.sock.send(buf)
+            sent = channel.send(buf)
         except (BlockingIOError, InterruptedError):
             sent = 0
         except OSError as exc:
             self._close(channel, f"write failed: {exc.strerror or exc!r}", level="debug")
             return
         self.bytes_out += sent
-        if sent < len(buf):
+        if sent < len(buf) or channel.pending_send:
             channel.send_buf = buf[sent:]
             self._arm(channel, _OUT)
             return
@@ -600,6 +663,9 @@ class Processor(ShutdownableThread):
         self._request_done(request)
 
     def _on_response_done(self, channel: KafkaChannel) -> None:
+        if channel.failed:   # its authentication failure is answered: wait for the delayed close
+            self._arm(channel, 0)
+            return
         if channel.in_flight:
             self._in_flight -= 1
         channel.in_flight = False
@@ -614,6 +680,89 @@ class Processor(ShutdownableThread):
             return
         channel.armed = events
         self._epoll.modify(channel.fd, events)
+
+    # --- security ------------------------------------------------------------------------------
+
+    def _handshake(self, channel: KafkaChannel) -> None:
+        """One step of a connection's TLS handshake (see the module docstring)."""
+        tls = channel.tls
+        try:
+            done = tls.handshake()
+        except (HandshakeFailed, OSError) as exc:
+            self.failed_authentications += 1
+            self._close(channel, f"{exc}", level="info")
+            return
+        channel.last_active = time.monotonic()
+        self._arm(channel, _IN | _OUT if tls.pending else _IN)
+        if not done:
+            return
+        if channel.authenticator is None:   # an SSL listener: the principal is the certificate's
+            try:
+                channel.principal = self._certificate_principal(tls)
+            except NoMatchingRule as exc:
+                self.failed_authentications += 1
+                self._close(channel, f"no principal for the client certificate: {exc}")
+                return
+            channel.ready = True
+            self.successful_authentications += 1
+        self._read(channel)   # application data that came with the handshake's last flight
+
+    def _certificate_principal(self, tls: SslTransportLayer) -> KafkaPrincipal:
+        """Kafka's ``DefaultKafkaPrincipalBuilder`` for SSL: the mapped subject of the client's
+        certificate, ANONYMOUS without one."""
+        der = tls.peer_certificate()
+        if der is None:
+            return ANONYMOUS
+        from kafka_emu.broker.security.ssl_factory import subject_of
+
+        return KafkaPrincipal(USER_TYPE, self.security.principal_mapper.get_name(subject_of(der)))
+
+    def _auth_step(self, channel: KafkaChannel, step: Step) -> None:
+        """Act on the authenticator's answer to a frame: send, then authenticated or failed."""
+        auth = channel.authenticator
+        reauth = auth.reauthenticating
+        if step.close_now:
+            self._count_auth(reauth, False)
+            self.malformed_frames += 1
+            self._close(channel, step.failure or "invalid request during SASL authentication")
+            return
+        if step.failure is not None:
+            self._count_auth(reauth, False)
+            channel.failed = True
+            delay_s = self.security.failed_authentication_delay_ms / 1000.0
+            self._delayed_closes.append((time.monotonic() + delay_s, channel))
+            _log.info("authentication_failed", broker_id=self.server.broker_id, connection_id=channel.connection_id,
+                      peer=channel.peer, listener=self.listener, mechanism=auth.mechanism, reason=step.failure)
+        elif step.complete:
+            channel.principal = auth.principal
+            channel.ready = True
+            self._count_auth(reauth, True)
+            if reauth:
+                self.reauthentication_latency_ms_total += auth.reauthentication_latency_ms()
+        if step.response is not None:
+            channel.muted = True
+            channel.send_buf = memoryview(step.response)
+            channel.sending = None
+            self._write(channel)
+        elif channel.failed:
+            self._arm(channel, 0)
+
+    def _count_auth(self, reauth: bool, ok: bool) -> None:
+        if reauth and ok:
+            self.successful_reauthentications += 1
+        elif reauth:
+            self.failed_reauthentications += 1
+        elif ok:
+            self.successful_authentications += 1
+        else:
+            self.failed_authentications += 1
+
+    def _close_delayed(self, now: float) -> None:
+        closes = self._delayed_closes
+        while closes and closes[0][0] <= now:
+            _, channel = closes.popleft()
+            self._close(channel, "authentication failed (closed after connection.failed.authentication.delay.ms)",
+                        level="debug")
 
     # --- closing -------------------------------------------------------------------------------
 

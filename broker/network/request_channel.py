@@ -39,6 +39,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 from kafka_emu.broker.protocol.codec import EncodedResponse
 from kafka_emu.broker.protocol.fast_fetch import FETCH, FetchRequestData, PartitionData, fetch_replica_id
 from kafka_emu.broker.protocol.fast_produce import ProduceRequestData
+from kafka_emu.broker.security.auth import ANONYMOUS, KafkaPrincipal
 
 _log = structlog.get_logger("broker.request_channel")
 
@@ -101,6 +102,7 @@ class Request:
     response_dequeue_time_ns: int = 0
     end_time_ns: int = 0           # the response was written (network) / handed back (in-process)
     response_body: ResponseBody = None   # set by send_response: what the request was answered with
+    principal: KafkaPrincipal = ANONYMOUS   # who the connection authenticated as (in-process: ANONYMOUS)
 
     @property
     def is_from_follower(self) -> bool:

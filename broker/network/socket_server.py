@@ -13,11 +13,18 @@ Structure (as in Kafka's ``kafka.network.SocketServer``), one concept per module
 * the responses a processor is handed, ``broker.network.request_channel.{SendResponse, NoOpResponse,
   CloseConnectionResponse, WrittenResponse}``.
 
-Differences from Kafka: no SSL/SASL, quotas, or per-IP connection limits.
+Security: each listener speaks the protocol ``listener.security.protocol.map`` gives it
+(``broker.security.listener_security``); a TLS listener's context is built at ``startup`` before
+anything is bound (a key store that cannot be read stops the start with one line), and SASL
+connections authenticate on their processor (``new_authenticator``), with SCRAM credentials read
+from the cluster metadata (``scram_credentials``).
+
+Differences from Kafka: no quotas or per-IP connection limits; no control-plane listener.
 """
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -29,6 +36,8 @@ from kafka_emu.broker.server.config import KafkaConfig
 from kafka_emu.broker.network.acceptor import Acceptor
 from kafka_emu.broker.network.processor import ApiVersionManager, Processor
 from kafka_emu.broker.network.request_channel import CloseConnectionResponse, Request
+from kafka_emu.broker.network.sasl_server_authenticator import SaslServerAuthenticator
+from kafka_emu.broker.security.listener_security import ListenerSecurity, ScramLookup, listener_securities
 
 _log = structlog.get_logger("broker.network")
 
@@ -67,6 +76,12 @@ def parse_listeners(value: str) -> list[tuple[str, str, int]]:
     return out
 
 
+# Kafka's socket-server authentication metrics, one counter each per processor
+AUTHENTICATION_COUNTERS = ("successful_authentications", "failed_authentications", "successful_reauthentications",
+                           "failed_reauthentications", "expired_connections_killed",
+                           "reauthentication_latency_ms_total")
+
+
 @dataclass(frozen=True, slots=True)
 class SocketServerSnapshot:
     """Kafka's SocketServer and RequestChannel network gauges, summed over the processors.
@@ -96,7 +111,7 @@ class SocketServer:
 
     def __init__(self, config: KafkaConfig | Mapping[str, object] | None, request_channel: Any,
                  broker_id: int | None = None, request_factory: Callable[..., Any] | None = None, *,
-                 api_versions: ApiVersionManager) -> None:
+                 api_versions: ApiVersionManager, scram_credentials: ScramLookup | None = None) -> None:
         config = config if isinstance(config, KafkaConfig) else KafkaConfig(config)
         self.config = config
         self.request_channel = request_channel
@@ -110,6 +125,9 @@ class SocketServer:
         advertised = {name: (host, port) for name, host, port in
                       parse_listeners(config.get("advertised.listeners", ""))}
         self._listener_specs = [(name, host, port, advertised.get(name)) for name, host, port in listeners]
+        self.securities: dict[str, ListenerSecurity] = listener_securities(config.originals, config.props)
+        self.ssl_contexts: dict[str, ssl.SSLContext] = {}   # built by startup()
+        self.scram_credentials: ScramLookup = scram_credentials or (lambda _user, _mechanism: None)
         self.endpoints: list[EndPoint] = []
         self.acceptors: list[Acceptor] = []
         self.processors: list[Processor] = []
@@ -124,6 +142,10 @@ class SocketServer:
         with self._lock:
             if self._started:
                 return
+            for name, *_ in self._listener_specs:
+                security = self.securities.get(name)
+                if security is not None and security.protocol.uses_tls and name not in self.ssl_contexts:
+                    self.ssl_contexts[name] = security.create_ssl_context()
             bound_socks: list[tuple[str, str, socket.socket, Any]] = []
             try:
                 for name, host, port, adv in self._listener_specs:
@@ -157,6 +179,10 @@ class SocketServer:
                 a.start()
             _log.info("socket_server_started", broker_id=self.broker_id,
                       endpoints=[f"{e.listener_name}://{e.host}:{e.port}" for e in self.endpoints])
+
+    def new_authenticator(self, security: ListenerSecurity) -> SaslServerAuthenticator:
+        """A SASL connection's authenticator (called by its processor)."""
+        return SaslServerAuthenticator(security, self.scram_credentials, self.api_versions)
 
     def shutdown(self) -> None:
         with self._lock:
@@ -220,10 +246,20 @@ class SocketServer:
         malformed frames, and ``idle_ns`` (time spent waiting in epoll; Kafka's
         NetworkProcessorAvgIdlePercent is its rate over wall time)."""
         keys = ("connections_closed", "malformed_frames", "requests_received",
-                "responses_sent", "bytes_in", "bytes_out", "idle_ns", "wakeups")
+                "responses_sent", "bytes_in", "bytes_out", "idle_ns", "wakeups") + AUTHENTICATION_COUNTERS
         out = {k: sum(getattr(p, k) for p in self.processors) for k in keys}
         out["connection_count"] = self.connection_count()
         out["connections_accepted"] = sum(a.accepted for a in self.acceptors)
+        return out
+
+    def authentication_stats(self) -> dict[str, dict[str, float]]:
+        """Kafka's per-listener authentication counters (``AUTHENTICATION_COUNTERS``) summed over
+        the listener's processors, by listener name."""
+        out: dict[str, dict[str, float]] = {}
+        for p in self.processors:
+            totals = out.setdefault(p.listener, dict.fromkeys(AUTHENTICATION_COUNTERS, 0))
+            for key in AUTHENTICATION_COUNTERS:
+                totals[key] += getattr(p, key)
         return out
 
     def snapshot(self) -> SocketServerSnapshot:

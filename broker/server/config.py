@@ -43,6 +43,9 @@ from typing import Mapping
 
 import structlog
 
+from kafka_emu.broker.security.auth import SecurityProtocol
+from kafka_emu.broker.security.listener_security import validate_security
+from kafka_emu.broker.security.ssl_principal_mapper import SslPrincipalMapper
 from kafka_emu.broker.server import cpu_affinity
 from kafka_emu.broker.storage.log_config import LOG_MANAGER_KEYS, SERVER_LOG_KEYS
 from kafka_emu.common.config_def import (
@@ -146,6 +149,32 @@ def _listeners(name: str, value: ConfigValue) -> None:
                                                f"(expected NAME://host:port)")
 
 
+DEFAULT_PROTOCOL_MAP = ",".join(f"{p.name}:{p.name}" for p in
+                                (SecurityProtocol.SASL_SSL, SecurityProtocol.PLAINTEXT, SecurityProtocol.SSL,
+                                 SecurityProtocol.SASL_PLAINTEXT))
+DEFAULT_PRINCIPAL_BUILDER = "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+LISTENER_PREFIX = "listener.name."
+
+
+def _protocol_map(name: str, value: ConfigValue) -> None:
+    from kafka_emu.broker.security.listener_security import parse_protocol_map
+
+    parse_protocol_map(str(value or ""))
+
+
+def _principal_rules(name: str, value: ConfigValue) -> None:
+    SslPrincipalMapper(str(value or ""))
+
+
+def _authorizer_class(name: str, value: ConfigValue) -> None:
+    if value == ACL_AUTHORIZER:
+        raise ConfigException(name, value, f"Kafka 4 removed the ZooKeeper-based AclAuthorizer: use {STANDARD_AUTHORIZER}")
+    if value not in ("", None, STANDARD_AUTHORIZER):
+        raise ConfigException(name, value, f"the emulator's authorizer is {STANDARD_AUTHORIZER} (or none)")
+
+
 def _key(name: str, type_: Type, default: ConfigValue, validator: object, importance: Importance,
          doc: str, implemented: bool = True, dynamic: Dynamic = Dynamic.READ_ONLY) -> ConfigKey:
     return ConfigKey(name, type_, default, validator, importance, doc, implemented,  # type: ignore[arg-type]
@@ -213,6 +242,70 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "The maximum number of bytes in a socket request."),
     _key("connections.max.idle.ms", Type.LONG, 600000, None, MEDIUM,
          "Idle connections timeout: the server closes connections idle longer than this."),
+    # security: listeners' protocols, TLS, SASL (SocketServerConfigs, SslConfigs, SaslConfigs, BrokerSecurityConfigs)
+    _key("listener.security.protocol.map", Type.STRING, DEFAULT_PROTOCOL_MAP, _protocol_map, LOW,
+         "Map between listener names and security protocols (NAME:PROTOCOL, comma separated)."),
+    _key("sasl.enabled.mechanisms", Type.LIST, ["GSSAPI"], None, MEDIUM,
+         "The SASL mechanisms enabled on SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER "
+         "(GSSAPI, Kafka's default, is refused on a SASL listener)."),
+    _key("connections.max.reauth.ms", Type.LONG, 0, _AT_LEAST_0, MEDIUM,
+         "Session lifetime of a SASL connection (KIP-368): the client re-authenticates before it ends, "
+         "else the broker closes the connection at its next request. 0: no limit."),
+    _key("connection.failed.authentication.delay.ms", Type.INT, 100, _AT_LEAST_0, LOW,
+         "How long a connection that failed authentication stays open (its failure answered) before it is closed."),
+    _key("ssl.keystore.type", Type.STRING, "JKS", None, MEDIUM,
+         "The key store's format: PEM or PKCS12 (Kafka's default JKS cannot be read by the emulator)."),
+    _key("ssl.keystore.location", Type.STRING, None, None, HIGH, "The key store file (PKCS12, or PEM with key and chain)."),
+    _key("ssl.keystore.password", Type.PASSWORD, None, None, HIGH, "The key store's password (PKCS12)."),
+    _key("ssl.key.password", Type.PASSWORD, None, None, HIGH, "The private key's password."),
+    _key("ssl.keystore.certificate.chain", Type.PASSWORD, None, None, HIGH,
+         "The certificate chain in PEM (ssl.keystore.type=PEM)."),
+    _key("ssl.keystore.key", Type.PASSWORD, None, None, HIGH, "The private key in PEM (ssl.keystore.type=PEM)."),
+    _key("ssl.truststore.type", Type.STRING, "JKS", None, MEDIUM,
+         "The trust store's format: PEM or PKCS12 (Kafka's default JKS cannot be read by the emulator)."),
+    _key("ssl.truststore.location", Type.STRING, None, None, HIGH, "The trust store file."),
+    _key("ssl.truststore.password", Type.PASSWORD, None, None, HIGH, "The trust store's password (PKCS12)."),
+    _key("ssl.truststore.certificates", Type.PASSWORD, None, None, HIGH,
+         "The trusted certificates in PEM (ssl.truststore.type=PEM)."),
+    _key("ssl.client.auth", Type.STRING, "none", ValidString(("required", "requested", "none")), MEDIUM,
+         "Whether TLS clients must (required), may (requested) or do not (none) present a certificate."),
+    _key("ssl.enabled.protocols", Type.LIST, ["TLSv1.2", "TLSv1.3"], None, MEDIUM,
+         "The TLS protocol versions served (TLSv1.2, TLSv1.3)."),
+    _key("ssl.protocol", Type.STRING, "TLSv1.3", ValidString(("TLSv1.2", "TLSv1.3", "TLS")), MEDIUM,
+         "The TLS protocol of the context (the versions served are ssl.enabled.protocols)."),
+    _key("ssl.cipher.suites", Type.LIST, [], None, LOW,
+         "Cipher suites by their IANA names (empty: OpenSSL's defaults)."),
+    _key("ssl.principal.mapping.rules", Type.STRING, "DEFAULT", _principal_rules, LOW,
+         "Rules mapping a client certificate's subject to a principal name (RULE:pattern/replacement/[LU], DEFAULT)."),
+    _key("ssl.endpoint.identification.algorithm", Type.STRING, "https", None, LOW,
+         "Host name verification of the server certificate by clients (inter-broker traffic is in process: "
+         "read by no one here)."),
+    _key("ssl.provider", Type.STRING, None, None, LOW, "Java's security provider (only unset is accepted)."),
+    _key("ssl.keymanager.algorithm", Type.STRING, "SunX509", None, LOW, "Java's key manager (only the default)."),
+    _key("ssl.trustmanager.algorithm", Type.STRING, "PKIX", None, LOW, "Java's trust manager (only the default)."),
+    _key("ssl.secure.random.implementation", Type.STRING, None, None, LOW,
+         "Java's SecureRandom (only unset is accepted)."),
+    _key("ssl.engine.factory.class", Type.CLASS, None, None, LOW, "A custom SSLEngine factory (only unset is accepted)."),
+    ConfigKey(LISTENER_PREFIX, Type.PASSWORD, None, None, MEDIUM,
+              "listener.name.<listener>.<config>: a TLS or SASL setting for one listener "
+              "(<mechanism>.sasl.jaas.config for a SASL mechanism's users).", prefix=True),
+    _key("principal.builder.class", Type.CLASS, DEFAULT_PRINCIPAL_BUILDER,
+         ValidString((DEFAULT_PRINCIPAL_BUILDER,)), MEDIUM,
+         "How principals are built (only Kafka's DefaultKafkaPrincipalBuilder)."),
+    # authorizer (ServerConfigs, StandardAuthorizer)
+    _key("authorizer.class.name", Type.STRING, "", _authorizer_class, LOW,
+         f"The authorizer: empty (none) or {STANDARD_AUTHORIZER}."),
+    _key("super.users", Type.STRING, None, None, LOW,
+         "Principals allowed everything by the authorizer (User:a;User:b)."),
+    _key("allow.everyone.if.no.acl.found", Type.BOOLEAN, False, None, LOW,
+         "Whether a resource without any ACL is open to everyone (the authorizer's default otherwise denies)."),
+    # inter-broker traffic stays in process: accepted, without effect
+    _key("security.inter.broker.protocol", Type.STRING, "PLAINTEXT", ValidString(tuple(p.name for p in SecurityProtocol)),
+         MEDIUM, "Security protocol between brokers (replication is in process here).", implemented=False),
+    _key("inter.broker.listener.name", Type.STRING, None, None, MEDIUM,
+         "Listener between brokers (replication is in process here).", implemented=False),
+    _key("sasl.mechanism.inter.broker.protocol", Type.STRING, "GSSAPI", None, MEDIUM,
+         "SASL mechanism between brokers (replication is in process here).", implemented=False),
     # ReplicationConfigs
     _key("num.replica.fetchers", Type.INT, 1, None, HIGH,
          "Number of fetcher threads used to replicate records from each source broker.", dynamic=Dynamic.NOT_APPLIED),
@@ -323,15 +416,15 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "advertised.host.name", "advertised.port", "alter.config.policy.class.name", "authorizer.class.name",
     "auto.include.jmx.reporter", "auto.leader.rebalance.enable", "background.threads", "broker.heartbeat.interval.ms",
     "broker.session.timeout.ms", "client.quota.callback.class", "cluster.id", "compression.codec",
-    "connection.failed.authentication.delay.ms", "connections.max.reauth.ms", "controlled.shutdown.enable",
+    "controlled.shutdown.enable",
     "controlled.shutdown.max.retries", "controlled.shutdown.retry.backoff.ms", "controller.listener.names",
     "controller.quorum.bootstrap.servers", "controller.quorum.election.backoff.max.ms",
     "controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms", "controller.quorum.voters",
     "create.topic.policy.class.name", "delete.topic.enable",
     "early.start.listeners", "fetch.max.bytes", "group.coordinator.threads",
-    "host.name", "initial.broker.registration.timeout.ms", "inter.broker.listener.name", "inter.broker.protocol.version",
+    "host.name", "initial.broker.registration.timeout.ms", "inter.broker.protocol.version",
     "kafka.metrics.polling.interval.secs", "kafka.metrics.reporters", "leader.imbalance.check.interval.seconds",
-    "leader.imbalance.per.broker.percentage", "listener.security.protocol.map",
+    "leader.imbalance.per.broker.percentage", 
     "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.threads",
     "log.dir.failure.timeout.ms", "log.message.downconversion.enable",
     "log.message.format.version", "log.message.timestamp.difference.max.ms",
@@ -341,19 +434,19 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "metadata.max.retention.bytes", "metadata.max.retention.ms", "metric.reporters", "metrics.num.samples",
     "metrics.recording.level", "metrics.sample.window.ms", "num.recovery.threads.per.data.dir",
     "num.replica.alter.log.dirs.threads", "offsets.load.buffer.size", "offsets.topic.compression.codec",
-    "offsets.topic.segment.bytes", "password.encoder.secret", "port", "principal.builder.class", "process.roles",
+    "offsets.topic.segment.bytes", "password.encoder.secret", "port", "process.roles",
     "queued.max.request.bytes",
     "quota.window.num", "quota.window.size.seconds",
     "replica.selector.class", "replica.socket.receive.buffer.bytes", "replica.socket.timeout.ms",
     "replication.quota.window.num", "replication.quota.window.size.seconds",
-    "reserved.broker.max.id", "security.inter.broker.protocol", "socket.connection.setup.timeout.max.ms",
+    "reserved.broker.max.id", "socket.connection.setup.timeout.max.ms",
     "socket.connection.setup.timeout.ms", "socket.listen.backlog.size", "socket.receive.buffer.bytes",
-    "socket.send.buffer.bytes", "super.users",
+    "socket.send.buffer.bytes", 
     "transaction.state.log.load.buffer.size", "zookeeper.connect", "zookeeper.connection.timeout.ms",
     "zookeeper.session.timeout.ms",
 )
 KAFKA_PREFIXES_NOT_DEFINED: tuple[str, ...] = (
-    "confluent.", "delegation.token.", "group.consumer.", "group.share.", "listener.name.", "password.encoder.",
+    "confluent.", "delegation.token.", "group.consumer.", "group.share.", "password.encoder.",
     "remote.log.", "sasl.", "security.", "share.", "ssl.", "unstable.", "zookeeper.",
 )
 
@@ -371,30 +464,6 @@ def _unify_node_id(given: Mapping[str, object], values: dict[str, ConfigValue]) 
                               f"when both are set")
 
 
-# Keys that would change who may connect, how, and what they may do: given, they must not be
-# ignored with a warning (a broker configured for SASL_SSL serving plaintext with no
-# authentication is silently wrong), so until the security layer implements them they stop
-# start-up (``refuse_unimplemented_security``).
-SECURITY_KEYS: tuple[str, ...] = (
-    "authorizer.class.name", "connection.failed.authentication.delay.ms", "connections.max.reauth.ms",
-    "listener.security.protocol.map", "principal.builder.class", "security.inter.broker.protocol",
-    "super.users",
-)
-SECURITY_PREFIXES: tuple[str, ...] = ("listener.name.", "sasl.", "security.", "ssl.")
-
-
-def refuse_unimplemented_security(given: Mapping[str, object], listeners: str) -> None:
-    """ConfigException (one line) for a listener whose protocol is not PLAINTEXT, or a security
-    key the emulator does not implement yet: nothing is ever served in plaintext by mistake."""
-    for item in listeners.split(","):
-        name = item.strip().partition("://")[0].upper()
-        if item.strip() and name != "PLAINTEXT":
-            raise ConfigException(f"listeners: {item.strip()} is not supported: the emulator serves "
-                                  f"PLAINTEXT listeners only (no SSL or SASL yet)")
-    for name in given:
-        if name in SECURITY_KEYS or name.startswith(SECURITY_PREFIXES):
-            raise ConfigException(f"The configuration '{name}' is not supported: the emulator has no "
-                                  f"SSL, SASL or authorizer yet, and will not serve without them")
 
 
 class KafkaConfig:
@@ -413,7 +482,7 @@ class KafkaConfig:
         _unify_node_id(self.originals, parsed.values)
         _resolve_transaction_version(parsed.values)
         _resolve_group_configs(parsed.values)
-        refuse_unimplemented_security(self.originals, str(parsed.values["listeners"] or ""))
+        validate_security(self.originals, parsed.values)
         self.props: dict[str, ConfigValue] = parsed.values
         self.ignored: dict[str, str] = parsed.ignored
         if self.props[STRICT_CONFIG] and self.ignored:

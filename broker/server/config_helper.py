@@ -91,6 +91,8 @@ def _entry(key: ConfigKey, value: ConfigValue, source: int, read_only: bool,
            synonyms: list[Synonym]) -> ConfigEntry:
     sensitive = key.type is Type.PASSWORD
     doc = key.doc if key.implemented else NOT_IMPLEMENTED_DOC + key.doc
+    if sensitive:   # a password is never described, not even through its synonyms
+        synonyms = [Synonym(s.name, None, s.source) for s in synonyms]
     return ConfigEntry(key.name, None if sensitive else _rendered(value), source, read_only, sensitive,
                        tuple(synonyms), int(key.type), doc)
 

@@ -40,7 +40,7 @@ import structlog
 
 from kafka_emu.broker.server import cpu_affinity
 from kafka_emu.broker.apis.api_versions import DefaultApiVersionManager
-from kafka_emu.broker.server.config import API_COMPATIBILITY, LISTENER_PORT_REUSED, KafkaConfig
+from kafka_emu.broker.server.config import API_COMPATIBILITY, LISTENER_PORT_REUSED, TRANSACTION_VERSION, KafkaConfig
 from kafka_emu.broker.server.replica_manager_coordinator_log import ReplicaManagerCoordinatorLog
 from kafka_emu.broker.server.kafka_apis import KafkaApis, RequestHook
 from kafka_emu.broker.storage.unified_log import UnifiedLog
@@ -48,7 +48,7 @@ from kafka_emu.broker.storage.log_cleaner import LogCleaner, LogCleanerSnapshot
 from kafka_emu.broker.storage.log_manager import MEMORY_CHECK_INTERVAL_MS
 from kafka_emu.broker.server.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC, BrokerInfo, ConfigResourceType, MetadataStore
-from kafka_emu.broker.network.socket_server import SocketServer, SocketServerSnapshot
+from kafka_emu.broker.network.socket_server import SocketServer, SocketServerSnapshot, parse_listeners
 from kafka_emu.broker.server.partition import Partition
 from kafka_emu.broker.server.replica_fetcher import ReplicaFetcherManager
 from kafka_emu.broker.server.replica_manager import ReplicaManager, ReplicaManagerSnapshot
@@ -205,8 +205,11 @@ class KafkaServer:
                 self._stop_threads()
                 raise
             # ---- end socket server ----
+            endpoints = {} if self.socket_server is None else {
+                ep.listener_name: self.socket_server.advertised_endpoint(ep.listener_name)
+                for ep in self.socket_server.endpoints}
             self.broker_info = BrokerInfo(self.broker_id, self.host, self.port,
-                                          cfg.get("broker.rack"), self.request_channel,
+                                          cfg.get("broker.rack"), endpoints, self.request_channel,
                                           transaction_coordinator=self.transaction_coordinator)
             self.started = True
         self.metadata.broker_started(self.broker_info, self._on_metadata)
@@ -226,16 +229,19 @@ class KafkaServer:
         cfg = self.config
         if not listeners:
             cfg = cfg.with_overrides(listeners=f"PLAINTEXT://{self.host}:{self.port}")
-        api_versions = DefaultApiVersionManager(cfg[API_COMPATIBILITY])
-        server = SocketServer(cfg, self.request_channel, self.broker_id, api_versions=api_versions)
+        api_versions = DefaultApiVersionManager(cfg[API_COMPATIBILITY], cfg[TRANSACTION_VERSION])
+        server = SocketServer(cfg, self.request_channel, self.broker_id, api_versions=api_versions,
+                              scram_credentials=self.metadata.scram_credential)
         try:
             server.startup()
         except OSError:
             if not cfg[LISTENER_PORT_REUSED]:
                 raise
-            # the port this broker had before its restart is taken: take a new ephemeral one
-            cfg = cfg.with_overrides(listeners=f"PLAINTEXT://{self.host}:0")
-            server = SocketServer(cfg, self.request_channel, self.broker_id, api_versions=api_versions)
+            # a port this broker had before its restart is taken: take new ephemeral ones
+            cfg = cfg.with_overrides(listeners=",".join(f"{name}://{host}:0" for name, host, _ in
+                                                        parse_listeners(cfg["listeners"])))
+            server = SocketServer(cfg, self.request_channel, self.broker_id, api_versions=api_versions,
+                                  scram_credentials=self.metadata.scram_credential)
             server.startup()
         self.socket_server = server
         self.host, self.port = server.advertised_endpoint()

@@ -28,6 +28,11 @@ controller. Lock order: controller lock → partition locks → ``_lock``; a par
 lock) may call ``alter_isr`` (takes ``_lock`` only), which therefore only notes a reassignment
 it made completable; the ReplicaManager completes it after the fetch, with no lock held.
 
+Security records (Kafka's ``ScramControlManager`` and ``AclControlManager``): the SCRAM
+credentials (``alter_scram_credentials``; the authenticators read ``scram_credential``) and the
+ACLs (``alter_acls``; every broker's authorizer reads ``acls``, an immutable tuple swapped whole
+on change), both persisted with the rest.
+
 Persistence (with ``log.dirs``): the publish points, ``_push`` (partition states: topics,
 partitions, elections) and ``_announce_config`` (topic, dynamic broker and group configs), and the two
 changes that publish nothing (``alter_isr``, a new producer-id block) call ``_changed``, which
@@ -62,6 +67,8 @@ from kafka_emu.broker.server.partition_state import (
     unfence,
     with_leader,
 )
+from kafka_emu.broker.security.acl import AclBinding
+from kafka_emu.broker.security.scram import ScramCredential, ScramMechanism
 from kafka_emu.common.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
@@ -102,6 +109,8 @@ class BrokerInfo:
     host: str = "127.0.0.1"
     port: int = 0
     rack: str | None = None
+    # listener name -> advertised (host, port); ``host``/``port`` are the first listener's
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
     request_channel: RequestChannel | None = None   # the broker's, for in-process requests
     live: bool = True
     # the broker's transaction coordinator, for in-process KIP-890 verification (broker.txn_marker_sender)
@@ -113,6 +122,7 @@ PartitionListener = Callable[[list[PartitionState], list[tuple[str, int]]], None
 ConfigListener = Callable[[int, str], None]
 # current configs of a resource -> new configs (raises KafkaError when refused)
 ConfigAlteration = Callable[[dict[str, Any]], dict[str, Any]]
+ScramKey = tuple[str, ScramMechanism]   # (user, mechanism)
 
 
 class MetadataStore:
@@ -140,6 +150,8 @@ class MetadataStore:
         # under a partition lock); completed by complete_reassignments, called lock-free
         self.reassignments_completable: set[tuple[str, int]] = set()
         self._producer_id_block_end = FIRST_PRODUCER_ID
+        self._scram: dict[ScramKey, ScramCredential] = {}
+        self.acls: tuple[AclBinding, ...] = ()
         # called after every change (the persistence of ``log.dirs``); never with a lock of this store held
         self.on_change: Callable[["MetadataStore"], None] | None = None
 
@@ -440,6 +452,30 @@ class MetadataStore:
             except Exception:
                 _log.exception("config_push_failed", broker_id=bid)
 
+    # ------------------------------------------------------------------ security records
+    def scram_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
+        return self._scram.get((user, mechanism))
+
+    def scram_credentials(self) -> dict[ScramKey, ScramCredential]:
+        with self._lock:
+            return dict(self._scram)
+
+    def alter_scram_credentials(self, alter: Callable[[dict[ScramKey, ScramCredential]], dict[ScramKey, ScramCredential]]
+                                ) -> None:
+        """Replace the credentials with ``alter(current)`` (validated there), under the
+        controller lock, then persist."""
+        with self._controller_lock:
+            new = alter(self.scram_credentials())
+            with self._lock:
+                self._scram = new
+            self._changed()
+
+    def alter_acls(self, alter: Callable[[tuple[AclBinding, ...]], tuple[AclBinding, ...]]) -> None:
+        """Replace the ACLs with ``alter(current)``, under the controller lock, then persist."""
+        with self._controller_lock:
+            self.acls = alter(self.acls)
+            self._changed()
+
     # ------------------------------------------------------------------ ISR changes
     def alter_isr(self, topic: str, partition: int, leader: int, leader_epoch: int,
                   new_isr: tuple[int, ...]) -> PartitionState | None:
@@ -678,6 +714,10 @@ class MetadataStore:
                 "next_assignment_start": self._next_assignment_start,
                 "broker_configs": self._broker_configs,
                 "group_configs": self._group_configs,
+                "scram": [{"user": user, "mechanism": mechanism.type, "salt": c.salt.hex(),
+                           "stored_key": c.stored_key.hex(), "server_key": c.server_key.hex(),
+                           "iterations": c.iterations} for (user, mechanism), c in self._scram.items()],
+                "acls": [acl.to_json() for acl in self.acls],
                 "topics": [{
                     "name": t.name, "topic_id": str(t.topic_id), "internal": t.internal,
                     "configs": t.configs,
@@ -701,6 +741,10 @@ class MetadataStore:
             self._next_assignment_start = int(state["next_assignment_start"])
             self._broker_configs = {name: dict(configs) for name, configs in state["broker_configs"].items()}
             self._group_configs = {name: dict(configs) for name, configs in state.get("group_configs", {}).items()}
+            self._scram = {(c["user"], ScramMechanism.from_type(c["mechanism"])): ScramCredential(  # type: ignore[misc]
+                bytes.fromhex(c["salt"]), bytes.fromhex(c["stored_key"]), bytes.fromhex(c["server_key"]),
+                int(c["iterations"])) for c in state.get("scram", ())}
+            self.acls = tuple(AclBinding.from_json(a) for a in state.get("acls", ()))
             for t in state["topics"]:
                 topic_id = uuid.UUID(t["topic_id"])
                 info = TopicInfo(t["name"], topic_id, configs=dict(t["configs"]), internal=bool(t["internal"]))

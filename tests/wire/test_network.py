@@ -38,6 +38,7 @@ class StubRequest:
     processor_id: int = -1
     client_host: str = ""
     listener: str = "PLAINTEXT"
+    principal: Any = None
     start_time_ns: int = 0
     response_complete_time_ns: int = 0
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import error_code_answer
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import GROUP, TRANSACTIONAL_ID, Op, authorize
 from kafka_emu.broker.apis.find_coordinator import partition_for
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
 from kafka_emu.common.api_keys import ApiKeys
@@ -25,6 +26,13 @@ if TYPE_CHECKING:
 def handle_add_offsets_to_txn(apis: KafkaApis, request: Request) -> None:
     body = request.body
     answer = error_code_answer(apis, request, ApiKeys.ADD_OFFSETS_TO_TXN)
+    # Kafka's handleAddOffsetsToTxnRequest: WRITE on the transactional id, READ on the group
+    if not authorize(apis, request, Op.WRITE, TRANSACTIONAL_ID, body.transactional_id):
+        answer(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return
+    if not authorize(apis, request, Op.READ, GROUP, body.group_id):
+        answer(Errors.GROUP_AUTHORIZATION_FAILED)
+        return
     coordinator = apis.transaction_coordinator
     if coordinator is None:
         answer(Errors.COORDINATOR_NOT_AVAILABLE)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, fenced_error_for, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import TOPIC, TRANSACTIONAL_ID, Op, authorize, filter_authorized
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
@@ -40,6 +41,16 @@ def handle_add_partitions_to_txn(apis: KafkaApis, request: Request) -> None:
         respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, results_by_topic_v3_and_below=tuple(
             build(topic_cls, name=name, results_by_partition=tuple(parts)) for name, parts in by_topic.items())))
 
+    # Kafka's handleAddPartitionsToTxnRequest (v3 and below): WRITE on the transactional id, then
+    # on each topic (the other partitions: OPERATION_NOT_ATTEMPTED)
+    if not authorize(apis, request, Op.WRITE, TRANSACTIONAL_ID, body.v3_and_below_transactional_id):
+        answer({tp: Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED for tp in requested})
+        return
+    writable = filter_authorized(apis, request, Op.WRITE, TOPIC, (t for t, _ in requested))
+    if any(t not in writable for t, _ in requested):
+        answer({tp: Errors.TOPIC_AUTHORIZATION_FAILED if tp[0] not in writable else Errors.OPERATION_NOT_ATTEMPTED
+                for tp in requested})
+        return
     coordinator = apis.transaction_coordinator
     if coordinator is None:
         answer({tp: Errors.COORDINATOR_NOT_AVAILABLE for tp in requested})

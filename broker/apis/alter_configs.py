@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, topic_name_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.security.acl import AclOperation
+from kafka_emu.broker.server.auth_helper import CLUSTER, TOPIC, authorize
 from kafka_emu.broker.server.config import KAFKA_CONFIG_DEF, STRICT_CONFIG
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.config_def import ConfigDef, ConfigException, ConfigValue, Type, render
@@ -175,6 +177,12 @@ def _handle(apis: KafkaApis, request: Request, api_key: int, incremental: bool) 
     for res, rid in zip(body.resources, ids):
         if ids.count(rid) > 1:
             err, msg = Errors.INVALID_REQUEST, "Each resource must appear at most once."
+        elif rid[0] == ConfigResourceType.TOPIC and not authorize(apis, request, AclOperation.ALTER_CONFIGS, TOPIC,
+                                                                  rid[1]):
+            err, msg = Errors.TOPIC_AUTHORIZATION_FAILED, None   # Kafka: ALTER_CONFIGS on the topic
+        elif rid[0] in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER) and \
+                not authorize(apis, request, AclOperation.ALTER_CONFIGS, CLUSTER):
+            err, msg = Errors.CLUSTER_AUTHORIZATION_FAILED, None
         else:
             ops = [(c.name, int(c.config_operation) if incremental else OP_SET, c.value) for c in res.configs]
             try:

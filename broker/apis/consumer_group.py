@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, duration_ms, respond, respond_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.broker.server.auth_helper import GROUP, TOPIC, Op, authorized_operations, deny, filter_authorized
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group.config import CONSUMER, REBALANCE_PROTOCOLS
@@ -37,6 +38,13 @@ def handle_consumer_group_heartbeat(apis: KafkaApis, request: Request) -> None:
         respond_error(apis, request, Errors.UNSUPPORTED_VERSION if gc is not None else Errors.COORDINATOR_NOT_AVAILABLE)
         return
     body = request.body
+    # Kafka's handleConsumerGroupHeartbeat: READ on the group, DESCRIBE on each subscribed topic
+    if deny(apis, request, Op.READ, GROUP, body.group_id, Errors.GROUP_AUTHORIZATION_FAILED):
+        return
+    names = body.subscribed_topic_names or ()
+    if len(filter_authorized(apis, request, Op.DESCRIBE, TOPIC, names)) < len(set(names)):
+        respond_error(apis, request, Errors.TOPIC_AUTHORIZATION_FAILED)
+        return
     cls = response_schema(ApiKeys.CONSUMER_GROUP_HEARTBEAT, request.api_version)
     assignment_cls = item_cls(cls, "assignment")
     partitions_cls = item_cls(assignment_cls, "topic_partitions")
@@ -92,7 +100,12 @@ def handle_consumer_group_describe(apis: KafkaApis, request: Request) -> None:
             for topic_id, name, partitions in parts))
 
     groups = []
-    for d in gc.handle_consumer_group_describe(list(request.body.group_ids)):
+    names = list(request.body.group_ids)
+    allowed = filter_authorized(apis, request, Op.DESCRIBE, GROUP, names)   # Kafka: DESCRIBE on each group
+    groups.extend(build(group_cls, error_code=Errors.GROUP_AUTHORIZATION_FAILED, error_message=None, group_id=g,
+                        group_state="", group_epoch=0, assignment_epoch=0, assignor_name="", members=(),
+                        authorized_operations=AUTHORIZED_OPS_OMITTED) for g in names if g not in allowed)
+    for d in gc.handle_consumer_group_describe([g for g in names if g in allowed]):
         members = tuple(build(
             member_cls, member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id,
             member_epoch=m.member_epoch, client_id=m.client_id, client_host=m.client_host,
@@ -102,8 +115,8 @@ def handle_consumer_group_describe(apis: KafkaApis, request: Request) -> None:
         groups.append(build(group_cls, error_code=d.error, error_message=d.error_message, group_id=d.group_id,
                             group_state=d.state, group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,
                             assignor_name=d.assignor_name, members=members,
-                            authorized_operations=0 if include_ops and d.error == Errors.NONE
-                            else AUTHORIZED_OPS_OMITTED))
+                            authorized_operations=authorized_operations(apis, request, GROUP, d.group_id)
+                            if include_ops and d.error == Errors.NONE else AUTHORIZED_OPS_OMITTED))
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, groups=tuple(groups)))
 
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, duration_ms, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import TOPIC, Op, authorize
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors, KafkaError
@@ -51,6 +52,8 @@ def handle_create_partitions(apis: KafkaApis, request: Request) -> None:
             err, msg = Errors.REQUEST_TIMED_OUT, None   # Kafka's message-less TimeoutException
         elif t.name in duplicates:
             err, msg = Errors.INVALID_REQUEST, "Duplicate topic name."
+        elif not authorize(apis, request, Op.ALTER, TOPIC, t.name):   # Kafka: ALTER on the topic
+            err, msg = Errors.TOPIC_AUTHORIZATION_FAILED, None
         else:
             assignments = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
             try:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, topic_name_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import CLUSTER, TOPIC, Op, authorize, filter_authorized
 from kafka_emu.broker.server.config import STRICT_CONFIG, ConfigException
 from kafka_emu.broker.storage.log_config import validate_topic_configs
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
@@ -75,9 +76,14 @@ def handle_create_topics(apis: KafkaApis, request: Request) -> None:
     seen: set[str] = set()
     dupes = {t.name for t in body.topics if t.name in seen or seen.add(t.name)}  # type: ignore[func-returns-value]
     results = []
+    # Kafka's handleCreateTopicsRequest: CREATE on the cluster, else on each topic
+    creatable = {t.name for t in body.topics} if authorize(apis, request, Op.CREATE, CLUSTER) else \
+        filter_authorized(apis, request, Op.CREATE, TOPIC, (t.name for t in body.topics))
     for t in body.topics:
         if t.name in dupes:
             err, msg, parts, rf = Errors.INVALID_REQUEST, "Duplicate topic name.", -1, -1
+        elif t.name not in creatable:
+            err, msg, parts, rf = Errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", -1, -1
         else:
             err, msg, parts, rf = _create_one(apis, t, validate_only)
         info = apis.metadata.topic(t.name) if err == 0 else None

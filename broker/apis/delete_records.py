@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, duration_ms, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import TOPIC, Op, authorize
 from kafka_emu.broker.server.delayed_delete_records import DeleteRecordsPartitionStatus
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
@@ -39,7 +40,9 @@ def handle_delete_records(apis: KafkaApis, request: Request) -> None:
         for p in t.partitions:
             tp = (t.name, int(p.partition_index))
             order.append(tp)
-            if apis.metadata.partition_state(*tp) is None:
+            if not authorize(apis, request, Op.DELETE, TOPIC, t.name):   # Kafka: DELETE on the topic
+                unknown[tp] = DeleteRecordsPartitionStatus(-1, -1, Errors.TOPIC_AUTHORIZATION_FAILED)
+            elif apis.metadata.partition_state(*tp) is None:
                 unknown[tp] = DeleteRecordsPartitionStatus(-1, -1, Errors.UNKNOWN_TOPIC_OR_PARTITION)
             else:
                 offsets[tp] = int(p.offset)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import TOPIC, Op, authorize
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
@@ -37,7 +38,9 @@ def handle_delete_topics(apis: KafkaApis, request: Request) -> None:
             name = md.topic_name(topic_id)
             if name is None:
                 err = Errors.UNKNOWN_TOPIC_ID
-        if err == Errors.NONE:
+        if err == Errors.NONE and not authorize(apis, request, Op.DELETE, TOPIC, name or ""):
+            err = Errors.TOPIC_AUTHORIZATION_FAILED   # Kafka: DELETE on the topic
+        elif err == Errors.NONE:
             info = md.topic(name) if name else None
             if info is None:
                 err = Errors.UNKNOWN_TOPIC_OR_PARTITION

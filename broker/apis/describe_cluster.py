@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, broker_endpoint, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.security.acl import CLUSTER_NAME
+from kafka_emu.broker.server.auth_helper import CLUSTER, Op, authorized_operations, deny
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
 
 
 def handle_describe_cluster(apis: KafkaApis, request: Request) -> None:
+    if deny(apis, request, Op.DESCRIBE, CLUSTER, CLUSTER_NAME, Errors.CLUSTER_AUTHORIZATION_FAILED):
+        return
     cls = response_schema(ApiKeys.DESCRIBE_CLUSTER, request.api_version)
     broker_cls = item_cls(cls, "brokers")
     md = apis.metadata
@@ -41,7 +45,9 @@ def handle_describe_cluster(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=Errors.NONE,
                                  error_message=None, endpoint_type=1, cluster_id=md.cluster_id,
                                  controller_id=md.controller_id, brokers=tuple(brokers),
-                                 cluster_authorized_operations=AUTHORIZED_OPS_OMITTED))
+                                 cluster_authorized_operations=authorized_operations(apis, request, CLUSTER)
+                                 if getattr(request.body, "include_cluster_authorized_operations", False)
+                                 else AUTHORIZED_OPS_OMITTED))
 
 
 APIS = (ApiSpec(ApiKeys.DESCRIBE_CLUSTER, 0, 2, handle_describe_cluster, kafka_3_9=(0, 1)),)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, topic_name_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import CLUSTER, TOPIC, Op, authorize
 from kafka_emu.broker.server.config_helper import ConfigEntry, describe_broker, describe_group, describe_topic
 from kafka_emu.broker.server.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
 from kafka_emu.broker.server.metadata_store import ConfigResourceType
@@ -41,7 +42,13 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
         err, msg = Errors.NONE, None
         entries: list[ConfigEntry] = []
         keys = res.configuration_keys
-        if rtype == ConfigResourceType.TOPIC:
+        if rtype == ConfigResourceType.TOPIC and not authorize(apis, request, Op.DESCRIBE_CONFIGS, TOPIC,
+                                                               res.resource_name):
+            err = Errors.TOPIC_AUTHORIZATION_FAILED
+        elif rtype in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER) and \
+                not authorize(apis, request, Op.DESCRIBE_CONFIGS, CLUSTER):
+            err = Errors.CLUSTER_AUTHORIZATION_FAILED
+        elif rtype == ConfigResourceType.TOPIC:
             info = md.topic(res.resource_name)
             if topic_name_error(res.resource_name):
                 err, msg = Errors.INVALID_TOPIC_EXCEPTION, f"Invalid topic name {res.resource_name!r}"

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.security.acl import CLUSTER_NAME
+from kafka_emu.broker.server.auth_helper import CLUSTER, Op, deny
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 
 
 def handle_describe_log_dirs(apis: KafkaApis, request: Request) -> None:
+    if deny(apis, request, Op.DESCRIBE, CLUSTER, CLUSTER_NAME, Errors.CLUSTER_AUTHORIZATION_FAILED):
+        return
     cls = response_schema(ApiKeys.DESCRIBE_LOG_DIRS, request.api_version)
     result_cls = item_cls(cls, "results")
     topic_cls = item_cls(result_cls, "topics")

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, topic_name_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import TOPIC, Op, authorize
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
@@ -38,6 +39,8 @@ def handle_describe_producers(apis: KafkaApis, request: Request) -> None:
             partition = rm.get_partition((t.name, index))
             if topic_name_error(t.name):
                 error = Errors.INVALID_TOPIC_EXCEPTION
+            elif not authorize(apis, request, Op.READ, TOPIC, t.name):   # Kafka: READ on the topic
+                error = Errors.TOPIC_AUTHORIZATION_FAILED
             elif apis.metadata.partition_state(t.name, index) is None:
                 error = Errors.UNKNOWN_TOPIC_OR_PARTITION
             elif partition is None or not partition.online:

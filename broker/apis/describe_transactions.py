@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import TOPIC, TRANSACTIONAL_ID, Op, authorize, filter_authorized
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
@@ -30,10 +31,17 @@ def handle_describe_transactions(apis: KafkaApis, request: Request) -> None:
     coordinator = apis.transaction_coordinator
     states = []
     for tid in request.body.transactional_ids:
-        d = (coordinator.handle_describe_transactions(tid) if coordinator is not None
-             else TransactionDescription(tid, Errors.COORDINATOR_NOT_AVAILABLE))
+        if not authorize(apis, request, Op.DESCRIBE, TRANSACTIONAL_ID, tid):   # Kafka: DESCRIBE on the id
+            d = TransactionDescription(tid, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        else:
+            d = (coordinator.handle_describe_transactions(tid) if coordinator is not None
+                 else TransactionDescription(tid, Errors.COORDINATOR_NOT_AVAILABLE))
+        # Kafka leaves out the partitions of topics the principal may not describe
+        described = filter_authorized(apis, request, Op.DESCRIBE, TOPIC, (t for t, _ in d.topic_partitions))
         by_topic: dict[str, list[int]] = {}
         for topic, partition in d.topic_partitions:
+            if topic not in described:
+                continue
             by_topic.setdefault(topic, []).append(partition)
         states.append(build(
             state_cls, error_code=d.error, transactional_id=tid, transaction_state=d.state,

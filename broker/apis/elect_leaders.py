@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.partition_state import ELECTION_PREFERRED, ELECTION_UNCLEAN
+from kafka_emu.broker.security.acl import CLUSTER_NAME
+from kafka_emu.broker.server.auth_helper import CLUSTER, Op, deny
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
 
 
 def handle_elect_leaders(apis: KafkaApis, request: Request) -> None:
+    if deny(apis, request, Op.ALTER, CLUSTER, CLUSTER_NAME, Errors.CLUSTER_AUTHORIZATION_FAILED):
+        return
     body = request.body
     cls = response_schema(ApiKeys.ELECT_LEADERS, request.api_version)
     result_cls = item_cls(cls, "replica_election_results")

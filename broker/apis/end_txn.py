@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import error_code_answer
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.common.api_keys import ApiKeys
+from kafka_emu.broker.server.auth_helper import TRANSACTIONAL_ID, Op, authorize
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction.transaction_coordinator import TV_2
 
@@ -30,6 +31,9 @@ FIRST_TV2_VERSION = 5
 def handle_end_txn(apis: KafkaApis, request: Request) -> None:
     body = request.body
     answer = error_code_answer(apis, request, ApiKeys.END_TXN)
+    if not authorize(apis, request, Op.WRITE, TRANSACTIONAL_ID, body.transactional_id):   # Kafka's handleEndTxnRequest
+        answer(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return
     coordinator = apis.transaction_coordinator
     if coordinator is None:
         answer(Errors.COORDINATOR_NOT_AVAILABLE)

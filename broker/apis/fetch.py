@@ -30,6 +30,7 @@ from kafka_emu.broker.storage.log_segment import iter_headers
 from kafka_emu.broker.server.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, topic_key_and_name
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import CLUSTER, TOPIC, Op, authorize, filter_authorized
 from kafka_emu.broker.server.partition import LogReadResult
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
@@ -111,6 +112,17 @@ def handle_fetch(apis: KafkaApis, request: Request) -> None:
                                                   body.fetch_infos, body.removed, answer)
         return
     params, infos, order, pre = parse_fetch_request(body, version, apis.metadata)
+    # Kafka's handleFetchRequest: a follower needs CLUSTER_ACTION, a consumer READ on each topic
+    if params.replica_id >= 0:
+        readable = {name for _, name, _ in order if name} if authorize(apis, request, Op.CLUSTER_ACTION,
+                                                                       CLUSTER) else set()
+    else:
+        readable = filter_authorized(apis, request, Op.READ, TOPIC, (name for _, name, _ in order if name))
+    if any(name not in readable for _, name, _ in order if name):
+        for key, name, parts in order:
+            if name and name not in readable:
+                pre.update({(key, idx): Errors.TOPIC_AUTHORIZATION_FAILED for idx in parts})
+        infos = [(tp, info) for tp, info in infos if tp[0] in readable]
 
     def on_done(results: list[tuple[TopicPartition, LogReadResult]]) -> None:
         by_tp = dict(results)
@@ -177,7 +189,7 @@ def partition_responses(version: int, order: TopicOrder, results: dict[TopicPart
     for key, name, parts in order:
         answered = []
         for idx in parts:
-            if name is None:
+            if (key, idx) in pre or name is None:
                 r = _ERROR_RESULT._replace(error=pre.get((key, idx), Errors.UNKNOWN_TOPIC_ID))
             else:
                 r = results.get((name, idx), _ERROR_RESULT)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, broker_endpoint, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import GROUP, TRANSACTIONAL_ID, Op, authorize
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.coordinator.group import records
@@ -40,19 +41,22 @@ def partition_for(apis: KafkaApis, group_id: str) -> int:
     return records.partition_for(group_id, apis.config["offsets.topic.num.partitions"])
 
 
-def lookup(apis: KafkaApis, key_type: int, key: str, listener: str | None = None
-           ) -> tuple[int, int, str, int, str | None]:
+def lookup(apis: KafkaApis, request: Request, key_type: int, key: str) -> tuple[int, int, str, int, str | None]:
     """(error, node_id, host, port, message) for one coordinator key."""
     md = apis.metadata
     cfg = apis.config
     if key_type == GROUP_KEY_TYPE:
+        if not authorize(apis, request, Op.DESCRIBE, GROUP, key):
+            return Errors.GROUP_AUTHORIZATION_FAILED, -1, "", -1, None
         if not key:
             return Errors.INVALID_REQUEST, -1, "", -1, "empty group id"
         if not md.ensure_offsets_topic(cfg["offsets.topic.num.partitions"],
                                        cfg["offsets.topic.replication.factor"]):
             return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1, None
-        return _leader(apis, OFFSETS_TOPIC, partition_for(apis, key), listener)
+        return _leader(apis, OFFSETS_TOPIC, partition_for(apis, key), request.listener)
     if key_type == TRANSACTION_KEY_TYPE:
+        if not authorize(apis, request, Op.DESCRIBE, TRANSACTIONAL_ID, key):
+            return Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1, "", -1, None
         if not key:
             return Errors.INVALID_REQUEST, -1, "", -1, "empty transactional id"
         if apis.transaction_coordinator is None:
@@ -64,7 +68,7 @@ def lookup(apis: KafkaApis, key_type: int, key: str, listener: str | None = None
                                          "min.insync.replicas": cfg["transaction.state.log.min.isr"],
                                          "segment.bytes": cfg["transaction.state.log.segment.bytes"]}):
             return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1, None
-        return _leader(apis, TRANSACTION_STATE_TOPIC, txn_partition_for(key, num_partitions), listener)
+        return _leader(apis, TRANSACTION_STATE_TOPIC, txn_partition_for(key, num_partitions), request.listener)
     return Errors.INVALID_REQUEST, -1, "", -1, f"Invalid coordinator type {key_type}"
 
 
@@ -86,12 +90,12 @@ def handle_find_coordinator(apis: KafkaApis, request: Request) -> None:
         entry_cls = item_cls(cls, "coordinators")
         entries = []
         for key in body.coordinator_keys:
-            err, node, host, port, msg = lookup(apis, key_type, key, request.listener)
+            err, node, host, port, msg = lookup(apis, request, key_type, key)
             entries.append(build(entry_cls, key=key, node_id=node, host=host, port=port,
                                  error_code=err, error_message=msg))
         respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, coordinators=tuple(entries)))
         return
-    err, node, host, port, msg = lookup(apis, key_type, body.key, request.listener)
+    err, node, host, port, msg = lookup(apis, request, key_type, body.key)
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=err,
                                  error_message=msg, node_id=node, host=host, port=port))
 

@@ -30,8 +30,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, duration_ms, respond, respond_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import (
+    CLUSTER, GROUP, TOPIC, Op, authorize, authorized_operations, deny, filter_authorized,
+)
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
+from kafka_emu.broker.security.acl import AclOperation
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group.results import (
     DEAD_SUMMARY,
@@ -65,10 +69,19 @@ def _coordinator(apis: KafkaApis, request: Request) -> GroupCoordinator | None:
     return gc
 
 
+def _group_coordinator(apis: KafkaApis, request: Request, operation: AclOperation = Op.READ
+                       ) -> GroupCoordinator | None:
+    """The coordinator, once ``operation`` on the request's group is authorized (Kafka checks
+    first: GROUP_AUTHORIZATION_FAILED everywhere otherwise)."""
+    if deny(apis, request, operation, GROUP, request.body.group_id, Errors.GROUP_AUTHORIZATION_FAILED):
+        return None
+    return _coordinator(apis, request)
+
+
 # --- JoinGroup ---------------------------------------------------------------------------------
 
 def handle_join_group(apis: KafkaApis, request: Request) -> None:
-    gc = _coordinator(apis, request)
+    gc = _group_coordinator(apis, request)
     if gc is None:
         return
     body = request.body
@@ -107,7 +120,7 @@ def handle_join_group(apis: KafkaApis, request: Request) -> None:
 # --- SyncGroup ---------------------------------------------------------------------------------
 
 def handle_sync_group(apis: KafkaApis, request: Request) -> None:
-    gc = _coordinator(apis, request)
+    gc = _group_coordinator(apis, request)
     if gc is None:
         return
     body = request.body
@@ -129,7 +142,7 @@ def handle_sync_group(apis: KafkaApis, request: Request) -> None:
 # --- Heartbeat ---------------------------------------------------------------------------------
 
 def handle_heartbeat(apis: KafkaApis, request: Request) -> None:
-    gc = _coordinator(apis, request)
+    gc = _group_coordinator(apis, request)
     if gc is None:
         return
     body = request.body
@@ -145,7 +158,7 @@ def handle_heartbeat(apis: KafkaApis, request: Request) -> None:
 # --- LeaveGroup --------------------------------------------------------------------------------
 
 def handle_leave_group(apis: KafkaApis, request: Request) -> None:
-    gc = _coordinator(apis, request)
+    gc = _group_coordinator(apis, request)
     if gc is None:
         return
     body = request.body
@@ -187,11 +200,15 @@ class OffsetCommitParts:
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         self.early: dict[tuple[str, int], int] = {}
         self.order: list[tuple[str, int]] = []
+        authorized = filter_authorized(apis, request, Op.READ, TOPIC, (t.name for t in request.body.topics))
         for t in request.body.topics:
             info = md.topic(t.name)
             for p in t.partitions:
                 tp = (t.name, int(p.partition_index))
                 self.order.append(tp)
+                if t.name not in authorized:
+                    self.early[tp] = Errors.TOPIC_AUTHORIZATION_FAILED
+                    continue
                 if info is None or tp[1] not in info.partitions:
                     self.early[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
                     continue
@@ -219,7 +236,7 @@ class OffsetCommitParts:
 
 def handle_offset_commit(apis: KafkaApis, request: Request) -> None:
     body = request.body
-    gc = _coordinator(apis, request)
+    gc = _group_coordinator(apis, request)
     if gc is None:
         return
     parts = OffsetCommitParts(apis, request, ApiKeys.OFFSET_COMMIT)
@@ -240,21 +257,34 @@ def handle_offset_commit(apis: KafkaApis, request: Request) -> None:
 
 # --- OffsetFetch -------------------------------------------------------------------------------
 
-def _fetch_group(gc: GroupCoordinator, group_id: str, topics: Any, require_stable: bool,
-                 member_id: str | None = None, member_epoch: int = -1) -> tuple[int, PartitionOffsets]:
-    """(top-level error, {topic: [(partition, data)]}) in request order (or sorted for 'all')."""
+_UNAUTHORIZED = OffsetFetchPartitionData(-1, None, "", Errors.TOPIC_AUTHORIZATION_FAILED)
+
+
+def _fetch_group(apis: KafkaApis, request: Request, gc: GroupCoordinator, group_id: str, topics: Any,
+                 require_stable: bool, member_id: str | None = None, member_epoch: int = -1
+                 ) -> tuple[int, PartitionOffsets]:
+    """(top-level error, {topic: [(partition, data)]}) in request order (or sorted for 'all').
+    DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED; named topics without DESCRIBE get
+    TOPIC_AUTHORIZATION_FAILED, and 'all' leaves them out (Kafka's ``handleOffsetFetchRequest``)."""
+    if not authorize(apis, request, Op.DESCRIBE, GROUP, group_id):
+        return Errors.GROUP_AUTHORIZATION_FAILED, {}
     partitions = None
+    allowed: set[str] | None = None
     if topics is not None:
-        partitions = [(t.name, int(p)) for t in topics for p in t.partition_indexes]
+        allowed = filter_authorized(apis, request, Op.DESCRIBE, TOPIC, (t.name for t in topics))
+        partitions = [(t.name, int(p)) for t in topics for p in t.partition_indexes if t.name in allowed]
     error, data = gc.handle_fetch_offsets(group_id, require_stable, partitions, member_id, member_epoch)
     out: PartitionOffsets = {}
     if topics is not None:
         for t in topics:
             for p in t.partition_indexes:
-                out.setdefault(t.name, []).append((int(p), data.get((t.name, int(p)))))
+                d = data.get((t.name, int(p))) if t.name in allowed else _UNAUTHORIZED
+                out.setdefault(t.name, []).append((int(p), d))
     else:
+        described = filter_authorized(apis, request, Op.DESCRIBE, TOPIC, (topic for topic, _ in data))
         for (topic, p), d in sorted(data.items()):
-            out.setdefault(topic, []).append((p, d))
+            if topic in described:
+                out.setdefault(topic, []).append((p, d))
     return error, out
 
 
@@ -301,7 +331,7 @@ def handle_offset_fetch(apis: KafkaApis, request: Request) -> None:
         part_cls = item_cls(topic_cls, "partitions")
         groups = []
         for g in body.groups:
-            error, grouped = _fetch_group(gc, g.group_id, g.topics, require_stable,
+            error, grouped = _fetch_group(apis, request, gc, g.group_id, g.topics, require_stable,
                                           getattr(g, "member_id", None), int(getattr(g, "member_epoch", -1)))
             topics = _fetch_topics(topic_cls, part_cls, grouped if not error else {}, 0)
             groups.append(build(group_cls, group_id=g.group_id, topics=topics, error_code=error))
@@ -309,7 +339,7 @@ def handle_offset_fetch(apis: KafkaApis, request: Request) -> None:
         return
     topic_cls = item_cls(cls, "topics")
     part_cls = item_cls(topic_cls, "partitions")
-    error, grouped = _fetch_group(gc, body.group_id, body.topics, require_stable)
+    error, grouped = _fetch_group(apis, request, gc, body.group_id, body.topics, require_stable)
     if version < 2:
         # no top-level error field: Kafka reports it on every requested partition
         if error and body.topics is not None:
@@ -331,7 +361,16 @@ def handle_describe_groups(apis: KafkaApis, request: Request) -> None:
     member_cls = item_cls(group_cls, "members")
     include_ops = bool(getattr(request.body, "include_authorized_operations", False))
     groups = []
-    for group_id, error, summary in gc.handle_describe_groups(list(request.body.groups)):
+    names = list(request.body.groups)
+    allowed = filter_authorized(apis, request, Op.DESCRIBE, GROUP, names)
+    described = {g: (e, s) for g, e, s in gc.handle_describe_groups([n for n in names if n in allowed])}
+    for group_id in names:
+        if group_id not in allowed:
+            groups.append(build(group_cls, error_code=Errors.GROUP_AUTHORIZATION_FAILED, group_id=group_id,
+                                group_state="", protocol_type="", protocol_data="", members=(),
+                                authorized_operations=AUTHORIZED_OPS_OMITTED))
+            continue
+        error, summary = described[group_id]
         message = None
         if summary is DEAD_SUMMARY and request.api_version >= GROUP_NOT_FOUND_VERSION:
             # KIP-1043: v6 names a group that is not (or not a classic) group here
@@ -344,7 +383,8 @@ def handle_describe_groups(apis: KafkaApis, request: Request) -> None:
         groups.append(build(group_cls, error_code=error, error_message=message, group_id=group_id,
                             group_state=summary.state, protocol_type=summary.protocol_type,
                             protocol_data=summary.protocol, members=members,
-                            authorized_operations=0 if include_ops else AUTHORIZED_OPS_OMITTED))
+                            authorized_operations=authorized_operations(apis, request, GROUP, group_id)
+                            if include_ops else AUTHORIZED_OPS_OMITTED))
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, groups=tuple(groups)))
 
 
@@ -357,6 +397,9 @@ def handle_list_groups(apis: KafkaApis, request: Request) -> None:
     states = getattr(request.body, "states_filter", None) or None
     types = getattr(request.body, "types_filter", None) or None
     error, overviews = gc.handle_list_groups(states, types)
+    if not authorize(apis, request, Op.DESCRIBE, CLUSTER):   # else only the groups it may describe
+        allowed = filter_authorized(apis, request, Op.DESCRIBE, GROUP, (o.group_id for o in overviews))
+        overviews = [o for o in overviews if o.group_id in allowed]
     groups = tuple(build(group_cls, group_id=o.group_id, protocol_type=o.protocol_type,
                          group_state=o.state, group_type=o.group_type) for o in overviews)
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=error, groups=groups))
@@ -369,15 +412,18 @@ def handle_delete_groups(apis: KafkaApis, request: Request) -> None:
     cls = response_schema(ApiKeys.DELETE_GROUPS, request.api_version)
     result_cls = item_cls(cls, "results")
     names = list(request.body.groups_names)
-    result = gc.handle_delete_groups(names)
+    allowed = filter_authorized(apis, request, Op.DELETE, GROUP, names)
+    result = gc.handle_delete_groups([n for n in names if n in allowed])
+    result.update({n: Errors.GROUP_AUTHORIZATION_FAILED for n in names if n not in allowed})
     results = tuple(build(result_cls, group_id=g, error_code=result.get(g, 0)) for g in names)
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, results=results))
 
 
 def handle_offset_delete(apis: KafkaApis, request: Request) -> None:
     """Kafka's ``handleOffsetDeleteRequest``: delete committed offsets of partitions the group
-    does not consume (``GroupCoordinator.handle_delete_offsets`` has the group rules)."""
-    gc = _coordinator(apis, request)
+    does not consume (``GroupCoordinator.handle_delete_offsets`` has the group rules); DELETE on
+    the group, READ on each topic."""
+    gc = _group_coordinator(apis, request, Op.DELETE)
     if gc is None:
         return
     body = request.body
@@ -385,8 +431,9 @@ def handle_offset_delete(apis: KafkaApis, request: Request) -> None:
     topic_cls = item_cls(cls, "topics")
     part_cls = item_cls(topic_cls, "partitions")
     requested = [(t.name, int(p.partition_index)) for t in body.topics for p in t.partitions]
-    errors = {tp: Errors.UNKNOWN_TOPIC_OR_PARTITION for tp in requested
-              if apis.metadata.partition_state(*tp) is None}
+    readable = filter_authorized(apis, request, Op.READ, TOPIC, (t for t, _ in requested))
+    errors = {tp: Errors.TOPIC_AUTHORIZATION_FAILED if tp[0] not in readable else Errors.UNKNOWN_TOPIC_OR_PARTITION
+              for tp in requested if tp[0] not in readable or apis.metadata.partition_state(*tp) is None}
     group_error, results = gc.handle_delete_offsets(body.group_id, [tp for tp in requested if tp not in errors])
     if group_error:
         respond(apis, request, build(cls, error_code=group_error, throttle_time=ZERO_THROTTLE, topics=()))

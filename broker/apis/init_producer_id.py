@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import duration_ms, error_code_answer
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.common.api_keys import ApiKeys
+from kafka_emu.broker.server.auth_helper import (
+    CLUSTER, TOPIC, TRANSACTIONAL_ID, Op, authorize, authorize_by_resource_type,
+)
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.transaction import InitProducerIdResult
 
@@ -35,6 +38,15 @@ def handle_init_producer_id(apis: KafkaApis, request: Request) -> None:
     pid = int(getattr(body, "producer_id", -1))
     epoch = int(getattr(body, "producer_epoch", -1))
     transactional_id = body.transactional_id
+    # Kafka's handleInitProducerIdRequest: WRITE on the transactional id; without one,
+    # IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+    if transactional_id is not None and not authorize(apis, request, Op.WRITE, TRANSACTIONAL_ID, transactional_id):
+        answer(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return
+    if transactional_id is None and not authorize(apis, request, Op.IDEMPOTENT_WRITE, CLUSTER) and \
+            not authorize_by_resource_type(apis, request, Op.WRITE, TOPIC):
+        answer(Errors.CLUSTER_AUTHORIZATION_FAILED)
+        return
     if transactional_id is not None:
         coordinator = apis.transaction_coordinator
         if coordinator is None:

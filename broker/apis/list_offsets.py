@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import TOPIC, Op, filter_authorized
 from kafka_emu.broker.server.partition import Partition
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.broker.server.fetch_params import isolation_for
@@ -120,10 +121,16 @@ def handle_list_offsets(apis: KafkaApis, request: Request) -> None:
     isolation = int(getattr(body, "isolation_level", 0))
     rm = apis.replica_manager
     topics = []
+    described = filter_authorized(apis, request, Op.DESCRIBE, TOPIC, (t.name for t in body.topics))
     for t in body.topics:
         parts = []
         for p in t.partitions:
             partition = rm.get_partition((t.name, p.partition_index))
+            if t.name not in described:   # Kafka: DESCRIBE on the topic, else TOPIC_AUTHORIZATION_FAILED
+                parts.append(build(part_cls, partition_index=p.partition_index,
+                                   error_code=Errors.TOPIC_AUTHORIZATION_FAILED, timestamp=-1, offset=-1,
+                                   leader_epoch=-1))
+                continue
             if partition is None:
                 known = apis.metadata.partition_state(t.name, p.partition_index) is not None
                 err = Errors.NOT_LEADER_OR_FOLLOWER if known else Errors.UNKNOWN_TOPIC_OR_PARTITION

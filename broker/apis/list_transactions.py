@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import TRANSACTIONAL_ID, Op, filter_authorized
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
@@ -33,6 +34,9 @@ def handle_list_transactions(apis: KafkaApis, request: Request) -> None:
         error, unknown, listed = coordinator.handle_list_transactions(
             {int(p) for p in body.producer_id_filters}, set(body.state_filters),
             int(getattr(body, "duration_filter", -1)))
+    # Kafka lists only the transactional ids the principal may describe
+    allowed = filter_authorized(apis, request, Op.DESCRIBE, TRANSACTIONAL_ID, (t.transactional_id for t in listed))
+    listed = [t for t in listed if t.transactional_id in allowed]
     respond(apis, request, build(
         cls, throttle_time=ZERO_THROTTLE, error_code=error, unknown_state_filters=tuple(unknown),
         transaction_states=tuple(build(state_cls, transactional_id=t.transactional_id, producer_id=t.producer_id,

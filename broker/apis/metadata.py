@@ -33,6 +33,9 @@ from kafka_emu.broker.apis._common import (
     topic_name_error,
 )
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import (
+    CLUSTER, TOPIC, Op, authorize, authorized_operations, filter_authorized,
+)
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC, MetadataStore, PartitionState, TopicInfo
 from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
@@ -75,7 +78,7 @@ class _EncodedTopic:
 
 
 class TopicEncodingCache:
-    """Encoded Metadata topic entries per (version, authorized-operations flag, topic).
+    """Encoded Metadata topic entries per (version, authorized operations or None, topic).
 
     An entry is valid while the topic's ``TopicInfo`` is the same object, each of its
     ``PartitionState`` objects is the one it was encoded from (states are immutable and
@@ -90,7 +93,7 @@ class TopicEncodingCache:
     _stores: "weakref.WeakKeyDictionary[MetadataStore, TopicEncodingCache]" = weakref.WeakKeyDictionary()
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[int, bool, str], _EncodedTopic] = {}
+        self._entries: dict[tuple[int, int | None, str], _EncodedTopic] = {}
 
     @classmethod
     def for_store(cls, md: MetadataStore) -> "TopicEncodingCache":
@@ -99,7 +102,8 @@ class TopicEncodingCache:
             cache = cls._stores[md] = TopicEncodingCache()
         return cache
 
-    def encoded(self, version: int, include_ops: bool, info: TopicInfo, live_ids: frozenset[int]) -> _EncodedTopic:
+    def encoded(self, version: int, include_ops: int | None, info: TopicInfo, live_ids: frozenset[int]) -> _EncodedTopic:
+        """``include_ops``: the topic's authorized operations, None when not requested."""
         states = tuple(info.partitions[p] for p in sorted(info.partitions))
         key = (version, include_ops, info.name)
         hit = self._entries.get(key)
@@ -119,7 +123,7 @@ class TopicEncodingCache:
                                     isr_nodes=st.isr, offline_replicas=offline))
         entity = build(topic_cls, error_code=Errors.NONE, name=info.name, topic_id=info.topic_id,
                        is_internal=bool(info.internal), partitions=tuple(partitions),
-                       topic_authorized_operations=(0 if include_ops else AUTHORIZED_OPS_OMITTED))
+                       topic_authorized_operations=(AUTHORIZED_OPS_OMITTED if include_ops is None else include_ops))
         entry = _EncodedTopic(info, states, live_ids, encode_entity(entity), counts)
         self._entries[key] = entry
         return entry
@@ -144,10 +148,15 @@ def handle_metadata(apis: KafkaApis, request: Request) -> None:
         apis.config["auto.create.topics.enable"]
     include_ops = bool(getattr(body, "include_topic_authorized_operations", False))
     requested = body.topics
-    if requested is None or (version == 0 and not requested):
-        wanted: list[tuple[str | None, UUID | None]] = [(name, None) for name in sorted(md.topics)]
+    all_topics = requested is None or (version == 0 and not requested)
+    if all_topics:   # Kafka lists only the topics the principal may describe
+        described = filter_authorized(apis, request, Op.DESCRIBE, TOPIC, md.topics)
+        wanted: list[tuple[str | None, UUID | None]] = [(name, None) for name in sorted(described)]
     else:
         wanted = [(getattr(t, "name", None), getattr(t, "topic_id", None)) for t in requested]
+        described = filter_authorized(apis, request, Op.DESCRIBE, TOPIC, (
+            name or md.topic_name(topic_id) for name, topic_id in wanted if name or topic_id))
+    may_create: bool | None = None   # CREATE on the cluster, asked once when a topic is missing
 
     cache = TopicEncodingCache.for_store(md)
     live_frozen = frozenset(live_ids)
@@ -163,19 +172,33 @@ def handle_metadata(apis: KafkaApis, request: Request) -> None:
             topics.append(build(topic_cls, error_code=Errors.INVALID_REQUEST, name=None,
                                 topic_id=topic_id, partitions=()))
             continue
+        if name not in described:   # a topic id answers without its name (Kafka: no existence leak)
+            topics.append(build(topic_cls, error_code=Errors.TOPIC_AUTHORIZATION_FAILED,
+                                name=None if topic_id is not None and topic_id.int != 0 else name,
+                                topic_id=topic_id, is_internal=False, partitions=()))
+            continue
         info = md.topic(name)
         if info is None:
+            if allow_auto and may_create is None:
+                may_create = authorize(apis, request, Op.CREATE, CLUSTER)
+            if allow_auto and not may_create and not authorize(apis, request, Op.CREATE, TOPIC, name):
+                topics.append(build(topic_cls, error_code=Errors.TOPIC_AUTHORIZATION_FAILED, name=name,
+                                    is_internal=False, partitions=()))
+                continue
             err = maybe_create_topic(apis, name) if allow_auto else Errors.UNKNOWN_TOPIC_OR_PARTITION
             info = md.topic(name) if err == 0 else None
             if info is None:
                 topics.append(build(topic_cls, error_code=err or Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                     name=name, is_internal=False, partitions=()))
                 continue
-        topics.append(cache.encoded(version, include_ops, info, live_frozen))
+        topics.append(cache.encoded(version, authorized_operations(apis, request, TOPIC, info.name)
+                                    if include_ops else None, info, live_frozen))
 
     shell = build(cls, throttle_time=ZERO_THROTTLE, brokers=tuple(brokers), cluster_id=md.cluster_id,
                   controller_id=md.controller_id, topics=(),
-                  cluster_authorized_operations=AUTHORIZED_OPS_OMITTED, error_code=Errors.NONE)
+                  cluster_authorized_operations=authorized_operations(apis, request, CLUSTER)
+                  if getattr(body, "include_cluster_authorized_operations", False) else AUTHORIZED_OPS_OMITTED,
+                  error_code=Errors.NONE)
     counts = {Errors.NONE: 1} if has_field(cls, "error_code") else {}
     encoded = []
     for t in topics:

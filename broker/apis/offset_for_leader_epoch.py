@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import CLUSTER, TOPIC, Op, authorize
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
@@ -37,11 +38,18 @@ def handle_offset_for_leader_epoch(apis: KafkaApis, request: Request) -> None:
     part_cls = item_cls(topic_cls, "partitions")
     rm = apis.replica_manager
     topics = []
+    # Kafka's handleOffsetForLeaderEpochRequest: a follower needs CLUSTER_ACTION, a consumer
+    # DESCRIBE on each topic
+    follower = int(getattr(request.body, "replica_id", -1)) >= 0
+    cluster_action = follower and authorize(apis, request, Op.CLUSTER_ACTION, CLUSTER)
     for t in request.body.topics:
         parts = []
+        allowed = cluster_action if follower else authorize(apis, request, Op.DESCRIBE, TOPIC, t.topic)
         for p in t.partitions:
             partition = rm.get_partition((t.topic, p.partition))
-            if partition is None:
+            if not allowed:
+                error, epoch, end_offset = Errors.TOPIC_AUTHORIZATION_FAILED, -1, -1
+            elif partition is None:
                 known = apis.metadata.partition_state(t.topic, p.partition) is not None
                 error, epoch, end_offset = (Errors.NOT_LEADER_OR_FOLLOWER if known
                                             else Errors.UNKNOWN_TOPIC_OR_PARTITION), -1, -1

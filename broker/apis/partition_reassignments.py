@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.security.acl import CLUSTER_NAME
+from kafka_emu.broker.server.auth_helper import CLUSTER, Op, deny
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 
 
 def handle_alter_partition_reassignments(apis: KafkaApis, request: Request) -> None:
+    if deny(apis, request, Op.ALTER, CLUSTER, CLUSTER_NAME, Errors.CLUSTER_AUTHORIZATION_FAILED):
+        return
     body = request.body
     cls = response_schema(ApiKeys.ALTER_PARTITION_REASSIGNMENTS, request.api_version)
     topic_cls = item_cls(cls, "responses")
@@ -50,6 +54,8 @@ def handle_alter_partition_reassignments(apis: KafkaApis, request: Request) -> N
 
 
 def handle_list_partition_reassignments(apis: KafkaApis, request: Request) -> None:
+    if deny(apis, request, Op.DESCRIBE, CLUSTER, CLUSTER_NAME, Errors.CLUSTER_AUTHORIZATION_FAILED):
+        return
     body = request.body
     cls = response_schema(ApiKeys.LIST_PARTITION_REASSIGNMENTS, request.api_version)
     topic_cls = item_cls(cls, "topics")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.storage import compression
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, topic_key_and_name
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import TOPIC, TRANSACTIONAL_ID, Op, authorize, filter_authorized
 from kafka_emu.broker.server.delayed_produce import ProducePartitionStatus
 from kafka_emu.broker.storage.log_validator import TRANSACTIONAL_BIT
 from kafka_emu.broker.storage.legacy_records import up_convert
@@ -53,6 +54,8 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
     order: TopicOrder = []
     pre: dict[TopicPartition, tuple[int, str | None]] = {}
     transactional = False
+    writable = filter_authorized(apis, request, Op.WRITE, TOPIC, (
+        name for name in (topic_key_and_name(td, by_id, metadata, "name")[1] for td in body.topic_data) if name))
     for td in body.topic_data:
         key, name = topic_key_and_name(td, by_id, metadata, "name")
         parts = []
@@ -62,6 +65,8 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
             tp = (name if name is not None else f"<unknown {key}>", idx)
             if name is None:
                 pre[tp] = (Errors.UNKNOWN_TOPIC_ID, "unknown topic id")
+            elif name not in writable:
+                pre[tp] = (Errors.TOPIC_AUTHORIZATION_FAILED, None)
             elif not pd.records:
                 pre[tp] = (Errors.INVALID_RECORD, "no records")
             elif FIRST_V2_ONLY_VERSION <= version < 7 and _first_batch_codec(pd.records) == compression.ZSTD:
@@ -80,10 +85,12 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
                     transactional = True
         order.append((key, name, parts))
     transactional_id = body.transactional_id if version >= FIRST_V2_ONLY_VERSION else None   # a v3 field
-    if transactional and transactional_id is None:
+    if transactional and (transactional_id is None or
+                          not authorize(apis, request, Op.WRITE, TRANSACTIONAL_ID, transactional_id)):
+        # Kafka's handleProduceRequest: transactional records need WRITE on their transactional id
         entries = {}
         pre = {(name if name is not None else f"<unknown {key}>", idx):
-               (Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional records need a transactional id")
+               (Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "transactional records need an authorized transactional id")
                for key, name, parts in order for idx in parts}
 
     def on_done(statuses: dict[TopicPartition, ProducePartitionStatus]) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import GROUP, TRANSACTIONAL_ID, Op, deny
 from kafka_emu.broker.apis.find_coordinator import partition_for
 from kafka_emu.broker.apis.group import OffsetCommitParts
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
@@ -53,6 +54,12 @@ def verification_error(code: int, version: int) -> int:
 def handle_txn_offset_commit(apis: KafkaApis, request: Request) -> None:
     body = request.body
     version = request.api_version
+    # Kafka's handleTxnOffsetCommitRequest: WRITE on the transactional id, READ on the group, then
+    # READ on each topic (OffsetCommitParts)
+    if deny(apis, request, Op.WRITE, TRANSACTIONAL_ID, body.transactional_id,
+            Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED) or \
+            deny(apis, request, Op.READ, GROUP, body.group_id, Errors.GROUP_AUTHORIZATION_FAILED):
+        return
     parts = OffsetCommitParts(apis, request, ApiKeys.TXN_OFFSET_COMMIT)
     offsets = parts.offsets
 

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.security.acl import CLUSTER_NAME
+from kafka_emu.broker.server.auth_helper import CLUSTER, Op, deny
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
 
 
 def handle_write_txn_markers(apis: KafkaApis, request: Request) -> None:
+    if deny(apis, request, Op.CLUSTER_ACTION, CLUSTER, CLUSTER_NAME, Errors.CLUSTER_AUTHORIZATION_FAILED):
+        return
     markers = tuple(
         TxnMarkerEntry(int(m.producer_id), int(m.producer_epoch), int(m.coordinator_epoch),
                        bool(m.transaction_result),

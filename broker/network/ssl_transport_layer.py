@@ -104,7 +104,8 @@ class SslTransportLayer:
                 break
             except ssl.SSLError as exc:
                 raise ConnectionError(f"TLS error: {exc.reason or exc}") from None
-            if not chunk:
+            if not chunk:   # SSLObject.read gives b"" only once the peer's close_notify arrived
+                open_ = False
                 break
             out.append(chunk)
         if self.outgoing.pending:   # e.g. a TLS 1.3 key update answered

@@ -5,7 +5,9 @@ handler is ``handler(apis, request)`` and answers through
 ``apis.request_channel.send_response(request, body)`` now or later. Everything a handler needs
 is a typed attribute here, given to the constructor: ``config``, ``metadata``,
 ``replica_manager``, ``request_channel``, ``group_coordinator`` and ``transaction_coordinator``
-(None when the broker runs without coordinators), ``time`` and ``broker_id``.
+(None when the broker runs without coordinators), ``time``, ``broker_id`` and ``authorizer``
+(the ``StandardAuthorizer`` when ``authorizer.class.name`` names it, else None; handlers ask it
+through ``broker.server.auth_helper``).
 
 An unknown api key is answered by closing the connection (as Kafka's network layer does for a
 key it cannot parse); a handler that raises gets a generic error response
@@ -35,6 +37,7 @@ import structlog
 from kafka_emu.broker.apis import APIS, ApiSpec
 from kafka_emu.broker.apis.api_spec import Handler
 from kafka_emu.broker.protocol.error_response import build_error_response
+from kafka_emu.broker.security.authorizer import StandardAuthorizer, parse_super_users
 from kafka_emu.common.errors import Errors
 from kafka_emu.logsetup import request_context
 
@@ -74,6 +77,11 @@ class KafkaApis:
         self.transaction_coordinator = transaction_coordinator
         self.control = control   # the cluster's test control, None outside an EmbeddedCluster
         self.broker_id = config.broker_id
+        # authorizer.class.name: the StandardAuthorizer over the cluster metadata's ACLs, or none
+        self.authorizer: StandardAuthorizer | None = None
+        if config["authorizer.class.name"]:
+            self.authorizer = StandardAuthorizer(metadata, parse_super_users(config["super.users"]),
+                                                 bool(config["allow.everyone.if.no.acl.found"]))
         self.handlers: dict[int, Handler] = {key: spec.handler for key, spec in apis.items()}
         self.unknown_api_requests = 0
         self.handler_errors = 0

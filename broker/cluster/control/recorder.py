@@ -7,7 +7,7 @@ sent, injected errors and intercepted answers included, so a test asserts what a
 how many JoinGroups a rebalance took, that a producer sent InitProducerId first. In-process
 requests (replica fetchers, ``EmbeddedCluster.produce``) are not client traffic and are not
 recorded. The ring keeps the newest ``capacity`` records (``DEFAULT_CAPACITY``); ``dropped``
-counts the ones it pushed out.
+counts the ones it pushed out. Each record names the connection's principal and listener.
 
 A Produce response written by the fast encoder is kept as bytes and decoded on first access.
 
@@ -48,6 +48,8 @@ class RequestRecord:
     raw_response: ResponseBody | None   # the response body as sent (None: no answer)
     disconnected: bool             # the connection was closed instead of answering
     fault: str | None = None       # "error", "disconnect", "intercept", "isolated" or None
+    principal: str = "User:ANONYMOUS"   # who the connection authenticated as (SASL user, certificate)
+    listener: str = "PLAINTEXT"
     _decoded: ResponsePayload | None = field(default=None, repr=False)
 
     @property
@@ -76,7 +78,8 @@ class RequestRecord:
         return {"time": self.time, "broker": self.broker, "connection": self.connection,
                 "client_id": self.client_id, "api": self.api, "api_key": self.api_key,
                 "api_version": self.api_version, "correlation_id": self.correlation_id,
-                "fault": self.fault, "disconnected": self.disconnected,
+                "fault": self.fault, "disconnected": self.disconnected, "principal": self.principal,
+                "listener": self.listener,
                 "request": to_json_value(self.request), "response": to_json_value(self.response)}
 
 
@@ -108,7 +111,8 @@ class RequestRecorder:
                fault: str | None) -> None:
         rec = RequestRecord(_time.time(), broker, request.connection_id, request.client_id,
                             request.api_key, request.api_version, request.correlation_id,
-                            request.body, None if close_connection else body, close_connection, fault)
+                            request.body, None if close_connection else body, close_connection, fault,
+                            str(request.principal), request.listener)
         with self._lock:
             if len(self._ring) == self.capacity:
                 self.dropped += 1

@@ -14,7 +14,10 @@ pytest marker. Test-control options go next to ``brokers`` (``CLUSTER_OPTIONS``,
 ``EmbeddedCluster``): ``record_requests`` (True or a ring capacity: ``cluster.requests()``) and
 ``time`` (``"real"``, ``"offset"`` or ``"manual"``: ``cluster.advance_time(ms)``); see
 docs/testing-failure.md. ``schema_registry_port=0`` starts the embedded schema registry
-(``cluster.schema_registry_url``; the ``registry`` extra). The marker's values go over the ``kafka_cluster_config`` fixture's
+(``cluster.schema_registry_url``; the ``registry`` extra). ``security`` (``"SASL_SSL"``,
+``"SSL"``, ... or a ``ClusterSecurity``) gives the cluster a secured listener with throwaway
+certificates and users; ``kafka_cluster.client_config(user="alice")`` returns the client settings
+that reach it. The marker's values go over the ``kafka_cluster_config`` fixture's
 (three brokers; a module or conftest may override that fixture: ``{"brokers": n, "config":
 {...}}`` and any of the options), whose ``config`` goes over ``DEFAULT_TEST_CONFIG (replication factor 3 for new
 topics, capped at the cluster size unless configured; group timeouts shortened for tests;
@@ -73,7 +76,7 @@ DEFAULT_TEST_CONFIG: dict[str, Any] = {
 }
 # capped at the cluster size unless the fixture's or the marker's config sets them
 REPLICATION_FACTOR_KEYS = ("default.replication.factor", "offsets.topic.replication.factor")
-CLUSTER_OPTIONS = ("record_requests", "time", "schema_registry_port")   # EmbeddedCluster keywords the fixture passes on
+CLUSTER_OPTIONS = ("record_requests", "time", "schema_registry_port", "security")   # EmbeddedCluster keywords
 MARKER_KEYWORDS = ("brokers", "config", "scope", *CLUSTER_OPTIONS)
 SCOPES = ("module", "class", "function")
 
@@ -98,7 +101,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "kafka_cluster(brokers=3, config=None, scope='module', record_requests=False, "
-        "time='real'): size, configuration and sharing of the test's in-process Kafka cluster "
+        "time='real', security=None): size, configuration and sharing of the test's in-process Kafka cluster "
         "(kafka-emu); the closest marker wins")
 
 

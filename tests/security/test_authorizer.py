@@ -132,3 +132,22 @@ def test_filters_match_any_and_match() -> None:
         [("foo", 3), ("fo", 4), ("*", 3), ("foo", 4)]
     assert names(AclBindingFilter(resource_name=None, pattern_type=PREFIXED, **base)) == [("fo", 4), ("foo", 4)]
     assert len(names(AclBindingFilter(resource_name=None, pattern_type=PatternType.ANY, **base))) == 5
+
+
+def test_acls_and_scram_credentials_survive_a_restart(tmp_path) -> None:
+    """ACLs and SCRAM credentials are cluster metadata (Kafka's AclControlManager and
+    ScramControlManager records): with log.dirs a restarted cluster has them back."""
+    from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+    from kafka_emu.broker.security.scram import ScramMechanism
+
+    config = {"log.dirs": str(tmp_path), "offsets.topic.replication.factor": 1}
+    binding = acl("orders", Op.WRITE, pattern=PREFIXED)
+    with EmbeddedCluster(brokers=1, security="SASL_PLAINTEXT", config=config) as cluster:
+        cluster.metadata.alter_acls(lambda current: current + (binding,))
+        cluster.metadata.alter_scram_credentials(lambda current: {
+            **current, ("dave", ScramMechanism.SCRAM_SHA_512): current[("alice", ScramMechanism.SCRAM_SHA_512)]})
+        alice = cluster.metadata.scram_credential("alice", ScramMechanism.SCRAM_SHA_256)
+    with EmbeddedCluster(brokers=1, security="SASL_PLAINTEXT", config=config) as cluster:
+        assert cluster.metadata.acls == (binding,)
+        assert cluster.metadata.scram_credential("dave", ScramMechanism.SCRAM_SHA_512) is not None
+        assert cluster.metadata.scram_credential("alice", ScramMechanism.SCRAM_SHA_256) == alice   # kept, not regenerated

@@ -1,0 +1,170 @@
+"""The authorization cases of Kafka's KafkaApisTest, request by request (each sent as a network
+request from ``User:alice``, straight to the broker's request channel): the error each API
+answers when an ACL is missing, Metadata's filtering of topics it may not describe, the
+authorized-operations fields, and the same calls passing once the ACL exists."""
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterator
+
+import pytest
+from kio.index import load_request_schema
+
+from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+from kafka_emu.broker.network.request_channel import Request, Response
+from kafka_emu.broker.protocol.adapter import response_schema
+from kafka_emu.broker.protocol.codec import EncodedResponse, decode_response
+from kafka_emu.broker.security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from kafka_emu.broker.security.auth import KafkaPrincipal
+from kafka_emu.common.errors import Errors
+
+pytestmark = pytest.mark.timeout(60)
+
+ALICE = KafkaPrincipal("User", "alice")
+Op, RT = AclOperation, ResourceType
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[EmbeddedCluster]:
+    config = {"listeners": "", "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "super.users": "User:admin", "offsets.topic.replication.factor": 1,
+              "transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1}
+    with EmbeddedCluster(brokers=1, config=config) as c:
+        c.create_topic("visible", 1, 1)
+        c.create_topic("hidden", 1, 1)
+        yield c
+
+
+@pytest.fixture(autouse=True)
+def no_acls(cluster: EmbeddedCluster) -> None:
+    cluster.metadata.alter_acls(lambda _current: ())
+
+
+def allow(cluster: EmbeddedCluster, rtype: ResourceType, name: str, op: AclOperation) -> None:
+    binding = AclBinding(rtype, name, PatternType.LITERAL, str(ALICE), "*", op, AclPermissionType.ALLOW)
+    cluster.metadata.alter_acls(lambda current: current + (binding,))
+
+
+def call(cluster: EmbeddedCluster, api_key: int, version: int, body: Any = None, **fields: Any) -> Any:
+    done = threading.Event()
+    box: list[Response] = []
+    request = Request(api_key, version, 1, "test", body or load_request_schema(api_key, version)(**fields),
+                      lambda r: (box.append(r), done.set()), processor_id=0, client_host="127.0.0.1",
+                      principal=ALICE)
+    cluster.broker(0).request_channel.send_request(request)
+    assert done.wait(20)
+    body = box[0].body
+    if isinstance(body, EncodedResponse):   # the fast encoders' bytes, decoded as a client would
+        frame = b"\0\0\0\0" + (b"\0" if body.flexible_header else b"") + body.data
+        return decode_response(frame, response_schema(api_key, version))[1]
+    return body
+
+
+def codes(body: Any) -> set[int]:
+    from kafka_emu.broker.cluster.control.recorder import _collect_errors
+
+    out: list[int] = []
+    _collect_errors(body, out)
+    return set(out)
+
+
+def metadata(cluster: EmbeddedCluster, topics: list[str] | None, **kw: Any) -> Any:
+    entries = None if topics is None else tuple(_topic(name) for name in topics)
+    return call(cluster, 3, 12, topics=entries, allow_auto_topic_creation=False,
+                include_topic_authorized_operations=kw.get("ops", False))
+
+
+def _topic(name: str) -> Any:
+    from kafka_emu.broker.protocol.adapter import item_cls
+
+    return item_cls(load_request_schema(3, 12), "topics")(name=name, topic_id=None)
+
+
+def test_metadata_filters_topics_and_fills_authorized_operations(cluster: EmbeddedCluster) -> None:
+    """KafkaApisTest.testMetadataRequestOnDistinctListenerWithInconsistentListenersAcrossBrokers /
+    testUnauthorizedTopicMetadataRequest: 'all topics' lists only the describable ones, a named
+    one without DESCRIBE is TOPIC_AUTHORIZATION_FAILED; the operations field is alice's."""
+    assert [t.name for t in metadata(cluster, None).topics] == []
+    allow(cluster, RT.TOPIC, "visible", Op.READ)
+    assert [t.name for t in metadata(cluster, None).topics] == ["visible"]
+    named = {t.name: t for t in metadata(cluster, ["visible", "hidden"], ops=True).topics}
+    assert int(named["hidden"].error_code) == Errors.TOPIC_AUTHORIZATION_FAILED
+    assert int(named["visible"].topic_authorized_operations) == (1 << Op.READ) | (1 << Op.DESCRIBE)
+
+
+def test_produce_and_fetch_need_write_and_read(cluster: EmbeddedCluster) -> None:
+    from kafka_emu.broker.cluster.inprocess_client import fetch_request, produce_request
+    from kafka_emu.broker.storage.record_batch import build_batch
+
+    def produce() -> set[int]:
+        body = produce_request("visible", 0, build_batch([(None, b"v")]), acks=1)
+        return codes(call(cluster, 0, 9, body))
+
+    def fetch() -> set[int]:
+        body = fetch_request("visible", 0, 0)
+        return codes(call(cluster, 1, 12, body))
+
+    assert Errors.TOPIC_AUTHORIZATION_FAILED in produce()
+    assert Errors.TOPIC_AUTHORIZATION_FAILED in fetch()
+    allow(cluster, RT.TOPIC, "visible", Op.WRITE)
+    allow(cluster, RT.TOPIC, "visible", Op.READ)
+    assert produce() == {Errors.NONE}
+    assert fetch() == {Errors.NONE}
+
+
+def test_init_producer_id(cluster: EmbeddedCluster) -> None:
+    """KafkaApisTest: idempotence needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+    (CLUSTER_AUTHORIZATION_FAILED); a transactional id WRITE on it."""
+    assert int(call(cluster, 22, 4, transactional_id=None, transaction_timeout=60000, producer_id=-1,
+                    producer_epoch=-1).error_code) == Errors.CLUSTER_AUTHORIZATION_FAILED
+    assert int(call(cluster, 22, 4, transactional_id="tx", transaction_timeout=60000, producer_id=-1,
+                    producer_epoch=-1).error_code) == Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    allow(cluster, RT.TOPIC, "visible", Op.WRITE)
+    assert int(call(cluster, 22, 4, transactional_id=None, transaction_timeout=60000, producer_id=-1,
+                    producer_epoch=-1).error_code) == Errors.NONE
+
+
+def test_groups_and_coordinators(cluster: EmbeddedCluster) -> None:
+    """FindCoordinator (DESCRIBE on the group), OffsetFetch (GROUP_AUTHORIZATION_FAILED), ListGroups
+    (filtered, no error), DescribeGroups (per group)."""
+    found = call(cluster, 10, 4, key_type=0, coordinator_keys=("g1",))
+    assert int(found.coordinators[0].error_code) == Errors.GROUP_AUTHORIZATION_FAILED
+    fetched = call(cluster, 9, 7, group_id="g1", topics=None, require_stable=False)
+    assert int(fetched.error_code) == Errors.GROUP_AUTHORIZATION_FAILED
+    described = call(cluster, 15, 5, groups=("g1",), include_authorized_operations=True)
+    assert int(described.groups[0].error_code) == Errors.GROUP_AUTHORIZATION_FAILED
+    assert int(call(cluster, 16, 4, states_filter=()).error_code) == Errors.NONE
+    allow(cluster, RT.GROUP, "g1", Op.READ)
+    found = call(cluster, 10, 4, key_type=0, coordinator_keys=("g1",))
+    assert int(found.coordinators[0].error_code) == Errors.NONE
+    described = call(cluster, 15, 5, groups=("g1",), include_authorized_operations=True)
+    assert int(described.groups[0].authorized_operations) == (1 << Op.READ) | (1 << Op.DESCRIBE)
+
+
+def test_admin_apis(cluster: EmbeddedCluster) -> None:
+    """CreateTopics (CREATE), DeleteTopics (DELETE), DescribeCluster and DescribeConfigs on the
+    cluster (CLUSTER_AUTHORIZATION_FAILED), CreateAcls (ALTER on the cluster)."""
+    from kafka_emu.broker.protocol.adapter import item_cls
+
+    create_cls = item_cls(load_request_schema(19, 5), "topics")
+    created = call(cluster, 19, 5, topics=(create_cls(name="new", num_partitions=1, replication_factor=1,
+                                                      assignments=(), configs=()),), timeout=5000, validate_only=True)
+    assert int(created.topics[0].error_code) == Errors.TOPIC_AUTHORIZATION_FAILED
+    deleted = call(cluster, 20, 5, topic_names=("hidden",), timeout=5000)
+    assert int(deleted.responses[0].error_code) == Errors.TOPIC_AUTHORIZATION_FAILED
+    assert int(call(cluster, 60, 0, include_cluster_authorized_operations=True).error_code) == \
+        Errors.CLUSTER_AUTHORIZATION_FAILED
+    res_cls = item_cls(load_request_schema(32, 4), "resources")
+    described = call(cluster, 32, 4, resources=(res_cls(resource_type=4, resource_name="0", configuration_keys=None),),
+                     include_synonyms=False, include_documentation=False)
+    assert int(described.results[0].error_code) == Errors.CLUSTER_AUTHORIZATION_FAILED
+    creation_cls = item_cls(load_request_schema(30, 3), "creations")
+    acls = call(cluster, 30, 3, creations=(creation_cls(resource_type=2, resource_name="t", resource_pattern_type=3,
+                                                        principal="User:alice", host="*", operation=2,
+                                                        permission_type=3),))
+    assert int(acls.results[0].error_code) == Errors.CLUSTER_AUTHORIZATION_FAILED
+    allow(cluster, RT.CLUSTER, "kafka-cluster", Op.ALL)
+    created = call(cluster, 19, 5, topics=(create_cls(name="new", num_partitions=1, replication_factor=1,
+                                                      assignments=(), configs=()),), timeout=5000, validate_only=True)
+    assert int(created.topics[0].error_code) == Errors.NONE
+    assert int(call(cluster, 60, 0, include_cluster_authorized_operations=True).error_code) == Errors.NONE

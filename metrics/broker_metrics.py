@@ -149,6 +149,9 @@ class BrokerMetrics:
         if server is not None:
             out.add(names.NETWORK_IDLE, self._idle_fraction(
                 self._network_idle, server.idle_ns, server.capacity_ns), b)
+            for listener, counters in server.authentication:
+                for spec, key in names.AUTHENTICATION_METRICS:
+                    out.add(spec, counters[key], b, listener)
 
     def _collect_replica_manager(self, out: Samples, snapshot: BrokerSnapshotView) -> None:
         b = self._label

@@ -165,6 +165,35 @@ NETWORK_IDLE = MetricSpec(
     "over processors and over the time since the previous scrape.",
     "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent")
 
+# socket-server-metrics (Kafka's Selector metrics per listener and network processor; here per
+# listener, summed over its processors)
+_SOCKET_SERVER = "kafka.server:type=socket-server-metrics,listener=<listener>,networkProcessor=<n>"
+AUTH_SUCCESS = MetricSpec(
+    "kafka_server_socket_server_metrics_successful_authentication", "counter", ("listener",),
+    "Connections that completed authentication (TLS handshake with its principal, or SASL).",
+    f"{_SOCKET_SERVER} successful-authentication-total")
+AUTH_FAILURE = MetricSpec(
+    "kafka_server_socket_server_metrics_failed_authentication", "counter", ("listener",),
+    "Connections that failed authentication (TLS handshake, SASL credentials or protocol).",
+    f"{_SOCKET_SERVER} failed-authentication-total")
+REAUTH_SUCCESS = MetricSpec(
+    "kafka_server_socket_server_metrics_successful_reauthentication", "counter", ("listener",),
+    "SASL re-authentications (KIP-368) that succeeded.",
+    f"{_SOCKET_SERVER} successful-reauthentication-total")
+REAUTH_FAILURE = MetricSpec(
+    "kafka_server_socket_server_metrics_failed_reauthentication", "counter", ("listener",),
+    "SASL re-authentications (KIP-368) that failed.",
+    f"{_SOCKET_SERVER} failed-reauthentication-total")
+EXPIRED_CONNECTIONS_KILLED = MetricSpec(
+    "kafka_server_socket_server_metrics_expired_connections_killed_count", "counter", ("listener",),
+    "SASL connections closed because their session (connections.max.reauth.ms) ended before they "
+    "re-authenticated.",
+    f"{_SOCKET_SERVER} expired-connections-killed-count")
+AUTHENTICATION_METRICS = (  # (spec, the socket server's counter)
+    (AUTH_SUCCESS, "successful_authentications"), (AUTH_FAILURE, "failed_authentications"),
+    (REAUTH_SUCCESS, "successful_reauthentications"), (REAUTH_FAILURE, "failed_reauthentications"),
+    (EXPIRED_CONNECTIONS_KILLED, "expired_connections_killed"))
+
 # ---------------------------------------------------------------- replica manager and topics
 UNDER_REPLICATED = MetricSpec(
     "kafka_server_replicamanager_underreplicatedpartitions", "gauge", (),
@@ -389,6 +418,7 @@ ALL: tuple[MetricSpec, ...] = (
     PURGATORY_EXPIRATIONS, PURGATORY_PURGES, TIMER_PENDING, TIMER_EXPIRED,
     REQUESTS, ERRORS, *REQUEST_TIME_HISTOGRAMS, REQUEST_QUEUE_SIZE, RESPONSE_QUEUE_SIZE,
     HANDLER_IDLE, HANDLER_IDLE_SECONDS, HANDLER_THREADS, NETWORK_IDLE,
+    AUTH_SUCCESS, AUTH_FAILURE, REAUTH_SUCCESS, REAUTH_FAILURE, EXPIRED_CONNECTIONS_KILLED,
     UNDER_REPLICATED, PARTITION_COUNT, LEADER_COUNT, UNDER_MIN_ISR, ISR_SHRINKS, ISR_EXPANDS,
     MESSAGES_IN, BYTES_IN, BYTES_OUT, FAILED_PRODUCE, FAILED_FETCH,
     LOG_END_OFFSET, LOG_START_OFFSET, LOG_SIZE, LOG_NUM_SEGMENTS, LAST_STABLE_OFFSET_LAG,

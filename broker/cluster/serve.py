@@ -27,8 +27,13 @@ use by another process or one of another cluster is a one-line error (exit 2).
 ``--control-port`` serves the test-control API (``broker.cluster.control.control_http``: injected
 errors, latency, isolation, leader moves, time travel, recorded requests) on
 ``--control-host`` (127.0.0.1 unless given), printed as ``control=http://host:port``;
-``--time offset|manual`` and ``--record-requests [N]`` configure the cluster for it. See
-docs/testing-failure.md.
+``--time offset|manual`` and ``--record-requests [N]`` configure the cluster for it; a
+non-loopback ``--control-host`` needs ``--control-token`` (a bearer token every request must
+carry). See docs/testing-failure.md.
+
+Security: listeners of any protocol (``listener.security.protocol.map``, TLS and SASL settings,
+``authorizer.class.name``) come from the properties file or ``--set``; ``--host``/``--port``
+make a PLAINTEXT listener. The advertised addresses of every listener follow the bound ports.
 
 ``--schema-registry-port`` starts an embedded Confluent Schema Registry (REST API v1, stored in
 the ``_schemas`` topic; ``broker.cluster.schema_registry``, the ``registry`` extra) on
@@ -72,7 +77,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--control-port", type=port, default=None,
                         help="serve the test-control HTTP API on this port (0: a free port; default: none)")
     parser.add_argument("--control-host", default="127.0.0.1",
-                        help="address of the test-control API")
+                        help="address of the test-control API (not loopback: needs --control-token)")
+    parser.add_argument("--control-token", default=None,
+                        help="bearer token every control request must carry (required off loopback; default: none)")
     parser.add_argument("--schema-registry-port", type=port, default=None,
                         help="serve a Confluent-compatible schema registry on this port (0: a free port; "
                              "needs the registry extra; default: none)")
@@ -105,8 +112,9 @@ def build_config(args: argparse.Namespace) -> dict[str, object]:
     if args.host is not None or args.port is not None or "listeners" not in props:
         host = DEFAULT_HOST if args.host is None else args.host
         props["listeners"] = f"PLAINTEXT://{host}:{DEFAULT_PORT if args.port is None else args.port}"
-    if args.advertised_host:
-        props["advertised.listeners"] = f"PLAINTEXT://{args.advertised_host}:0"
+    if args.advertised_host:   # every listener advertised on that host, each at its bound port
+        names = [item.strip().partition("://")[0] for item in str(props["listeners"]).split(",") if item.strip()]
+        props["advertised.listeners"] = ",".join(f"{name}://{args.advertised_host}:0" for name in names)
     # Kafka's default offsets.topic.replication.factor (3) cannot be met by fewer brokers
     props.setdefault("offsets.topic.replication.factor", min(3, args.brokers))
     return props
@@ -132,12 +140,12 @@ def _bind_failure(label: str, host: str, port: int, exc: OSError) -> int:
     return 2
 
 
-def _start_control(cluster: Any, port: int, host: str) -> Any:
+def _start_control(cluster: Any, port: int, host: str, token: str | None) -> Any:
     """The test-control endpoint (``broker.cluster.control.control_http``); raises OSError if the port
     cannot be bound."""
     from kafka_emu.broker.cluster.control.control_http import serve_control
 
-    server = serve_control(cluster, port, host)
+    server = serve_control(cluster, port, host, token)
     print(f"control={server.url}", flush=True)
     return server
 
@@ -152,6 +160,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"kafka-emu: --port {args.port} with --brokers {args.brokers} needs ports up to "
               f"{args.port + args.brokers - 1}, past 65535", file=sys.stderr)
         return 2
+    if args.control_port is not None and not args.control_token:
+        from kafka_emu.broker.cluster.control.control_http import is_loopback
+
+        if not is_loopback(args.control_host):
+            print(f"kafka-emu: --control-host {args.control_host} is not a loopback address: the control API lets "
+                  f"whoever reaches it stop brokers, so it needs --control-token", file=sys.stderr)
+            return 2
     props = build_config(args)
     # every value checked before logging is set up from some of them (ConfigException: exit 2)
     checked = KafkaConfig(props)
@@ -194,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
                 return _bind_failure("metrics port", host, args.metrics_port, exc)
         if args.control_port is not None:
             try:
-                control = _start_control(cluster, args.control_port, args.control_host)
+                control = _start_control(cluster, args.control_port, args.control_host, args.control_token)
             except OSError as exc:
                 return _bind_failure("control port", args.control_host, args.control_port, exc)
         _log.info("serving", brokers=args.brokers, bootstrap_servers=cluster.bootstrap_servers)

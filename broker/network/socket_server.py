@@ -94,6 +94,8 @@ class SocketServerSnapshot:
     response_queue_size: int   # responses waiting for their processor (ResponseQueueSize)
     idle_ns: int               # time spent waiting in epoll
     capacity_ns: int           # time since the processors started, times their number
+    # per listener: Kafka's authentication counters (AUTHENTICATION_COUNTERS) over its processors
+    authentication: tuple[tuple[str, dict[str, float]], ...] = ()
 
 
 class SocketServer:
@@ -273,4 +275,4 @@ class SocketServer:
                 idle += max(0, now - started)
         elapsed = now - self._started_ns if self._started_ns else 0
         return SocketServerSnapshot(len(processors), sum(p.response_queue_size() for p in processors),
-                                    idle, elapsed * len(processors))
+                                    idle, elapsed * len(processors), tuple(sorted(self.authentication_stats().items())))

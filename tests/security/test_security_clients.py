@@ -372,7 +372,7 @@ def test_reauthentication_happens_on_schedule() -> None:
     session ends and keeps producing; the broker counts the re-authentications."""
     config = {**FAST, "connections.max.reauth.ms": 1500}
     with EmbeddedCluster(brokers=1, security=ClusterSecurity("SASL_SSL", mechanisms=("SCRAM-SHA-256",)),
-                         config=config) as cluster:
+                         config=config, metrics_port=0) as cluster:
         producer = confluent_kafka.Producer({**cluster.client_config(user="alice"), "linger.ms": 0})
         server = cluster.broker(0).socket_server
         topic = unique("reauth")
@@ -385,3 +385,7 @@ def test_reauthentication_happens_on_schedule() -> None:
         stats = server.stats()
         assert stats["successful_reauthentications"] >= 1
         assert stats["failed_reauthentications"] == 0 and stats["expired_connections_killed"] == 0
+        import urllib.request   # Kafka's socket-server-metrics names, per listener
+        text = urllib.request.urlopen(cluster.metrics_url, timeout=10).read().decode()
+        assert 'kafka_server_socket_server_metrics_successful_reauthentication_total{broker_id="0",' \
+               'listener="SASL_SSL"}' in text

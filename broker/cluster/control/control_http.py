@@ -27,12 +27,20 @@ an unknown path or broker; 405 for a method a path does not take; 409 for an ope
 cluster's state refuses (recording off, real time, a broker that cannot lead). A callable
 interceptor needs Python; ``faults/responses`` gives the next ``count`` requests a fixed answer.
 
+Access: whoever reaches this endpoint can stop brokers and rewrite answers, so it binds a
+non-loopback address only with a ``token`` (``serve --control-token``; ``ControlTokenRequired``
+otherwise, one line at start-up), and then every request must carry ``Authorization: Bearer
+<token>`` (401 otherwise, compared in constant time). On loopback a token is optional and, when
+given, required the same way.
+
 Runs ``http.server.ThreadingHTTPServer`` on one named thread (``control-http-<port>``; each
 request on its own short-lived ``control-http-request`` thread, so a slow ``time/advance``
 does not block a ``GET /v1/requests``). ``close()`` stops it and joins the serving thread.
 """
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import json
 import re
 import socket
@@ -70,6 +78,19 @@ class _NamedThreadingHTTPServer(ThreadingHTTPServer):
         thread.start()
 
 
+class ControlTokenRequired(ValueError):
+    """A non-loopback bind without a token."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 class BadRequest(ValueError):
     """A request the control API refuses with 400."""
 
@@ -101,7 +122,12 @@ def _check(body: JsonValue, route: _Route) -> dict[str, JsonValue]:
 
 
 class ControlHTTPServer:
-    def __init__(self, cluster: EmbeddedCluster, port: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(self, cluster: EmbeddedCluster, port: int = 0, host: str = "127.0.0.1", token: str | None = None) -> None:
+        if not token and not is_loopback(host):
+            raise ControlTokenRequired(f"the control API on {host} would let anyone who reaches it stop brokers: "
+                                       f"give --control-token (clients then send Authorization: Bearer <token>) "
+                                       f"or bind a loopback address")
+        self.token = token or None
         self.cluster = cluster
         self.control = cluster.control
         self._routes: dict[tuple[str, str], _Route] = {
@@ -290,7 +316,10 @@ class ControlHTTPServer:
 
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                if length > MAX_BODY_BYTES:
+                if owner.token is not None and not hmac.compare_digest(
+                        (self.headers.get("Authorization") or "").encode(), f"Bearer {owner.token}".encode()):
+                    status, payload = 401, {"error": "missing or wrong bearer token (Authorization: Bearer <token>)"}
+                elif length > MAX_BODY_BYTES:
                     status, payload = 413, {"error": f"body larger than {MAX_BODY_BYTES} bytes"}
                 else:
                     raw = self.rfile.read(length) if length > 0 else b""
@@ -314,6 +343,6 @@ class ControlHTTPServer:
         return Handler
 
 
-def serve_control(cluster: EmbeddedCluster, port: int = 0, host: str = "127.0.0.1") -> ControlHTTPServer:
+def serve_control(cluster: EmbeddedCluster, port: int = 0, host: str = "127.0.0.1", token: str | None = None) -> ControlHTTPServer:
     """Start the control endpoint of ``cluster`` on ``host:port`` (0: a free port)."""
-    return ControlHTTPServer(cluster, port, host).start()
+    return ControlHTTPServer(cluster, port, host, token).start()

@@ -18,6 +18,12 @@ acks=1, round trip after round trip), end-to-end latency on replication factor 3
 and noida-db) measured with the same load generator, each ratio printed. Every target is printed
 as met or unmet.
 
+(d) Security: the same request-rate load on one broker with two listeners, PLAINTEXT and
+SASL_SSL (TLS with a throwaway certificate, SASL/PLAIN), in the same run; the ratio SASL_SSL /
+PLAINTEXT is what TLS costs (target: at least ``TARGET_SASL_SSL_RATIO``). Also the start of a
+3-broker SASL_SSL ``EmbeddedCluster``, certificates and SCRAM credentials included (target:
+under ``TARGET_SECURED_START_MS``).
+
 (b) ``--messages`` (default 1,000,000) messages of 100 B produced by confluent-kafka with
 acks=all to the 3-broker cluster (replication factor 3), then consumed back: messages/s and MB/s
 each way.
@@ -34,6 +40,7 @@ import argparse
 import json
 import selectors
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -52,6 +59,8 @@ TARGET_RATE_16 = 15000
 TARGET_REPLICATED_RATE_1 = 4000
 TARGET_REPLICATED_RATE_16 = 10000
 TARGET_PRODUCE_MSGS = 300_000
+TARGET_SASL_SSL_RATIO = 0.7
+TARGET_SECURED_START_MS = 300
 RECORD = b"x" * 100
 T = TypeVar("T")
 
@@ -86,9 +95,40 @@ def produce_frame(topic: str, partition: int, correlation_id: int = 0) -> bytes:
     return encode_request(req, correlation_id, "bench-wire")
 
 
+def _secure(sock: socket.socket, login: tuple[str, str, str]) -> socket.socket:
+    """TLS (trusting ``cafile``) and a SASL/PLAIN login on a connected socket, blocking."""
+    import ssl
+
+    from kio.index import load_request_schema
+
+    from kafka_emu.broker.protocol.codec import encode_request
+
+    cafile, user, password = login
+    tls = ssl.create_default_context(cafile=cafile).wrap_socket(sock, server_hostname="127.0.0.1")
+    for correlation_id, body in enumerate((load_request_schema(17, 1)(mechanism="PLAIN"),
+                                           load_request_schema(36, 2)(auth_bytes=f"\0{user}\0{password}".encode()))):
+        tls.sendall(encode_request(body, correlation_id))
+        size = struct.unpack(">i", _exact(tls, 4))[0]
+        answer = _exact(tls, size)
+        if struct.unpack_from(">h", answer, 4 + (1 if correlation_id else 0))[0] != 0:
+            raise RuntimeError(f"SASL login failed: {answer!r}")
+    return tls
+
+
+def _exact(sock: socket.socket, n: int) -> bytes:
+    out = b""
+    while len(out) < n:
+        chunk = sock.recv(n - len(out))
+        if not chunk:
+            raise ConnectionError("closed")
+        out += chunk
+    return out
+
+
 def _rate_client(targets: list[tuple[str, int, str, int]], warmup: float, duration: float,
-                 out: Any) -> None:
+                 login: tuple[str, str, str] | None, out: Any) -> None:
     """One request in flight per connection; counts answered requests in the measured window.
+    ``login`` (CA file, user, password): connect over TLS and log in with SASL/PLAIN first.
 
     The loop is kept lean (one ``send`` and one ``recv`` per request, no per-request selector
     registration or blocking-mode switches) so that the load generator, which shares the
@@ -100,6 +140,8 @@ def _rate_client(targets: list[tuple[str, int, str, int]], warmup: float, durati
     for host, port, topic, partition in targets:
         s = socket.create_connection((host, port))
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if login is not None:
+            s = _secure(s, login)
         frame = bytearray(produce_frame(topic, partition))
         conns.append([s, frame, bytearray(), 0])
     counted = errors = 0
@@ -144,7 +186,9 @@ def _rate_client(targets: list[tuple[str, int, str, int]], warmup: float, durati
                 s = st[0]
                 try:
                     data = s.recv(65536)
-                except BlockingIOError:
+                    while login is not None and s.pending():   # TLS records already decrypted
+                        data += s.recv(65536)
+                except (BlockingIOError, ssl.SSLWantReadError):
                     continue
                 if not data:
                     ok = False
@@ -169,9 +213,41 @@ def _rate_client(targets: list[tuple[str, int, str, int]], warmup: float, durati
     out.put({"requests": counted, "seconds": duration, "errors": errors, "ok": ok})
 
 
-def measure_rate(targets: list[tuple[str, int, str, int]], warmup: float, duration: float) -> float:
-    res = child_result(_rate_client, (targets, warmup, duration), "bench-wire-client", warmup + duration + 60)
+def measure_rate(targets: list[tuple[str, int, str, int]], warmup: float, duration: float,
+                 login: tuple[str, str, str] | None = None) -> float:
+    res = child_result(_rate_client, (targets, warmup, duration, login), "bench-wire-client", warmup + duration + 60)
     return res["requests"] / res["seconds"]
+
+
+def measure_security(conn_counts: list[int], warmup: float, duration: float) -> dict[str, Any]:
+    """(d): PLAINTEXT and SASL_SSL request rates of one broker in the same run, and the start of a
+    3-broker SASL_SSL cluster (certificates included)."""
+    from kafka_emu.broker.cluster.cluster_security import ClusterSecurity
+    from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+
+    security = ClusterSecurity("SASL_SSL", mechanisms=("PLAIN",))
+    config = {"listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0", "offsets.topic.replication.factor": 1}
+    out: dict[str, Any] = {"plaintext": {}, "sasl_ssl": {}, "ratio": {}}
+    with EmbeddedCluster(brokers=1, security=security, config=config) as cluster:
+        endpoints = cluster.metadata.broker(0).endpoints
+        login = (str(security.ca_path), "alice", security.users["alice"])
+        for conns in conn_counts:
+            topic = f"bench-wire-security-{conns}"
+            cluster.metadata.create_topic(topic, conns, 1)
+            for listener, key in (("PLAINTEXT", "plaintext"), ("SASL_SSL", "sasl_ssl")):
+                host, port = endpoints[listener]
+                targets = [(host, port, topic, p) for p in range(conns)]
+                out[key][str(conns)] = round(measure_rate(targets, warmup, duration,
+                                                          login if listener == "SASL_SSL" else None))
+            out["ratio"][str(conns)] = round(out["sasl_ssl"][str(conns)] / out["plaintext"][str(conns)], 2)
+    starts = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        cluster = EmbeddedCluster(brokers=3, security="SASL_SSL")
+        starts.append((time.perf_counter() - t0) * 1000)
+        cluster.close()
+    out["secured_3_broker_start_ms"] = round(min(starts), 1)
+    return out
 
 
 # --- naive comparator ----------------------------------------------------------------------------
@@ -425,7 +501,7 @@ def run(args: argparse.Namespace) -> int:
     conn_counts, broker_counts = args.connections, args.brokers
     warmup = min(0.5, args.duration / 2)
     bar = progress(sum(len(conn_counts) * (1 + (nb > 1) + (not args.no_naive)) for nb in broker_counts)
-                   + (args.messages > 0) + 1, "bench wire", progress_enabled(args), unit="run")
+                   + (args.messages > 0) + 2, "bench wire", progress_enabled(args), unit="run")
 
     def measured(what: str, measure: Callable[[], T]) -> T:
         bar.set_description_str(what)
@@ -480,6 +556,8 @@ def run(args: argparse.Namespace) -> int:
     result["compiled_modules"] = len(compiled_modules())   # every broker module is imported by now
     result["network_layer_only"] = measured("network layer alone (canned Produce responses)",
                                             lambda: measure_network_only(conn_counts, warmup, args.duration))
+    result["security"] = measured("PLAINTEXT and SASL_SSL listeners of one broker",
+                                  lambda: measure_security(conn_counts, warmup, args.duration))
     bar.close()
     fetch_side, fetch_checks, fetch_lines = bench_wire_fetch.run(
         args, result["request_rate"].get("1_broker", {}).get("ours", {}), measure_rate, warmup)
@@ -497,6 +575,9 @@ def run(args: argparse.Namespace) -> int:
     if "confluent_kafka" in result:
         checks["produce_msgs_per_s"] = result["confluent_kafka"]["produce_msgs_per_s"] >= TARGET_PRODUCE_MSGS
     checks.update(fetch_checks)
+    for conns, ratio in result["security"]["ratio"].items():
+        checks[f"sasl_ssl_ratio_{conns}_connection{'s' if conns != '1' else ''}"] = ratio >= TARGET_SASL_SSL_RATIO
+    checks["secured_3_broker_start_ms"] = result["security"]["secured_3_broker_start_ms"] < TARGET_SECURED_START_MS
     result["meets_targets"] = checks
     if args.json:
         print(json.dumps(result))
@@ -517,6 +598,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"confluent-kafka acks=all {c['messages']} x 100 B: produce {c['produce_msgs_per_s']} msg/s "
                   f"({c['produce_mb_per_s']} MB/s), consume {c['consume_msgs_per_s']} msg/s "
                   f"({c['consume_mb_per_s']} MB/s)")
+        sec = result["security"]
+        for conns, ratio in sec["ratio"].items():
+            print(f"1_broker  {conns:>3s} conn: PLAINTEXT {sec['plaintext'][conns]} req/s, SASL_SSL "
+                  f"{sec['sasl_ssl'][conns]} req/s, ratio {ratio}")
+        print(f"3-broker SASL_SSL cluster start, certificates included: {sec['secured_3_broker_start_ms']} ms")
         for line in fetch_lines:
             print(line)
         for name, met in checks.items():

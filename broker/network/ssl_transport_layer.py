@@ -66,7 +66,17 @@ class SslTransportLayer:
     def flush(self) -> None:
         """Write pending ciphertext; what the socket does not take stays pending."""
         if self.outgoing.pending:
-            self.raw_out += self.outgoing.read()
+            if self.raw_out:
+                self.raw_out += self.outgoing.read()
+            else:   # the usual case: send the records straight from the memory buffer's bytes
+                data = self.outgoing.read()
+                try:
+                    sent = self.sock.send(data)
+                except (BlockingIOError, InterruptedError):
+                    sent = 0
+                if sent < len(data):
+                    self.raw_out = bytearray(data[sent:])
+                return
         while self.raw_out:
             try:
                 sent = self.sock.send(self.raw_out)
@@ -94,9 +104,10 @@ class SslTransportLayer:
     def recv(self, _size: int = _RECV_CHUNK) -> bytes:
         open_ = self._fill()
         out = []
+        read, incoming, sslobj = self.sslobj.read, self.incoming, self.sslobj
         while True:
             try:
-                chunk = self.sslobj.read(_RECV_CHUNK)
+                chunk = read(_RECV_CHUNK)
             except ssl.SSLWantReadError:
                 break
             except ssl.SSLZeroReturnError:   # close_notify
@@ -108,10 +119,12 @@ class SslTransportLayer:
                 open_ = False
                 break
             out.append(chunk)
+            if not incoming.pending and not sslobj.pending():   # nothing more to decrypt: no raise
+                break
         if self.outgoing.pending:   # e.g. a TLS 1.3 key update answered
             self.flush()
         if out:
-            return b"".join(out)
+            return out[0] if len(out) == 1 else b"".join(out)
         if not open_:
             return b""
         raise BlockingIOError

@@ -270,7 +270,7 @@ class Processor(ShutdownableThread):
                     sent = channel.send(data)
                 except (BlockingIOError, InterruptedError, OSError):
                     sent = 0  # the processor retries and reports a real failure
-            done = sent == len(data) and not channel.pending_send
+            done = sent == len(data) and (channel.tls is None or not channel.tls.raw_out)
             if done:
                 if request is not None:
                     request.end_time_ns = time.monotonic_ns()
@@ -651,7 +651,7 @@ class Processor(ShutdownableThread):
             self._close(channel, f"write failed: {exc.strerror or exc!r}", level="debug")
             return
         self.bytes_out += sent
-        if sent < len(buf) or channel.pending_send:
+        if sent < len(buf) or (channel.tls is not None and channel.tls.raw_out):   # plaintext: one check
             channel.send_buf = buf[sent:]
             self._arm(channel, _OUT)
             return

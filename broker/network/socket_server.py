@@ -10,6 +10,8 @@ Structure (as in Kafka's ``kafka.network.SocketServer``), one concept per module
   broker's ``RequestChannel`` and writes their responses (its module says how, and where it
   departs from Kafka);
 * ``kafka_channel.KafkaChannel``: one connection's state;
+* ``ssl_transport_layer.SslTransportLayer``: TLS of one connection, driven by its processor;
+* ``sasl_server_authenticator.SaslServerAuthenticator``: SASL of one connection, on its processor;
 * the responses a processor is handed, ``broker.network.request_channel.{SendResponse, NoOpResponse,
   CloseConnectionResponse, WrittenResponse}``.
 

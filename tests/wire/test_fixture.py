@@ -147,7 +147,8 @@ def test_scope_function_gives_each_test_a_fresh_cluster(pytester: pytest.Pyteste
 
 
 @pytest.mark.parametrize(("marker", "message"), [
-    ("broker=1", "unknown keyword 'broker' (accepted: brokers, config, scope, record_requests, time, schema_registry_port)"),
+    ("broker=1", "unknown keyword 'broker' (accepted: brokers, config, scope, record_requests, time, "
+                 "schema_registry_port, security)"),
     ("1", "takes keywords only"),
     ("brokers=0", "brokers must be a positive int, got 0"),
     ("scope='session'", "scope must be one of module, class, function, got 'session'"),

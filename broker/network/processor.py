@@ -233,7 +233,6 @@ class Processor(ShutdownableThread):
         self.successful_reauthentications = 0
         self.failed_reauthentications = 0
         self.expired_connections_killed = 0
-        self.reauthentication_latency_ms_total = 0.0
 
     # --- called from other threads -------------------------------------------------------------
 
@@ -737,8 +736,6 @@ class Processor(ShutdownableThread):
             channel.principal = auth.principal
             channel.ready = True
             self._count_auth(reauth, True)
-            if reauth:
-                self.reauthentication_latency_ms_total += auth.reauthentication_latency_ms()
         if step.response is not None:
             channel.muted = True
             channel.send_buf = memoryview(step.response)

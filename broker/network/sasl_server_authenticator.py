@@ -92,7 +92,6 @@ class SaslServerAuthenticator:
         self.session_lifetime_ms = 0
         self.session_expiration_ns: int | None = None
         self.previous: tuple[str, KafkaPrincipal] | None = None   # re-authentication: (mechanism, principal)
-        self.reauth_begin_ns = 0
 
     @property
     def reauthenticating(self) -> bool:
@@ -106,7 +105,6 @@ class SaslServerAuthenticator:
         connection."""
         assert self.mechanism is not None and self.principal is not None
         self.previous = (self.mechanism, self.principal)
-        self.reauth_begin_ns = time.monotonic_ns()
         self.server = None
         self.state = SaslState.REAUTH_PROCESS_HANDSHAKE
         return self.handle(frame)
@@ -231,9 +229,6 @@ class SaslServerAuthenticator:
         self.principal = principal
         self.state = SaslState.COMPLETE
         return self.session_lifetime_ms
-
-    def reauthentication_latency_ms(self) -> float:
-        return (time.monotonic_ns() - self.reauth_begin_ns) / 1e6 if self.reauthenticating else 0.0
 
 
 def build_error_response_for(header: RequestHeaderData, frame: bytes, code: int) -> bytes | None:

@@ -80,8 +80,7 @@ def parse_listeners(value: str) -> list[tuple[str, str, int]]:
 
 # Kafka's socket-server authentication metrics, one counter each per processor
 AUTHENTICATION_COUNTERS = ("successful_authentications", "failed_authentications", "successful_reauthentications",
-                           "failed_reauthentications", "expired_connections_killed",
-                           "reauthentication_latency_ms_total")
+                           "failed_reauthentications", "expired_connections_killed")
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from typing import Any, Iterator
 import pytest
 from kio.index import load_request_schema
 
+from kafka_emu.broker.apis import api_name
 from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
 from kafka_emu.broker.network.request_channel import Request, Response
 from kafka_emu.broker.protocol.adapter import response_schema
@@ -49,8 +50,8 @@ def call(cluster: EmbeddedCluster, api_key: int, version: int, body: Any = None,
     done = threading.Event()
     box: list[Response] = []
     request = Request(api_key, version, 1, "test", body or load_request_schema(api_key, version)(**fields),
-                      lambda r: (box.append(r), done.set()), processor_id=0, client_host="127.0.0.1",
-                      principal=ALICE)
+                      lambda r: (box.append(r), done.set()), api_name(api_key), processor_id=0,
+                      client_host="127.0.0.1", principal=ALICE)
     cluster.broker(0).request_channel.send_request(request)
     assert done.wait(20)
     body = box[0].body

@@ -122,7 +122,8 @@ def _check(body: JsonValue, route: _Route) -> dict[str, JsonValue]:
 
 
 class ControlHTTPServer:
-    def __init__(self, cluster: EmbeddedCluster, port: int = 0, host: str = "127.0.0.1", token: str | None = None) -> None:
+    def __init__(self, cluster: EmbeddedCluster, port: int = 0, host: str = "127.0.0.1",
+                 token: str | None = None) -> None:
         if not token and not is_loopback(host):
             raise ControlTokenRequired(f"the control API on {host} would let anyone who reaches it stop brokers: "
                                        f"give --control-token (clients then send Authorization: Bearer <token>) "
@@ -343,6 +344,7 @@ class ControlHTTPServer:
         return Handler
 
 
-def serve_control(cluster: EmbeddedCluster, port: int = 0, host: str = "127.0.0.1", token: str | None = None) -> ControlHTTPServer:
+def serve_control(cluster: EmbeddedCluster, port: int = 0, host: str = "127.0.0.1",
+                  token: str | None = None) -> ControlHTTPServer:
     """Start the control endpoint of ``cluster`` on ``host:port`` (0: a free port)."""
     return ControlHTTPServer(cluster, port, host, token).start()

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, topic_name_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.security.acl import AclOperation
-from kafka_emu.broker.server.auth_helper import CLUSTER, TOPIC, authorize
+from kafka_emu.broker.server.auth_helper import CLUSTER, GROUP, TOPIC, authorize
 from kafka_emu.broker.server.config import KAFKA_CONFIG_DEF, STRICT_CONFIG
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.config_def import ConfigDef, ConfigException, ConfigValue, Type, render
@@ -183,6 +183,9 @@ def _handle(apis: KafkaApis, request: Request, api_key: int, incremental: bool) 
         elif rid[0] in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER) and \
                 not authorize(apis, request, AclOperation.ALTER_CONFIGS, CLUSTER):
             err, msg = Errors.CLUSTER_AUTHORIZATION_FAILED, None
+        elif rid[0] == ConfigResourceType.GROUP and not authorize(apis, request, AclOperation.ALTER_CONFIGS, GROUP,
+                                                                  rid[1]):
+            err, msg = Errors.GROUP_AUTHORIZATION_FAILED, None
         else:
             ops = [(c.name, int(c.config_operation) if incremental else OP_SET, c.value) for c in res.configs]
             try:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, topic_name_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.server.auth_helper import CLUSTER, TOPIC, Op, authorize
+from kafka_emu.broker.server.auth_helper import CLUSTER, GROUP, TOPIC, Op, authorize
 from kafka_emu.broker.server.config_helper import ConfigEntry, describe_broker, describe_group, describe_topic
 from kafka_emu.broker.server.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
 from kafka_emu.broker.server.metadata_store import ConfigResourceType
@@ -48,6 +48,9 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
         elif rtype in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER) and \
                 not authorize(apis, request, Op.DESCRIBE_CONFIGS, CLUSTER):
             err = Errors.CLUSTER_AUTHORIZATION_FAILED
+        elif rtype == ConfigResourceType.GROUP and not authorize(apis, request, Op.DESCRIBE_CONFIGS, GROUP,
+                                                                 res.resource_name):
+            err = Errors.GROUP_AUTHORIZATION_FAILED
         elif rtype == ConfigResourceType.TOPIC:
             info = md.topic(res.resource_name)
             if topic_name_error(res.resource_name):

@@ -5,6 +5,7 @@ authorized-operations fields, and the same calls passing once the ACL exists."""
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 from typing import Any, Iterator
 
 import pytest
@@ -169,3 +170,18 @@ def test_admin_apis(cluster: EmbeddedCluster) -> None:
                                                       assignments=(), configs=()),), timeout=5000, validate_only=True)
     assert int(created.topics[0].error_code) == Errors.NONE
     assert int(call(cluster, 60, 0, include_cluster_authorized_operations=True).error_code) == Errors.NONE
+
+
+def test_consumer_group_protocol(cluster: EmbeddedCluster) -> None:
+    """KafkaApisTest.testConsumerGroupHeartbeatRequestAuthorizationFailed and
+    testConsumerGroupHeartbeatRequestTopicAuthorization; ConsumerGroupDescribe per group."""
+    def heartbeat(topics: tuple[str, ...]) -> int:
+        return int(call(cluster, 68, 0, group_id="cg", member_id="", member_epoch=0, instance_id=None,
+                        rack_id=None, rebalance_timeout=timedelta(milliseconds=5000), subscribed_topic_names=topics,
+                        server_assignor=None, topic_partitions=()).error_code)
+
+    assert heartbeat(("visible",)) == Errors.GROUP_AUTHORIZATION_FAILED
+    allow(cluster, RT.GROUP, "cg", Op.READ)
+    assert heartbeat(("visible",)) == Errors.TOPIC_AUTHORIZATION_FAILED
+    described = call(cluster, 69, 0, group_ids=("cg", "other"), include_authorized_operations=True)
+    assert [int(g.error_code) for g in described.groups if g.group_id == "other"] == [Errors.GROUP_AUTHORIZATION_FAILED]

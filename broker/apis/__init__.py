@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.server.config import KAFKA_4X
+from kafka_emu.common.kafka_releases import KafkaRelease
 
 
 def _collect() -> Mapping[int, ApiSpec]:
@@ -42,11 +42,11 @@ def api_name(api_key: int) -> str:
     return spec.name if spec is not None else f"Unknown({api_key})"
 
 
-def is_supported(api_key: int, api_version: int, compatibility: str = KAFKA_4X) -> bool:
-    """Whether the broker serves ``api_version`` of ``api_key`` in ``compatibility`` mode
-    (``emulator.api.compatibility``). Everything else closes the connection, as in Kafka."""
+def is_supported(api_key: int, api_version: int, release: KafkaRelease) -> bool:
+    """Whether the broker serves ``api_version`` of ``api_key`` as ``release``
+    (``emulator.kafka.version``). Everything else closes the connection, as in Kafka."""
     spec = APIS.get(api_key)
-    return spec is not None and spec.supports(api_version, compatibility)
+    return spec is not None and spec.supports(api_version, release)
 
 
 __all__ = ["APIS", "ApiSpec", "api_name", "is_supported"]

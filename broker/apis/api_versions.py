@@ -5,19 +5,21 @@ with ``body=None``) gets UNSUPPORTED_VERSION in a **v0** body, framed with respo
 still listing the ApiVersions range so the client can retry at a version both sides speak.
 ApiVersions v3+ carries the client's software name and version; Kafka validates them
 (INVALID_REQUEST for names outside ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?``). We do too.
-The ranges listed are those of the broker's ``emulator.api.compatibility`` mode
-(``ApiSpec.advertised``).
+The ranges listed are those the broker serves as its release (``emulator.kafka.version``,
+``ApiSpec.advertised``).
 
-Features (v3+, Kafka's ``ApiVersionsResponse.createApiVersionsResponse``): ``transaction.version``
-is listed as supported (0-2; 0-0 under 3.9, whose production level is 0) and, when not 0, as
-finalized at ``emulator.transaction.version`` (a client uses transaction version 2 when the
-finalized level is 2); ``group.version`` as supported 0-1 and finalized at 1, what a newly
-formatted Kafka 4 cluster finalizes (KIP-848's consumer groups; 0-0 and not finalized under 3.9,
-which cannot finalize level 1). Supported features whose minimum is 0 are left out below v4
-(KAFKA-17011: older clients reject a minimum of 0); finalized level 0 is left out as Kafka leaves
-it out. ``metadata.version`` and ``kraft.version`` are not reported: the emulator has no KRaft
-metadata log, so nothing they would tell a client holds. The finalized features epoch is 0: the
-levels are fixed for the cluster's life.
+Features (v3+, Kafka's ``ApiVersionsResponse.createApiVersionsResponse``): those a broker of the
+release reports (``kafka_emu.common.kafka_releases``): as supported, each feature's production
+range (Kafka's ``BrokerFeatures.defaultSupportedFeatures``: left out when its maximum is 0); as
+finalized, the level a newly formatted cluster of the release finalizes, capped at the level the
+emulator implements (``IMPLEMENTED_LEVELS``): a feature whose behaviour the emulator does not have
+is finalized at 0, which means off, and a client does not use it. ``transaction.version`` is
+finalized at ``emulator.transaction.version`` (the release's default unless set);
+``group.version`` at 1 where the release's new cluster has it (4.0 and later: KIP-848's consumer
+groups; 3.9 does not list the feature). Supported
+features whose minimum is 0 are left out below v4 (KAFKA-17011: older clients reject a minimum of
+0); finalized level 0 is left out as Kafka leaves it out. The finalized features epoch is 0: the
+levels are fixed for the cluster's life (no UpdateFeatures).
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING
 import kafka_emu.broker.apis as registry   # the package: APIS is read at call time, after it is built
 from kafka_emu.broker.apis._common import ZERO_THROTTLE
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.server.config import API_COMPATIBILITY, KAFKA_4X
+from kafka_emu.common.kafka_releases import LATEST, KafkaRelease, release as kafka_release
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
@@ -45,34 +47,64 @@ _SOFTWARE_RE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
 FIRST_VERSION_WITH_MIN_0_FEATURES = 4   # KAFKA-17011
+LATEST_RELEASE = kafka_release(LATEST)
 FINALIZED_FEATURES_EPOCH = 0
 GROUP_VERSION_FEATURE = "group.version"
 GROUP_VERSION_KIP_848 = 1   # GroupVersion.GV_1, Kafka 4's LATEST_PRODUCTION
 
 
-def _features(cls: type, version: int, compatibility: str, transaction_version: int) -> dict[str, object]:
+# The highest level of each feature whose behaviour the emulator has. metadata.version names the
+# release's metadata format and gates nothing the emulator does differently; group.version 1 is
+# KIP-848's consumer groups (served); kraft.version 1 is KIP-853's dynamic quorum (the in-process
+# controller is one static voter), share.version 1 KIP-932's share groups, streams.version 1
+# KIP-1071's streams groups, eligible.leader.replicas.version 1 KIP-966's ELR: none served here.
+IMPLEMENTED_LEVELS: dict[str, int] = {
+    "kraft.version": 0,
+    TRANSACTION_VERSION_FEATURE: MAX_TRANSACTION_VERSION,
+    GROUP_VERSION_FEATURE: GROUP_VERSION_KIP_848,
+    "share.version": 0,
+    "streams.version": 0,
+    "eligible.leader.replicas.version": 0,
+}
+METADATA_VERSION_FEATURE = "metadata.version"
+
+
+def finalized_levels(release: KafkaRelease, transaction_version: int) -> dict[str, int]:
+    """Feature -> the level finalized as ``release``: its new cluster's, capped at what the emulator
+    implements (a feature the emulator does not know is off); levels 0 left out."""
+    out: dict[str, int] = {}
+    for name, levels in release.features.items():
+        if name == TRANSACTION_VERSION_FEATURE:
+            level = transaction_version
+        elif name == METADATA_VERSION_FEATURE:
+            level = levels.default
+        else:
+            level = min(levels.default, IMPLEMENTED_LEVELS.get(name, 0))
+        if level > 0:
+            out[name] = level
+    return out
+
+
+def _features(cls: type, version: int, release: KafkaRelease, transaction_version: int) -> dict[str, object]:
     """The feature fields of an ApiVersions response (v3+; none before)."""
     if version < 3:
         return {}
-    kafka_4 = compatibility == KAFKA_4X
-    group_version = GROUP_VERSION_KIP_848 if kafka_4 else 0
-    levels = ((GROUP_VERSION_FEATURE, group_version, group_version),
-              (TRANSACTION_VERSION_FEATURE, MAX_TRANSACTION_VERSION if kafka_4 else 0, transaction_version))
-    supported = ()
-    if version >= FIRST_VERSION_WITH_MIN_0_FEATURES:
-        supported = tuple(build(item_cls(cls, "supported_features"), name=name, min_version=0, max_version=high)
-                          for name, high, _ in levels)
-    finalized = tuple(build(item_cls(cls, "finalized_features"), name=name, min_version_level=level,
-                            max_version_level=level) for name, _, level in levels if level != 0)
+    supported = tuple(
+        build(item_cls(cls, "supported_features"), name=name, min_version=levels.min, max_version=levels.max)
+        for name, levels in release.features.items()
+        if levels.max > 0 and (levels.min > 0 or version >= FIRST_VERSION_WITH_MIN_0_FEATURES))
+    finalized = tuple(
+        build(item_cls(cls, "finalized_features"), name=name, min_version_level=level, max_version_level=level)
+        for name, level in finalized_levels(release, transaction_version).items())
     return {"supported_features": supported, "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
             "finalized_features": finalized}
 
 
 @lru_cache(maxsize=None)
 def build_api_versions_response(version: int, error_code: int = Errors.NONE,
-                                compatibility: str = KAFKA_4X, transaction_version: int = 0) -> object:
-    """The (immutable, hence cached) response entity for ``version`` in ``compatibility`` mode
-    with ``transaction.version`` finalized at ``transaction_version``."""
+                                release: KafkaRelease = LATEST_RELEASE, transaction_version: int = 0) -> object:
+    """The (immutable, hence cached) response entity for ``version`` as ``release`` with
+    ``transaction.version`` finalized at ``transaction_version``."""
     cls = response_schema(API_KEY, version)
     entry_cls = item_cls(cls, "api_keys")
     specs = registry.APIS.values()
@@ -80,33 +112,35 @@ def build_api_versions_response(version: int, error_code: int = Errors.NONE,
         specs = [registry.APIS[API_KEY]]
     keys = []
     for spec in specs:
-        low, high = spec.advertised(compatibility)
-        keys.append(build(entry_cls, api_key=spec.api_key, min_version=low, max_version=high))
-    features = _features(cls, version, compatibility, transaction_version) if error_code == Errors.NONE else {}
+        served = spec.advertised(release)
+        if served is not None:
+            keys.append(build(entry_cls, api_key=spec.api_key, min_version=served[0], max_version=served[1]))
+    features = _features(cls, version, release, transaction_version) if error_code == Errors.NONE else {}
     return build(cls, error_code=error_code, api_keys=tuple(keys), throttle_time=ZERO_THROTTLE, **features)
 
 
-def handle_api_versions(request: Request, compatibility: str = KAFKA_4X, transaction_version: int = 0) -> object:
+def handle_api_versions(request: Request, release: KafkaRelease = LATEST_RELEASE,
+                        transaction_version: int = 0) -> object:
     """Return the response body for an ApiVersions request."""
-    return api_versions_answer(request.api_version, request.body, compatibility, transaction_version)
+    return api_versions_answer(request.api_version, request.body, release, transaction_version)
 
 
-def api_versions_answer(api_version: int, body: object, compatibility: str = KAFKA_4X,
+def api_versions_answer(api_version: int, body: object, release: KafkaRelease = LATEST_RELEASE,
                         transaction_version: int = 0) -> object:
     """The answer to ApiVersions ``api_version`` with request ``body`` (None: a version not served)."""
-    if body is None or not registry.is_supported(API_KEY, api_version, compatibility):
-        return build_api_versions_response(0, Errors.UNSUPPORTED_VERSION, compatibility)
+    if body is None or not registry.is_supported(API_KEY, api_version, release):
+        return build_api_versions_response(0, Errors.UNSUPPORTED_VERSION, release)
     if api_version >= 3:
-        name = body.client_software_name
-        ver = body.client_software_version
+        name = body.client_software_name  # type: ignore[attr-defined]
+        ver = body.client_software_version  # type: ignore[attr-defined]
         if not (_SOFTWARE_RE.match(name or "") and _SOFTWARE_RE.match(ver or "")):
-            return build_api_versions_response(api_version, Errors.INVALID_REQUEST, compatibility)
-    return build_api_versions_response(api_version, Errors.NONE, compatibility, transaction_version)
+            return build_api_versions_response(api_version, Errors.INVALID_REQUEST, release)
+    return build_api_versions_response(api_version, Errors.NONE, release, transaction_version)
 
 
 def _handle(apis: KafkaApis, request: Request) -> None:
     apis.request_channel.send_response(
-        request, handle_api_versions(request, apis.config[API_COMPATIBILITY], apis.config[TRANSACTION_VERSION]))
+        request, handle_api_versions(request, apis.config.kafka_release, apis.config[TRANSACTION_VERSION]))
 
 
 APIS = (ApiSpec(API_KEY, 0, 4, _handle),)
@@ -115,20 +149,23 @@ APIS = (ApiSpec(API_KEY, 0, 4, _handle),)
 class DefaultApiVersionManager:
     """What the network layer admits (its ``ApiVersionManager`` protocol, Kafka's
     ``DefaultApiVersionManager``): the versions ``broker.apis.APIS`` serves in one
-    ``emulator.api.compatibility`` mode, with their names; ApiVersions at any other version gets
+    release (``emulator.kafka.version``), with their names; ApiVersions at any other version gets
     KIP-511's v0 answer. ``KafkaServer`` hands one to its ``SocketServer``.
 
     The ranges are read from the specs once (``ApiSpec.versions``), so admitting a request is one
     dict lookup and a comparison. Immutable; safe from any thread."""
 
-    __slots__ = ("_enabled", "_compatibility", "_transaction_version")
+    __slots__ = ("_enabled", "_release", "_transaction_version")
 
-    def __init__(self, compatibility: str = KAFKA_4X, transaction_version: int = 0) -> None:
-        self._compatibility = compatibility
+    def __init__(self, release: KafkaRelease = LATEST_RELEASE, transaction_version: int = 0) -> None:
+        self._release = release
         self._transaction_version = transaction_version
         # api key -> (min version, max version, name)
-        self._enabled: dict[int, tuple[int, int, str]] = {
-            key: (*spec.versions(compatibility), spec.name) for key, spec in registry.APIS.items()}
+        self._enabled: dict[int, tuple[int, int, str]] = {}
+        for key, spec in registry.APIS.items():
+            served = spec.versions(release)
+            if served is not None:
+                self._enabled[key] = (*served, spec.name)
 
     def enabled_api_name(self, api_key: int, api_version: int) -> str | None:
         entry = self._enabled.get(api_key)
@@ -145,4 +182,4 @@ class DefaultApiVersionManager:
     def api_versions_response(self, api_version: int, body: object) -> object:
         """The answer to an ApiVersions request at ``api_version`` (``body`` None: a version not
         served), for the SASL authenticator, which answers it before the connection reaches KafkaApis."""
-        return api_versions_answer(api_version, body, self._compatibility, self._transaction_version)
+        return api_versions_answer(api_version, body, self._release, self._transaction_version)

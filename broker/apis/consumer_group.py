@@ -121,8 +121,6 @@ def handle_consumer_group_describe(apis: KafkaApis, request: Request) -> None:
 
 
 APIS = (
-    ApiSpec(ApiKeys.CONSUMER_GROUP_HEARTBEAT, 0, 1, handle_consumer_group_heartbeat,
-            kafka_3_9=(0, 0)),
-    ApiSpec(ApiKeys.CONSUMER_GROUP_DESCRIBE, 0, 1, handle_consumer_group_describe,
-            kafka_3_9=(0, 0)),
+    ApiSpec(ApiKeys.CONSUMER_GROUP_HEARTBEAT, 0, 1, handle_consumer_group_heartbeat),
+    ApiSpec(ApiKeys.CONSUMER_GROUP_DESCRIBE, 0, 1, handle_consumer_group_describe),
 )

@@ -93,4 +93,4 @@ def handle_create_topics(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(results)))
 
 
-APIS = (ApiSpec(ApiKeys.CREATE_TOPICS, 2, 7, handle_create_topics, kafka_3_9=(0, 7)),)
+APIS = (ApiSpec(ApiKeys.CREATE_TOPICS, 0, 7, handle_create_topics),)

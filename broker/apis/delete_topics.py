@@ -54,4 +54,4 @@ def handle_delete_topics(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, responses=tuple(results)))
 
 
-APIS = (ApiSpec(ApiKeys.DELETE_TOPICS, 1, 6, handle_delete_topics, kafka_3_9=(0, 6)),)
+APIS = (ApiSpec(ApiKeys.DELETE_TOPICS, 0, 6, handle_delete_topics),)

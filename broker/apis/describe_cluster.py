@@ -50,4 +50,4 @@ def handle_describe_cluster(apis: KafkaApis, request: Request) -> None:
                                  else AUTHORIZED_OPS_OMITTED))
 
 
-APIS = (ApiSpec(ApiKeys.DESCRIBE_CLUSTER, 0, 2, handle_describe_cluster, kafka_3_9=(0, 1)),)
+APIS = (ApiSpec(ApiKeys.DESCRIBE_CLUSTER, 0, 2, handle_describe_cluster),)

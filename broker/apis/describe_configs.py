@@ -86,4 +86,4 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, results=tuple(results)))
 
 
-APIS = (ApiSpec(ApiKeys.DESCRIBE_CONFIGS, 1, 4, handle_describe_configs, kafka_3_9=(0, 4)),)
+APIS = (ApiSpec(ApiKeys.DESCRIBE_CONFIGS, 0, 4, handle_describe_configs),)

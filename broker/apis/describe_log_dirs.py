@@ -57,4 +57,4 @@ def handle_describe_log_dirs(apis: KafkaApis, request: Request) -> None:
                                  results=tuple(results)))
 
 
-APIS = (ApiSpec(ApiKeys.DESCRIBE_LOG_DIRS, 1, 5, handle_describe_log_dirs, kafka_3_9=(0, 4)),)   # v0 = v1
+APIS = (ApiSpec(ApiKeys.DESCRIBE_LOG_DIRS, 0, 5, handle_describe_log_dirs),)   # v0 = v1

@@ -47,4 +47,4 @@ def handle_end_txn(apis: KafkaApis, request: Request) -> None:
                                        TV_2 if request.api_version >= FIRST_TV2_VERSION else 0)
 
 
-APIS = (ApiSpec(ApiKeys.END_TXN, 0, 5, handle_end_txn, kafka_3_9=(0, 4)),)
+APIS = (ApiSpec(ApiKeys.END_TXN, 0, 5, handle_end_txn),)

@@ -233,4 +233,4 @@ def build_response(version: int, order: TopicOrder, results: dict[TopicPartition
     return build(cls, throttle_time=ZERO_THROTTLE, error_code=error, session_id=0, responses=tuple(topics))
 
 
-APIS = (ApiSpec(ApiKeys.FETCH, 4, 18, handle_fetch, kafka_3_9=(0, 17)),)
+APIS = (ApiSpec(ApiKeys.FETCH, 0, 18, handle_fetch),)

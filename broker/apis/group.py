@@ -447,13 +447,13 @@ def handle_offset_delete(apis: KafkaApis, request: Request) -> None:
 
 
 APIS = (   # OffsetCommit and OffsetFetch v10 name topics by id
-    ApiSpec(ApiKeys.OFFSET_COMMIT, 2, 9, handle_offset_commit, kafka_3_9=(0, 9)),
-    ApiSpec(ApiKeys.OFFSET_FETCH, 1, 9, handle_offset_fetch, kafka_3_9=(0, 9)),
+    ApiSpec(ApiKeys.OFFSET_COMMIT, 0, 9, handle_offset_commit),
+    ApiSpec(ApiKeys.OFFSET_FETCH, 0, 9, handle_offset_fetch),
     ApiSpec(ApiKeys.JOIN_GROUP, 0, 9, handle_join_group),
     ApiSpec(ApiKeys.HEARTBEAT, 0, 4, handle_heartbeat),
     ApiSpec(ApiKeys.LEAVE_GROUP, 0, 5, handle_leave_group),
     ApiSpec(ApiKeys.SYNC_GROUP, 0, 5, handle_sync_group),
-    ApiSpec(ApiKeys.DESCRIBE_GROUPS, 0, 6, handle_describe_groups, kafka_3_9=(0, 5)),
+    ApiSpec(ApiKeys.DESCRIBE_GROUPS, 0, 6, handle_describe_groups),
     ApiSpec(ApiKeys.LIST_GROUPS, 0, 5, handle_list_groups),
     ApiSpec(ApiKeys.DELETE_GROUPS, 0, 2, handle_delete_groups),
     ApiSpec(ApiKeys.OFFSET_DELETE, 0, 0, handle_offset_delete),

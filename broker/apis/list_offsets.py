@@ -151,4 +151,4 @@ def handle_list_offsets(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(topics)))
 
 
-APIS = (ApiSpec(ApiKeys.LIST_OFFSETS, 1, 11, handle_list_offsets, kafka_3_9=(0, 9)),)
+APIS = (ApiSpec(ApiKeys.LIST_OFFSETS, 0, 11, handle_list_offsets),)

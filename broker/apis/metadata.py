@@ -214,4 +214,4 @@ def handle_metadata(apis: KafkaApis, request: Request) -> None:
                                            cls.__header_schema__.__flexible__, counts))
 
 
-APIS = (ApiSpec(ApiKeys.METADATA, 0, 13, handle_metadata, kafka_3_9=(0, 12)),)
+APIS = (ApiSpec(ApiKeys.METADATA, 0, 13, handle_metadata),)

@@ -62,4 +62,4 @@ def handle_offset_for_leader_epoch(apis: KafkaApis, request: Request) -> None:
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(topics)))
 
 
-APIS = (ApiSpec(ApiKeys.OFFSET_FOR_LEADER_EPOCH, 2, 4, handle_offset_for_leader_epoch, kafka_3_9=(0, 4)),)
+APIS = (ApiSpec(ApiKeys.OFFSET_FOR_LEADER_EPOCH, 0, 4, handle_offset_for_leader_epoch),)

@@ -75,7 +75,6 @@ def handle_list_partition_reassignments(apis: KafkaApis, request: Request) -> No
 
 
 APIS = (
-    ApiSpec(ApiKeys.ALTER_PARTITION_REASSIGNMENTS, 0, 1, handle_alter_partition_reassignments,
-            kafka_3_9=(0, 0)),
+    ApiSpec(ApiKeys.ALTER_PARTITION_REASSIGNMENTS, 0, 1, handle_alter_partition_reassignments),
     ApiSpec(ApiKeys.LIST_PARTITION_REASSIGNMENTS, 0, 0, handle_list_partition_reassignments),
 )

@@ -191,4 +191,4 @@ def _response_constructors(version: int) -> tuple[Callable[..., object], Callabl
             constructor(error_cls, ("batch_index", "batch_index_error_message")) if error_cls is not None else None)
 
 
-APIS = (ApiSpec(ApiKeys.PRODUCE, 3, 13, handle_produce, kafka_3_9=(0, 11), advertised_min_version=0),)
+APIS = (ApiSpec(ApiKeys.PRODUCE, 0, 13, handle_produce),)

@@ -89,4 +89,4 @@ def handle_txn_offset_commit(apis: KafkaApis, request: Request) -> None:
                                  int(getattr(body, "generation_id", -1)), offsets, callback)
 
 
-APIS = (ApiSpec(ApiKeys.TXN_OFFSET_COMMIT, 0, 5, handle_txn_offset_commit, kafka_3_9=(0, 4)),)
+APIS = (ApiSpec(ApiKeys.TXN_OFFSET_COMMIT, 0, 5, handle_txn_offset_commit),)

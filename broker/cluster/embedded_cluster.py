@@ -18,6 +18,11 @@ directories gets the topics, group offsets and producer state back. The director
 checked and locked at construction (``ConfigException``: unwritable, in use, another
 cluster's); with several brokers broker ``i`` uses ``<dir>/broker-<i>``.
 
+The release: ``kafka_version="4.1"`` (or ``emulator.kafka.version`` in ``config``) makes every
+broker answer as that Kafka release (its API versions, the features ApiVersions reports, its
+config defaults; docs/compatibility.md); default the newest the emulator knows.
+``cluster.kafka_version`` is the release in force (a ``KafkaRelease``: ``.name``, ``.tag``).
+
 Lowered defaults (``EMBEDDED_DEFAULTS``, for speed in tests; any can be overridden):
 ``num.io.threads`` 4 (Kafka 8), ``replica.fetch.backoff.ms`` 50 (Kafka 1000),
 ``offsets.topic.num.partitions`` 10 (Kafka 50), ``group.consumer.heartbeat.interval.ms`` 250
@@ -66,8 +71,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 import structlog
 
 from kafka_emu.broker.server import cpu_affinity
-from kafka_emu.broker.server.config import LISTENER_PORT_REUSED, STRICT_CONFIG, KafkaConfig
+from kafka_emu.broker.server.config import KAFKA_VERSION, LISTENER_PORT_REUSED, STRICT_CONFIG, KafkaConfig
 from kafka_emu.broker.cluster.cluster_security import ClusterSecurity
+from kafka_emu.common.config_def import ConfigException
+from kafka_emu.common.kafka_releases import KafkaRelease
 from kafka_emu.broker.cluster.control import ClusterControl, ControlCollector, ErrorInjection, RequestRecord
 from kafka_emu.broker.cluster.control.time_control import make_time
 from kafka_emu.broker.cluster.inprocess_client import fetch_request, produce_request, send
@@ -156,7 +163,8 @@ class EmbeddedCluster:
                  enable_coordinator: bool = True, start: bool = True,
                  metrics_port: int | None = None, metrics_host: str = "127.0.0.1",
                  record_requests: bool | int = False, schema_registry_port: int | None = None,
-                 schema_registry_host: str = "127.0.0.1", security: ClusterSecurity | str | None = None) -> None:
+                 schema_registry_host: str = "127.0.0.1", security: ClusterSecurity | str | None = None,
+                 kafka_version: str | None = None) -> None:
         # An embedding application that set up structlog keeps its set-up; otherwise only
         # warnings and errors are printed (structlog's own default prints debug events).
         ensure_logging_configured()
@@ -166,9 +174,16 @@ class EmbeddedCluster:
         if self.security is not None:
             self.base_config.update(self.security.broker_config())
         self.base_config.update(config or {})
+        if kafka_version is not None:
+            if KAFKA_VERSION in (config or {}) and str(config[KAFKA_VERSION]) != str(kafka_version):  # type: ignore[index]
+                raise ConfigException(KAFKA_VERSION, config[KAFKA_VERSION],  # type: ignore[index]
+                                      f"disagrees with kafka_version={kafka_version!r}")
+            self.base_config[KAFKA_VERSION] = str(kafka_version)
         # every value checked (ConfigException) and every ignored key logged once, before any start
         checked = KafkaConfig(self.base_config)
         checked.log_ignored()
+        # the release every broker answers as (emulator.kafka.version)
+        self.kafka_version: KafkaRelease = checked.kafka_release
         # one CPU choice for the whole cluster: its brokers hand requests to each other too
         self.cpus = cpu_affinity.resolve(checked[cpu_affinity.CONFIG_KEY])
         self.base_config[cpu_affinity.CONFIG_KEY] = cpu_affinity.describe(self.cpus)

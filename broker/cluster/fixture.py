@@ -8,9 +8,12 @@ Registered through the ``pytest11`` entry point (``kafka_emu = "kafka_emu.broker
     def test_roundtrip(kafka_cluster):
         producer = confluent_kafka.Producer({"bootstrap.servers": kafka_cluster.bootstrap_servers})
 
-Choosing the cluster: ``@pytest.mark.kafka_cluster(brokers=3, config=None, scope="module")`` on
-a module (``pytestmark = ...``), a class or a single test; the closest marker wins, as for any
-pytest marker. Test-control options go next to ``brokers`` (``CLUSTER_OPTIONS``, passed on to
+Choosing the cluster: ``@pytest.mark.kafka_cluster(brokers=3, kafka_version="4.1", config=None,
+scope="module")`` on a module (``pytestmark = ...``), a class or a single test; the closest marker
+wins, as for any pytest marker. ``kafka_version`` is the Kafka release the cluster answers as
+(``emulator.kafka.version``: its API versions, features and defaults; default the newest the
+emulator knows, ``kafka_emu.common.kafka_releases.LATEST``). Test-control options go next to
+``brokers`` (``CLUSTER_OPTIONS``, passed on to
 ``EmbeddedCluster``): ``record_requests`` (True or a ring capacity: ``cluster.requests()``) and
 ``time`` (``"real"``, ``"offset"`` or ``"manual"``: ``cluster.advance_time(ms)``); see
 docs/testing-failure.md. ``schema_registry_port=0`` starts the embedded schema registry
@@ -77,7 +80,8 @@ DEFAULT_TEST_CONFIG: dict[str, Any] = {
 # capped at the cluster size unless the fixture's or the marker's config sets them
 REPLICATION_FACTOR_KEYS = ("default.replication.factor", "offsets.topic.replication.factor")
 CLUSTER_OPTIONS = ("record_requests", "time", "schema_registry_port", "security")   # EmbeddedCluster keywords
-MARKER_KEYWORDS = ("brokers", "config", "scope", *CLUSTER_OPTIONS)
+MARKER_KEYWORDS = ("brokers", "kafka_version", "config", "scope", *CLUSTER_OPTIONS)
+KAFKA_VERSION = "emulator.kafka.version"   # the marker's kafka_version="4.1" sets this key
 SCOPES = ("module", "class", "function")
 
 # (owner node id, brokers, config and options) -> the running cluster; one dict per pytest session
@@ -100,9 +104,10 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "kafka_cluster(brokers=3, config=None, scope='module', record_requests=False, "
-        "time='real', security=None): size, configuration and sharing of the test's in-process Kafka cluster "
-        "(kafka-emu); the closest marker wins")
+        "markers", "kafka_cluster(brokers=3, kafka_version=None, config=None, scope='module', "
+        "record_requests=False, time='real', security=None): size, Kafka release "
+        "(emulator.kafka.version, default the newest), configuration and sharing of the test's "
+        "in-process Kafka cluster (kafka-emu); the closest marker wins")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -130,10 +135,16 @@ def marker_values(mark: pytest.Mark, where: str) -> tuple[int | None, dict[str, 
     config = mark.kwargs.get("config") or {}
     if not isinstance(config, Mapping):
         raise refuse(f"config must be a mapping of Kafka config keys, got {config!r}")
+    config = dict(config)
+    if "kafka_version" in mark.kwargs:
+        if KAFKA_VERSION in config and str(config[KAFKA_VERSION]) != str(mark.kwargs["kafka_version"]):
+            raise refuse(f"kafka_version={mark.kwargs['kafka_version']!r} and config's {KAFKA_VERSION}="
+                         f"{config[KAFKA_VERSION]!r} disagree")
+        config[KAFKA_VERSION] = str(mark.kwargs["kafka_version"])
     scope = mark.kwargs.get("scope", "module")
     if scope not in SCOPES:
         raise refuse(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
-    return brokers, dict(config), scope, {k: mark.kwargs[k] for k in CLUSTER_OPTIONS if k in mark.kwargs}
+    return brokers, config, scope, {k: mark.kwargs[k] for k in CLUSTER_OPTIONS if k in mark.kwargs}
 
 
 def resolve(item: pytest.Item, base: Mapping[str, Any]

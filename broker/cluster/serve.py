@@ -11,6 +11,10 @@ anything starts with one line naming key, value and what is expected (exit 2), a
 in use or a missing config file. On SIGINT or SIGTERM every broker is shut down (every thread
 joined; events ``shutting_down`` then ``stopped``) and the command exits 0.
 
+``--kafka-version 4.1`` (``emulator.kafka.version``) makes the brokers answer as that Kafka
+release: its API versions, the features ApiVersions reports, its config defaults (default the
+newest the emulator knows; docs/compatibility.md). The ``serving`` event names it.
+
 Logging: ``--log-level``, ``--log-format`` and ``--log-logger-level`` (added by ``kafka-emu``
 itself), then ``log.level``/``log.format``/``log.level.<logger>`` from the properties, then
 ``$KAFKA_EMU_LOG_LEVEL``/``$KAFKA_EMU_LOG_FORMAT``; JSON lines by default.
@@ -60,7 +64,12 @@ DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 9092
 def configure(parser: argparse.ArgumentParser) -> None:
     from kafka_emu.cli import port, positive_int
 
+    from kafka_emu.common.kafka_releases import LATEST, RELEASE_NAMES
+
     parser.add_argument("--brokers", type=positive_int, default=3, help="number of brokers")
+    parser.add_argument("--kafka-version", choices=RELEASE_NAMES, default=None,
+                        help=f"the Kafka release the brokers answer as: its API versions, features and "
+                             f"defaults (emulator.kafka.version; default: the file's, else {LATEST})")
     parser.add_argument("--port", type=port, default=None,
                         help=f"listener port of broker 0; broker i uses port+i (0: ephemeral; default: "
                              f"{DEFAULT_PORT}, or the file's listeners)")
@@ -115,6 +124,8 @@ def build_config(args: argparse.Namespace) -> dict[str, object]:
     if args.advertised_host:   # every listener advertised on that host, each at its bound port
         names = [item.strip().partition("://")[0] for item in str(props["listeners"]).split(",") if item.strip()]
         props["advertised.listeners"] = ",".join(f"{name}://{args.advertised_host}:0" for name in names)
+    if args.kafka_version is not None:
+        props["emulator.kafka.version"] = args.kafka_version
     # Kafka's default offsets.topic.replication.factor (3) cannot be met by fewer brokers
     props.setdefault("offsets.topic.replication.factor", min(3, args.brokers))
     return props
@@ -212,7 +223,8 @@ def run(args: argparse.Namespace) -> int:
                 control = _start_control(cluster, args.control_port, args.control_host, args.control_token)
             except OSError as exc:
                 return _bind_failure("control port", args.control_host, args.control_port, exc)
-        _log.info("serving", brokers=args.brokers, bootstrap_servers=cluster.bootstrap_servers)
+        _log.info("serving", brokers=args.brokers, bootstrap_servers=cluster.bootstrap_servers,
+                  kafka_version=cluster.kafka_version.name, kafka_tag=cluster.kafka_version.tag)
         while not stop.wait(0.5):
             pass
         _log.info("shutting_down", signal=received[0])

@@ -48,6 +48,7 @@ from kafka_emu.broker.security.listener_security import validate_security
 from kafka_emu.broker.security.ssl_principal_mapper import SslPrincipalMapper
 from kafka_emu.broker.server import cpu_affinity
 from kafka_emu.broker.storage.log_config import LOG_MANAGER_KEYS, SERVER_LOG_KEYS
+from kafka_emu.common.kafka_releases import LATEST as LATEST_RELEASE, RELEASE_NAMES, KafkaRelease, release
 from kafka_emu.common.config_def import (
     STRICT_CONFIG,
     ConfigDef,
@@ -71,7 +72,7 @@ from kafka_emu.coordinator.transaction.config import (
 )
 from kafka_emu.logsetup import FORMATS as LOG_FORMATS, LEVELS as LOG_LEVELS
 
-__all__ = ["API_COMPATIBILITY", "KAFKA_3_9", "KAFKA_4X", "ConfigException", "KafkaConfig", "KAFKA_CONFIG_DEF",
+__all__ = ["API_COMPATIBILITY", "KAFKA_3_9", "KAFKA_4X", "KAFKA_VERSION", "ConfigException", "KafkaConfig", "KAFKA_CONFIG_DEF",
            "STRICT_CONFIG"]
 
 _log = structlog.get_logger("broker.config")
@@ -79,10 +80,13 @@ _log = structlog.get_logger("broker.config")
 MIB = 1024 * 1024
 LISTENER_PORT_REUSED = "kafka.emu.listener.port.reused"
 HIGH, MEDIUM, LOW = Importance.HIGH, Importance.MEDIUM, Importance.LOW
-# emulator.api.compatibility: whose API version ranges the broker advertises and serves
-# (``broker.apis.api_spec.ApiSpec.versions``): Kafka 4.x's (KIP-896) or Kafka 3.9's
+# emulator.kafka.version: the Kafka release the broker answers as (kafka_emu.common.kafka_releases):
+# its API versions, features and config defaults. emulator.api.compatibility is its deprecated
+# predecessor, whose values name releases.
+KAFKA_VERSION = "emulator.kafka.version"
 API_COMPATIBILITY = "emulator.api.compatibility"
 KAFKA_4X, KAFKA_3_9 = "4.x", "3.9"
+COMPATIBILITY_ALIASES: dict[str, str] = {KAFKA_4X: LATEST_RELEASE, KAFKA_3_9: "3.9"}
 
 
 def _cpu_affinity(name: str, value: ConfigValue) -> None:
@@ -94,15 +98,36 @@ def _transaction_version(name: str, value: ConfigValue) -> None:
         Range.between(0, MAX_TRANSACTION_VERSION)(name, value)
 
 
-def _resolve_transaction_version(values: dict[str, ConfigValue]) -> None:
-    """The finalized ``transaction.version``: as given, else what a new cluster of the
-    compatibility mode's Kafka finalizes (4.0: 2; 3.9, which cannot finalize more: 0)."""
-    level, mode = values[TRANSACTION_VERSION], values[API_COMPATIBILITY]
+def _resolve_kafka_version(given: Mapping[str, object], values: dict[str, ConfigValue]) -> str | None:
+    """``emulator.kafka.version`` from the deprecated ``emulator.api.compatibility`` when only that
+    is given; returns the deprecation line to log, if any."""
+    alias = values[API_COMPATIBILITY]
+    if alias is None:
+        return None
+    named = COMPATIBILITY_ALIASES[str(alias)]
+    if KAFKA_VERSION in given and values[KAFKA_VERSION] != named:
+        raise ConfigException(API_COMPATIBILITY, alias, f"contradicts {KAFKA_VERSION}={values[KAFKA_VERSION]} "
+                                                        f"(it is deprecated: set {KAFKA_VERSION} alone)")
+    values[KAFKA_VERSION] = named
+    return f"{API_COMPATIBILITY} is deprecated: use {KAFKA_VERSION}={named} instead of {API_COMPATIBILITY}={alias}"
+
+
+def _apply_release(given: Mapping[str, object], values: dict[str, ConfigValue]) -> None:
+    """The release's config defaults for the keys not given, and its finalized
+    ``transaction.version``: as given, else what a newly formatted cluster of the release finalizes
+    (4.0+: 2; 3.9, which cannot finalize more: 0)."""
+    kafka = release(str(values[KAFKA_VERSION]))
+    for name, default in kafka.config_defaults.items():
+        if name not in given:
+            values[name] = default   # type: ignore[assignment]
+    levels = kafka.features["transaction.version"]
+    level = values[TRANSACTION_VERSION]
     if level is None:
-        values[TRANSACTION_VERSION] = LATEST_PRODUCTION_TRANSACTION_VERSION if mode == KAFKA_4X else 0
-    elif mode == KAFKA_3_9 and level != 0:
+        values[TRANSACTION_VERSION] = min(levels.default, LATEST_PRODUCTION_TRANSACTION_VERSION)
+    elif not levels.min <= int(level) <= levels.max:   # type: ignore[call-overload]
         raise ConfigException(TRANSACTION_VERSION, level,
-                              f"Kafka 3.9 finalizes no transaction.version above 0 ({API_COMPATIBILITY}={KAFKA_3_9})")
+                              f"Kafka {kafka.name} finalizes transaction.version {levels.min}-{levels.max} "
+                              f"({KAFKA_VERSION}={kafka.name})")
 
 
 def _rebalance_protocols(name: str, value: ConfigValue) -> None:
@@ -114,12 +139,12 @@ def _rebalance_protocols(name: str, value: ConfigValue) -> None:
 
 
 def _resolve_group_configs(values: dict[str, ConfigValue]) -> None:
-    """``group.coordinator.rebalance.protocols`` defaults to what the compatibility mode's Kafka
-    runs (4.x: classic and consumer; 3.9: classic, its consumer protocol being early access);
+    """``group.coordinator.rebalance.protocols`` defaults to what the release runs (4.0 and later:
+    classic and consumer; 3.9: classic, its consumer protocol being early access);
     the consumer group timeouts must hold together (Kafka's ``GroupCoordinatorConfig`` checks)."""
     if values[REBALANCE_PROTOCOLS] is None:
-        values[REBALANCE_PROTOCOLS] = list(GROUP_DEFAULTS[REBALANCE_PROTOCOLS]) if values[API_COMPATIBILITY] == KAFKA_4X \
-            else [CLASSIC]
+        values[REBALANCE_PROTOCOLS] = list(GROUP_DEFAULTS[REBALANCE_PROTOCOLS]) \
+            if release(str(values[KAFKA_VERSION])).at_least("4.0") else [CLASSIC]
     prefix = "group.consumer."
     checks = (
         ("max.heartbeat.interval.ms", ">=", "min.heartbeat.interval.ms"),
@@ -212,9 +237,8 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "before it answers CONCURRENT_TRANSACTIONS."),
     _key(TRANSACTION_VERSION, Type.INT, None, _transaction_version, HIGH,
          "The finalized transaction.version feature level ApiVersions reports (0-2; 2 is KIP-890 "
-         "part 2: implicit partition adding, an epoch bump per EndTxn). Default: 2 under "
-         f"{API_COMPATIBILITY}={KAFKA_4X} (a new Kafka 4.0 cluster), 0 under {KAFKA_3_9} (the only "
-         "level Kafka 3.9 runs)."),
+         "part 2: implicit partition adding, an epoch bump per EndTxn). Default: what a newly formatted "
+         f"cluster of {KAFKA_VERSION} finalizes (4.0 and later: 2; 3.9: 0, the only level it runs)."),
     _key("request.timeout.ms", Type.INT, 30000, _AT_LEAST_0, MEDIUM,
          "How long the broker waits for the requests it makes itself, e.g. the replication of "
          "transaction markers it appends for WriteTxnMarkers."),
@@ -350,8 +374,8 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     _group("offsets.retention.check.interval.ms", Type.LONG, _AT_LEAST_1, HIGH,
            "Frequency at which to check for stale offsets."),
     _key(REBALANCE_PROTOCOLS, Type.LIST, None, _rebalance_protocols, MEDIUM,
-         "The enabled rebalance protocols: classic, and consumer (KIP-848). Default: classic,consumer under "
-         f"{API_COMPATIBILITY}={KAFKA_4X}, classic under {KAFKA_3_9}. Streams groups are not served."),
+         "The enabled rebalance protocols: classic, and consumer (KIP-848). Default: classic,consumer from "
+         f"{KAFKA_VERSION}=4.0 on, classic for 3.9. Streams groups are not served."),
     _group("group.consumer.session.timeout.ms", Type.INT, _AT_LEAST_1, MEDIUM,
            "The timeout to detect client failures when using the consumer group protocol."),
     _group("group.consumer.min.session.timeout.ms", Type.INT, _AT_LEAST_1, MEDIUM,
@@ -393,9 +417,12 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     _key("replica.high.watermark.checkpoint.interval.ms", Type.LONG, 5000, _AT_LEAST_1, HIGH,
          "How often the high watermarks are saved to replication-offset-checkpoint (with log.dirs)."),
     *LOG_MANAGER_KEYS,  # broker.storage.log_config: the log manager's tasks, CleanerConfig
-    _key(API_COMPATIBILITY, Type.STRING, KAFKA_4X, ValidString((KAFKA_4X, KAFKA_3_9)), HIGH,
-         "Whose API version ranges the broker advertises and serves: 4.x (Kafka 4's, KIP-896) or 3.9 "
-         "(adds the old versions Kafka 4.0 removed, for older clients)."),
+    _key(KAFKA_VERSION, Type.STRING, LATEST_RELEASE, ValidString(RELEASE_NAMES), HIGH,
+         "The Kafka release the broker answers as: the API versions it serves and advertises, the "
+         "features ApiVersions reports and the config defaults of that release (docs/compatibility.md)."),
+    _key(API_COMPATIBILITY, Type.STRING, None, ValidString(tuple(COMPATIBILITY_ALIASES)), LOW,
+         f"Deprecated: use {KAFKA_VERSION}. {KAFKA_4X} means the newest release ({LATEST_RELEASE}), "
+         f"{KAFKA_3_9} means 3.9."),
     _key(STRICT_CONFIG, Type.BOOLEAN, False, None, HIGH,
          "Refuse keys the emulator does not implement or nobody defines (default: warn)."),
     _key(cpu_affinity.CONFIG_KEY, Type.STRING, cpu_affinity.DEFAULT, _cpu_affinity, MEDIUM,
@@ -480,7 +507,8 @@ class KafkaConfig:
         self.originals: dict[str, object] = {k: v for k, v in (props or {}).items() if v is not None}
         parsed = KAFKA_CONFIG_DEF.parse(self.originals)
         _unify_node_id(self.originals, parsed.values)
-        _resolve_transaction_version(parsed.values)
+        self.deprecated: str | None = _resolve_kafka_version(self.originals, parsed.values)
+        _apply_release(self.originals, parsed.values)
         _resolve_group_configs(parsed.values)
         validate_security(self.originals, parsed.values)
         self.props: dict[str, ConfigValue] = parsed.values
@@ -490,6 +518,9 @@ class KafkaConfig:
             raise strict_refusal(name, reason)
 
     def log_ignored(self) -> None:
+        """Log the ignored keys and a deprecated key's replacement, one line each."""
+        if self.deprecated is not None:
+            _log.warning("config_deprecated", key=API_COMPATIBILITY, message=self.deprecated)
         for name, reason in self.ignored.items():
             _log.warning("config_ignored", key=name, reason=reason, message=ignored_message(name, reason))
 
@@ -509,6 +540,11 @@ class KafkaConfig:
 
     def as_dict(self) -> dict[str, ConfigValue]:
         return dict(self.props)
+
+    @property
+    def kafka_release(self) -> KafkaRelease:
+        """The release the broker answers as (``emulator.kafka.version``)."""
+        return release(str(self.props[KAFKA_VERSION]))
 
     @property
     def broker_id(self) -> int:

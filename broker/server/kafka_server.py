@@ -40,7 +40,7 @@ import structlog
 
 from kafka_emu.broker.server import cpu_affinity
 from kafka_emu.broker.apis.api_versions import DefaultApiVersionManager
-from kafka_emu.broker.server.config import API_COMPATIBILITY, LISTENER_PORT_REUSED, TRANSACTION_VERSION, KafkaConfig
+from kafka_emu.broker.server.config import LISTENER_PORT_REUSED, TRANSACTION_VERSION, KafkaConfig
 from kafka_emu.broker.server.replica_manager_coordinator_log import ReplicaManagerCoordinatorLog
 from kafka_emu.broker.server.kafka_apis import KafkaApis, RequestHook
 from kafka_emu.broker.storage.unified_log import UnifiedLog
@@ -229,7 +229,7 @@ class KafkaServer:
         cfg = self.config
         if not listeners:
             cfg = cfg.with_overrides(listeners=f"PLAINTEXT://{self.host}:{self.port}")
-        api_versions = DefaultApiVersionManager(cfg[API_COMPATIBILITY], cfg[TRANSACTION_VERSION])
+        api_versions = DefaultApiVersionManager(cfg.kafka_release, cfg[TRANSACTION_VERSION])
         server = SocketServer(cfg, self.request_channel, self.broker_id, api_versions=api_versions,
                               scram_credentials=self.metadata.scram_credential)
         try:

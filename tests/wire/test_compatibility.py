@@ -1,18 +1,20 @@
-"""``emulator.api.compatibility``: Kafka 4.x's API versions (default) or Kafka 3.9's.
+"""``emulator.kafka.version``: the broker answers as one Kafka release (3.9, 4.0, 4.1, 4.2).
 
 Ported from Kafka: ``ApiVersionsRequestTest.testApiVersionsRequest`` (the advertised table, per
-mode, against the ranges in Kafka 3.9.1's and 4.0.0's message schemas), ``ProcessorTest``'s
-``testParseRequestHeaderWithUnsupportedApiVersion``/``WithUnsupportedApi``/``ForProduceV0ToV2``
-(a request the broker does not serve closes the connection, nothing reaches a handler), and an
-old client end to end: kafka-python pinned to ``api_version=(0, 10, 0)`` (Produce v2 with
-message format v1, Fetch v2, ListOffsets v0, Metadata v1, OffsetCommit v2, OffsetFetch v1,
-JoinGroup/SyncGroup v0) works against ``3.9`` and gets Kafka 4's closed connection otherwise.
+release, against the ranges in that release's message schemas: the checked-in table
+``kafka_emu.common.kafka_release_data``, derived from them by ``scripts/derive_kafka_releases.py``),
+``ProcessorTest``'s ``testParseRequestHeaderWithUnsupportedApiVersion``/``WithUnsupportedApi``/
+``ForProduceV0ToV2`` (a request the broker does not serve closes the connection, nothing reaches a
+handler), and an old client end to end: kafka-python pinned to ``api_version=(0, 10, 0)`` (Produce
+v2 with message format v1, Fetch v2, ListOffsets v0, Metadata v1, OffsetCommit v2, OffsetFetch v1,
+JoinGroup/SyncGroup v0) works against 3.9 and gets Kafka 4's closed connection otherwise.
 """
 from __future__ import annotations
 
 import socket
 import struct
 import time
+from pathlib import Path
 from datetime import timedelta
 from typing import Any
 
@@ -25,7 +27,7 @@ from kio.schema.index import api_key_map, schema_name_map
 
 from kafka_emu.broker.apis import APIS
 from kafka_emu.broker.apis.api_versions import build_api_versions_response
-from kafka_emu.broker.server.config import KAFKA_3_9, KAFKA_4X
+from kafka_emu.common.kafka_releases import LATEST, RELEASE_NAMES, RELEASES, KafkaRelease
 from kafka_emu.broker.protocol.adapter import build, item_cls
 from kafka_emu.broker.protocol.codec import decode_response, encode_request, encode_response, get_codec
 from kafka_emu.broker.protocol.error_response import build_error_response
@@ -35,32 +37,21 @@ from wire_helpers import RawClient, unique
 
 pytestmark = pytest.mark.timeout(90)
 
-# Each API's versions on a broker listener, from the message schemas of the release
-# (``validVersions``; Produce's advertised minimum is 0 in 4.0, KAFKA-18659). JoinGroup: 4.0.0
-# dropped v0-v1 and 4.0.1 restored them (KAFKA-19444); 4.x is the restored range.
-KAFKA_3_9_1 = {
-    0: (0, 11), 1: (0, 17), 2: (0, 9), 3: (0, 12), 8: (0, 9), 9: (0, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
-    13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 5), 18: (0, 4), 19: (0, 7), 20: (0, 6), 21: (0, 2), 22: (0, 5),
-    23: (0, 4), 24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (0, 1), 28: (0, 4), 32: (0, 4), 33: (0, 2), 35: (0, 4),
-    37: (0, 3), 42: (0, 2), 43: (0, 2), 44: (0, 1), 45: (0, 0), 46: (0, 0), 47: (0, 0), 60: (0, 1), 61: (0, 0),
-    65: (0, 0), 66: (0, 1), 68: (0, 0), 69: (0, 0), 17: (0, 1), 36: (0, 2), 29: (0, 3), 30: (0, 3), 31: (0, 3), 50: (0, 0), 51: (0, 0),
-}
-KAFKA_4_0 = {
-    0: (0, 12), 1: (4, 17), 2: (1, 10), 3: (0, 13), 8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
-    13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 5),
-    23: (2, 4), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 1), 28: (0, 5), 32: (1, 4), 33: (0, 2), 35: (1, 4),
-    37: (0, 3), 42: (0, 2), 43: (0, 2), 44: (0, 1), 45: (0, 0), 46: (0, 0), 47: (0, 0), 60: (0, 2), 61: (0, 0),
-    65: (0, 0), 66: (0, 1), 68: (0, 1), 69: (0, 1), 17: (0, 1), 36: (0, 2), 29: (1, 3), 30: (1, 3), 31: (1, 3), 50: (0, 0), 51: (0, 0),
-}
-# Versions of Kafka 3.9.1 the emulator does not serve under 3.9 (with the reason).
-NOT_SERVED_3_9: dict[int, str] = {
-    27: "WriteTxnMarkers v0 is broker-to-broker only; the in-process marker channel sends v1",
-    **{key: "ACL APIs v0 (no pattern type) have no kio schema" for key in (29, 30, 31)},
+# Versions a release serves that the emulator does not implement: (release, api key) -> the
+# versions refused (as the release refuses a version it does not know: the connection closes).
+# docs/compatibility.md lists each one with its reason.
+NOT_IMPLEMENTED: dict[tuple[str, int], tuple[int, ...]] = {
+    ("3.9", 27): (0,),                            # WriteTxnMarkers v0: the marker channel sends v1
+    ("4.2", 27): (2,),                            # WriteTxnMarkers v2 (KIP-1228 transaction version in markers)
+    ("3.9", 24): (4, 5), ("4.0", 24): (4, 5), ("4.1", 24): (4, 5), ("4.2", 24): (4, 5),   # AddPartitionsToTxn
+    ("4.2", 8): (10,), ("4.2", 9): (10,),        # OffsetCommit/OffsetFetch v10 (topic ids)
+    ("3.9", 29): (0,), ("3.9", 30): (0,), ("3.9", 31): (0,),   # DescribeAcls/CreateAcls/DeleteAcls v0
+    ("4.1", 66): (2,), ("4.2", 66): (2,),        # ListTransactions v2 (KIP-1152 id pattern)
 }
 
 
-def advertised(mode: str) -> dict[int, tuple[int, int]]:
-    body = build_api_versions_response(3, 0, mode)
+def advertised(release: KafkaRelease) -> dict[int, tuple[int, int]]:
+    body = build_api_versions_response(3, 0, release)
     return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in body.api_keys}
 
 
@@ -74,36 +65,70 @@ def advertised_over_the_wire(bootstrap: str) -> dict[int, tuple[int, int]]:
     return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in resp.api_keys}
 
 
-def test_every_served_api_has_kafka_s_ranges_in_both_modes() -> None:
-    """3.9: Kafka 3.9.1's range, capped at what the handler serves; 4.x: Kafka 4.0's minimum
-    (KIP-896) and at least its maximum unless the handler stops earlier. A new API module that
-    fails here declares ``kafka_3_9`` on its ApiSpec (or names the gap in NOT_SERVED_3_9)."""
-    old, new = advertised(KAFKA_3_9), advertised(KAFKA_4X)
-    assert set(old) == set(new) == set(APIS)
+@pytest.mark.parametrize("name", RELEASE_NAMES)
+def test_every_served_range_is_the_release_s_and_every_gap_is_listed(name: str) -> None:
+    """Per release: each range ApiVersions lists lies within the release's message schemas'
+    (never above, never below), each API of the release the emulator implements is listed, and
+    the versions left out are exactly ``NOT_IMPLEMENTED`` (each named in docs/compatibility.md)."""
+    release = RELEASES[name]
+    listed = advertised(release)
+    for key, (low, high) in listed.items():
+        theirs = release.api_versions(key)
+        assert theirs is not None, f"{APIS[key].name} is not served by Kafka {name}"
+        served = APIS[key].versions(release)
+        assert (low, high) == (release.advertised_min_version(key, served[0]), served[1]), APIS[key].name
+        assert theirs[0] <= served[0] and served[1] <= theirs[1], APIS[key].name
+        missing = tuple(v for v in range(theirs[0], theirs[1] + 1) if not served[0] <= v <= served[1])
+        assert missing == NOT_IMPLEMENTED.get((name, key), ()), (APIS[key].name, missing)
     for key, spec in APIS.items():
-        assert key in KAFKA_3_9_1 and key in KAFKA_4_0, f"add Kafka's ranges of {spec.name} to this test"
-        low, high = KAFKA_3_9_1[key]
-        if key not in NOT_SERVED_3_9:
-            assert old[key] == (low, min(high, spec.max_version)), spec.name
-        low4, high4 = KAFKA_4_0[key]
-        assert new[key][0] == low4, spec.name
-        assert new[key][1] >= high4 or new[key][1] == spec.max_version, spec.name
-    produce = APIS[ApiKeys.PRODUCE]
-    assert new[0] == (0, produce.max_version) and produce.versions(KAFKA_4X)[0] == 3   # KAFKA-18659
+        if release.api_versions(key) is not None:
+            assert key in listed, f"Kafka {name} serves {spec.name}"
+    assert all(k in listed for (n, k) in NOT_IMPLEMENTED if n == name)
 
 
-def test_every_version_served_in_either_mode_has_layouts_and_an_error_response() -> None:
-    """Each (key, version) a mode serves has a request and response layout (kio's, or one of
+def test_the_gaps_are_documented() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "compatibility.md").read_text()
+    for (name, key), versions in NOT_IMPLEMENTED.items():
+        label = f"{APIS[key].name} v{versions[0]}" + (f"-v{versions[-1]}" if len(versions) > 1 else "")
+        assert label in doc, f"docs/compatibility.md does not name {label} (Kafka {name})"
+
+
+def test_the_table_is_what_the_sources_say_where_kafka_python_knows_them() -> None:
+    """An independent check of the derived table: kafka-python 3.0 records each release's
+    ApiVersions as a real broker answered it. The differences are explained: its 3.9 table is a
+    ZooKeeper broker's, its 4.0 one 4.0.0's (JoinGroup v0-v1 came back in 4.0.1, KAFKA-19444), and a
+    real broker advertises the telemetry APIs only with a telemetry plugin (which the emulator is)."""
+    from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
+    for name in RELEASE_NAMES[1:]:
+        release = RELEASES[name]
+        theirs = BROKER_API_VERSIONS[tuple(int(p) for p in name.split("."))]
+        for key in set(release.apis) - {71, 72}:
+            low, high = release.api_versions(key)
+            expected = theirs[key]
+            if (name, key) == ("4.0", 11):
+                expected = (0, expected[1])
+            assert (release.advertised_min_version(key, low), high) == expected, (name, key)
+
+
+@pytest.mark.parametrize("name", RELEASE_NAMES)
+def test_kafka_python_infers_the_configured_release(name: str) -> None:
+    """kafka-python 3.0's ``infer_broker_version_from_api_versions`` on the advertised table."""
+    from kafka.protocol.broker_version_data import infer_broker_version_from_api_versions
+    assert infer_broker_version_from_api_versions(advertised(RELEASES[name])) == \
+        tuple(int(p) for p in name.split("."))
+
+
+def test_every_version_served_as_any_release_has_layouts_and_an_error_response() -> None:
+    """Each (key, version) a release serves has a request and response layout (kio's, or one of
     ``broker.protocol.legacy_schema``), and the generic error response (handler failures,
     injected errors) encodes and decodes in it."""
     for key, spec in APIS.items():
-        for mode in (KAFKA_3_9, KAFKA_4X):
-            low, high = spec.versions(mode)
-            for version in range(low, high + 1):
-                codec = get_codec(key, version)
-                assert codec.response_cls.__version__ == version
-                resp = build_error_response(key, version, None, Errors.NOT_COORDINATOR)
-                assert decode_response(encode_response(3, resp)[4:], type(resp)) == (3, resp)
+        versions = {v for r in RELEASES.values() if (served := spec.versions(r)) for v in range(served[0], served[1] + 1)}
+        for version in sorted(versions):
+            codec = get_codec(key, version)
+            assert codec.response_cls.__version__ == version
+            resp = build_error_response(key, version, None, Errors.NOT_COORDINATOR)
+            assert decode_response(encode_response(3, resp)[4:], type(resp)) == (3, resp)
 
 
 def _closed(sock: socket.socket) -> bool:
@@ -127,29 +152,32 @@ def _raw_frame(api_key: int, version: int) -> bytes:
         return struct.pack(">i", len(frame)) + frame
 
 
-def _unadvertised(mode: str) -> list[tuple[int, int]]:
-    """Requests the broker does not serve in ``mode``: every key kio knows that is not declared
-    (at its newest version), a version below and above each declared range, an unknown key."""
-    out = [(key, max(schema_name_map[name])) for key, name in sorted(api_key_map.items()) if key not in APIS]
-    for key, spec in APIS.items():
-        low, high = spec.versions(mode)
+def _unadvertised(release: KafkaRelease) -> list[tuple[int, int]]:
+    """Requests the broker does not serve as ``release``: every key kio knows that is not served
+    (at its newest version), a version below and above each served range, an unknown key."""
+    served = {key: spec.versions(release) for key, spec in APIS.items()}
+    out = [(key, max(schema_name_map[name])) for key, name in sorted(api_key_map.items()) if served.get(key) is None]
+    for key, versions in served.items():
+        if versions is None:
+            continue
+        low, high = versions
         if key != ApiKeys.API_VERSIONS:   # it answers every version (KIP-511)
             out += [(key, v) for v in (low - 1, high + 1) if v >= 0]
     return out + [(9999, 0)]
 
 
-def _assert_unadvertised_requests_close(bootstrap: str, mode: str) -> None:
+def _assert_unadvertised_requests_close(bootstrap: str, release: KafkaRelease) -> None:
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
-    for key, version in _unadvertised(mode):
+    for key, version in _unadvertised(release):
         with socket.create_connection((host, int(port)), timeout=5) as s:
             s.sendall(_raw_frame(key, version))
             assert _closed(s), f"api key {key} v{version} got an answer"
 
 
-@pytest.mark.kafka_cluster(brokers=1, config={"emulator.api.compatibility": "3.9"})
+@pytest.mark.kafka_cluster(brokers=1, config={"emulator.kafka.version": "3.9"})
 class TestKafka39:
     def test_api_versions_over_the_wire(self, kafka_cluster: Any) -> None:
-        assert advertised_over_the_wire(kafka_cluster.bootstrap_servers) == advertised(KAFKA_3_9)
+        assert advertised_over_the_wire(kafka_cluster.bootstrap_servers) == advertised(RELEASES['3.9'])
 
     def test_kafka_python_0_10_produces_consumes_in_a_group_and_commits(self, kafka_cluster: Any) -> None:
         topic, group = unique("old"), unique("g")
@@ -298,13 +326,13 @@ class TestKafka39:
         assert (int(p.error_code), int(p.end_offset)) == (0, 2) and not hasattr(p, "leader_epoch")
 
     def test_requests_outside_the_3_9_table_close_the_connection(self, kafka_cluster: Any) -> None:
-        _assert_unadvertised_requests_close(kafka_cluster.bootstrap_servers, KAFKA_3_9)
+        _assert_unadvertised_requests_close(kafka_cluster.bootstrap_servers, RELEASES['3.9'])
 
 
 @pytest.mark.kafka_cluster(brokers=1)
 class TestKafka4:
     def test_api_versions_over_the_wire(self, kafka_cluster: Any) -> None:
-        assert advertised_over_the_wire(kafka_cluster.bootstrap_servers) == advertised(KAFKA_4X)
+        assert advertised_over_the_wire(kafka_cluster.bootstrap_servers) == advertised(RELEASES[LATEST])
 
     def test_kafka_python_0_10_gets_kafka_4s_closed_connection(self, kafka_cluster: Any) -> None:
         """Produce v2 is advertised (from v0) but not served: the connection closes and the old
@@ -335,7 +363,7 @@ class TestKafka4:
     def test_requests_outside_the_4_table_close_the_connection(self, kafka_cluster: Any) -> None:
         """``ProcessorTest.testParseRequestHeaderWithUnsupportedApi``/``...ApiVersion``: every
         key the broker does not declare, and every version outside a declared range."""
-        _assert_unadvertised_requests_close(kafka_cluster.bootstrap_servers, KAFKA_4X)
+        _assert_unadvertised_requests_close(kafka_cluster.bootstrap_servers, RELEASES[LATEST])
 
     def test_old_api_versions_request_gets_the_v0_error_reply(self, kafka_cluster: Any) -> None:
         """KIP-511, unchanged by the mode: an ApiVersions version above 4 is answered in v0 form."""

@@ -1,11 +1,19 @@
 """CreateTopics (key 19): create topics through the in-process controller (``AdminClient.create_topics``).
 
+Manual replica ``assignments`` are honoured and validated as Kafka's controller does
+(``ReplicationControlManager.createTopic``, ``MetadataStore.create_topic``): INVALID_REQUEST unless
+``num_partitions`` and ``replication_factor`` are -1; INVALID_REPLICA_ASSIGNMENT for an empty
+replica list, an unregistered broker, a broker named twice, a partition whose replica count
+differs from the first one's, a partition assigned twice, partition indexes that are not
+0..n-1, or a partition whose replicas are all fenced. The leader is the first live replica.
+``validate_only`` answers the same without creating anything.
+
 Differences from Kafka on purpose:
 * Any broker accepts CreateTopics (Kafka forwards it to the controller); the in-process controller
   applies it synchronously, so ``timeout`` never expires and the topic's leaders exist when the
   response is sent.
-* Manual replica ``assignments`` are honoured only in shape (partition count and replication
-  factor); placement is the controller's round robin.
+* Without manual assignments, placement is the controller's round robin, not Kafka's rack-aware
+  striping.
 * Topic configs the emulator does not implement are accepted with a warning (refused with
   INVALID_CONFIG under ``emulator.strict.config=true``), see ``broker.storage.log_config``.
 """
@@ -20,7 +28,7 @@ from kafka_emu.broker.server.config import STRICT_CONFIG, ConfigException
 from kafka_emu.broker.storage.log_config import validate_topic_configs
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
-from kafka_emu.common.errors import Errors
+from kafka_emu.common.errors import Errors, KafkaError
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
@@ -36,36 +44,43 @@ def _create_one(apis: KafkaApis, t: Any, validate_only: bool) -> tuple[int, str 
         return err, f"illegal topic name {name!r}", -1, -1
     if md.topic(name) is not None:
         return Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", -1, -1
-    assignments = getattr(t, "assignments", ()) or ()
+    manual = [(int(a.partition_index), tuple(int(b) for b in a.broker_ids)) for a in (t.assignments or ())]
     partitions = int(t.num_partitions)
     rf = int(t.replication_factor)
-    if assignments:
-        partitions = len(assignments)
-        rf = len(assignments[0].broker_ids)
+    if manual and rf != -1:
+        return (Errors.INVALID_REQUEST,
+                "A manual partition assignment was specified, but replication factor was not set to -1.", -1, -1)
+    if manual and partitions != -1:
+        return (Errors.INVALID_REQUEST,
+                "A manual partition assignment was specified, but numPartitions was not set to -1.", -1, -1)
     if partitions == -1:
         partitions = apis.config["num.partitions"]
     if rf == -1:
         rf = apis.config["default.replication.factor"]
-    if partitions <= 0:
-        return Errors.INVALID_PARTITIONS, "Number of partitions must be larger than 0.", -1, -1
-    live = len(md.live_broker_ids())
-    if rf <= 0 or rf > live:
-        return (Errors.INVALID_REPLICATION_FACTOR,
-                f"Replication factor: {rf} larger than available brokers: {live}.", -1, -1)
+    if not manual:
+        if partitions <= 0:
+            return Errors.INVALID_PARTITIONS, "Number of partitions must be larger than 0.", -1, -1
+        live = len(md.live_broker_ids())
+        if rf <= 0 or rf > live:
+            return (Errors.INVALID_REPLICATION_FACTOR,
+                    f"Replication factor: {rf} larger than available brokers: {live}.", -1, -1)
     try:
         configs = validate_topic_configs(name, {c.name: c.value for c in (getattr(t, "configs", ()) or ())},
                                          bool(apis.config[STRICT_CONFIG]))
     except ConfigException as exc:
         return Errors.INVALID_CONFIG, str(exc), -1, -1
-    if validate_only:
+    if validate_only and not manual:
         return Errors.NONE, None, partitions, rf
     try:
-        md.create_topic(name, partitions, rf, configs=configs)
+        info = md.create_topic(name, partitions, rf, configs=configs, manual=manual or None,
+                               validate_only=validate_only)
+    except KafkaError as exc:
+        return exc.code, exc.message or None, -1, -1
     except ValueError as exc:
         if md.topic(name) is not None:
             return Errors.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.", -1, -1
         return Errors.INVALID_REQUEST, str(exc), -1, -1
-    return Errors.NONE, None, partitions, rf
+    return Errors.NONE, None, len(info.partitions), len(info.partitions[0].replicas)
 
 
 def handle_create_topics(apis: KafkaApis, request: Request) -> None:

@@ -53,7 +53,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import structlog
 
@@ -214,35 +214,65 @@ class MetadataStore:
         return t.partitions.get(partition) if t else None
 
     def create_topic(self, name: str, partitions: int, replication_factor: int,
-                     configs: dict[str, Any] | None = None, internal: bool = False) -> TopicInfo:
-        """Assign replicas round robin over the live brokers; the first replica leads."""
+                     configs: dict[str, Any] | None = None, internal: bool = False,
+                     manual: Sequence[tuple[int, Sequence[int]]] | None = None,
+                     validate_only: bool = False) -> TopicInfo:
+        """Create topic ``name``: replicas round robin over the live brokers, the first replica
+        leading; or, with ``manual`` ((partition index, replicas) pairs, Kafka's
+        ``CreatableReplicaAssignment``), those replicas, validated as Kafka's
+        ``ReplicationControlManager.createTopic`` does (KafkaError INVALID_REPLICA_ASSIGNMENT) and
+        led by the first live one; ``partitions``/``replication_factor`` are then ignored. With
+        ``validate_only`` the topic is built and returned but not stored."""
         with self._controller_lock:
             with self._lock:
                 if name in self.topics:
                     raise ValueError(f"topic {name!r} already exists")
                 live = self._live_ids_locked()
-                if partitions <= 0:
-                    raise ValueError("partitions must be positive")
-                if replication_factor <= 0 or replication_factor > len(live):
-                    raise ValueError(f"replication factor {replication_factor} larger than "
-                                     f"available brokers {len(live)}")
+                if manual:
+                    placed = self._manual_topic_assignment(manual)
+                else:
+                    if partitions <= 0:
+                        raise ValueError("partitions must be positive")
+                    if replication_factor <= 0 or replication_factor > len(live):
+                        raise ValueError(f"replication factor {replication_factor} larger than "
+                                         f"available brokers {len(live)}")
+                    placed = place_replicas(live, self._next_assignment_start, 0, partitions, replication_factor)
+                    if not validate_only:
+                        self._next_assignment_start += 1
                 topic_id = uuid.uuid4()
                 while topic_id.int == 0:
                     topic_id = uuid.uuid4()
                 info = TopicInfo(name, topic_id, configs=dict(configs or {}), internal=internal)
-                start = self._next_assignment_start
-                self._next_assignment_start += 1
-                for p, replicas in enumerate(place_replicas(live, start, 0, partitions, replication_factor)):
-                    info.partitions[p] = PartitionState(name, p, topic_id, replicas[0], 0, 0,
-                                                        replicas, replicas)
+                for p, replicas in enumerate(placed):
+                    isr = tuple(r for r in replicas if r in live)
+                    info.partitions[p] = PartitionState(name, p, topic_id, isr[0], 0, 0, replicas, isr)
+                if validate_only:
+                    return info
                 self.topics[name] = info
                 self.topics_by_id[topic_id] = name
                 self.topics_version += 1
                 states = list(info.partitions.values())
-            _log.info("topic_created", topic=name, partitions=partitions,
-                      replication_factor=replication_factor, topic_id=str(topic_id))
+            _log.info("topic_created", topic=name, partitions=len(placed),
+                      replication_factor=len(placed[0]), topic_id=str(topic_id))
             self._push(states, [])
             return info
+
+    def _manual_topic_assignment(self, manual: Sequence[tuple[int, Sequence[int]]]) -> list[tuple[int, ...]]:
+        """The replicas of each partition of a new topic from its manual assignments, in
+        partition order (``_lock`` held): every assignment valid and of the first one's size, no
+        partition twice, the indexes 0..n-1."""
+        by_partition: dict[int, tuple[int, ...]] = {}
+        rf: int | None = None
+        for partition, replicas in manual:
+            if partition in by_partition:
+                raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                                 f"Found multiple manual partition assignments for partition {partition}")
+            by_partition[partition] = self._manual_assignment(list(replicas), rf, partition)
+            rf = len(replicas)
+        if sorted(by_partition) != list(range(len(by_partition))):
+            raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
+                             "partitions should be a consecutive 0-based integer sequence")
+        return [by_partition[p] for p in range(len(by_partition))]
 
     def ensure_offsets_topic(self, partitions: int, replication_factor: int) -> bool:
         """Create ``__consumer_offsets`` unless it exists (Kafka creates it on the first
@@ -339,8 +369,9 @@ class MetadataStore:
             self._push(states, [])
             return states
 
-    def _manual_assignment(self, replicas: list[int], rf: int, partition: int) -> tuple[int, ...]:
-        """Kafka's ``validateManualPartitionAssignment`` (``_lock`` held)."""
+    def _manual_assignment(self, replicas: list[int], rf: int | None, partition: int) -> tuple[int, ...]:
+        """Kafka's ``validateManualPartitionAssignment`` and its check that a live broker is among
+        the replicas (``_lock`` held); ``rf`` None: the first partition, any size."""
         if not replicas:
             raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
                              "The manual partition assignment includes an empty replica list.")
@@ -354,7 +385,7 @@ class MetadataStore:
                 raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
                                  f"The manual partition assignment includes the broker {previous} more than once.")
             previous = broker_id
-        if len(replicas) != rf:
+        if rf is not None and len(replicas) != rf:
             raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
                              f"The manual partition assignment includes a partition with {len(replicas)} "
                              f"replica(s), but this is not consistent with previous partitions, which have "

@@ -193,6 +193,9 @@ class EmbeddedCluster:
         base_dirs = configured_log_dirs(checked)
         self.storage = ClusterStorage(base_dirs, brokers) if base_dirs else None
         self.metadata = MetadataStore(self.storage.cluster_id if self.storage is not None else None)
+        self._min_insync_replicas = int(checked["min.insync.replicas"])
+        if self.storage is None or self.storage.state is None:   # a newly formatted cluster
+            self.metadata.write_activation_records(self.kafka_version, self._min_insync_replicas)
         if self.storage is not None:
             if self.storage.state is not None:
                 self.metadata.restore_state(self.storage.state)
@@ -349,7 +352,9 @@ class EmbeddedCluster:
         the schema registry emptied (its ``_schemas`` topic created anew),
         every consumer group and every non-internal topic deleted, as an admin would with
         DeleteGroups and DeleteTopics, and the dynamic broker and group configs removed
-        (IncrementalAlterConfigs DELETE); the brokers keep running, on the same clock.
+        (IncrementalAlterConfigs DELETE) but for those a newly formatted cluster of the release has
+        (KIP-966's cluster-level ``min.insync.replicas``, ``MetadataStore.write_activation_records``);
+        the brokers keep running, on the same clock.
 
         Groups go through each coordinator's DeleteGroups path, so a group that still has
         members is NON_EMPTY_GROUP, as in Kafka; topics go through the controller's deletion, as
@@ -365,6 +370,7 @@ class EmbeddedCluster:
             self.metadata.alter_broker_configs(resource, lambda _current: {})
         for group_id in self.metadata.group_config_resources():
             self.metadata.alter_group_configs(group_id, lambda _current: {})
+        self.metadata.write_activation_records(self.kafka_version, self._min_insync_replicas)
         while True:
             left = self._delete_groups() + self._delete_topics()
             if not left:

@@ -70,6 +70,8 @@ from kafka_emu.broker.server.partition_state import (
 from kafka_emu.broker.security.acl import AclBinding
 from kafka_emu.broker.security.scram import ScramCredential, ScramMechanism
 from kafka_emu.common.errors import Errors, KafkaError
+from kafka_emu.common.kafka_releases import KafkaRelease
+from kafka_emu.broker.server.dynamic_config import CLUSTER_DEFAULT
 
 if TYPE_CHECKING:
     from kafka_emu.broker.network.request_channel import RequestChannel
@@ -78,6 +80,7 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("broker.metadata")
 
 OFFSETS_TOPIC = "__consumer_offsets"
+ELR_FEATURE = "eligible.leader.replicas.version"
 FIRST_PRODUCER_ID = 1000
 PRODUCER_ID_BLOCK_SIZE = 1000   # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 
@@ -465,6 +468,18 @@ class MetadataStore:
                     self._group_configs.pop(group_id, None)
             _log.info("group_configs_altered", group_id=group_id, configs=sorted(configs))
             self._announce_config(ConfigResourceType.GROUP, group_id)
+
+    def write_activation_records(self, release: KafkaRelease, min_insync_replicas: int) -> None:
+        """What Kafka's controller writes when it first activates on a newly formatted cluster of
+        ``release``, beyond the features (``ActivationRecordsGenerator``): when the release formats
+        with KIP-966's ELR on (4.1 and later), a cluster-level ``min.insync.replicas`` config of the
+        static value, which DescribeConfigs then reports as DYNAMIC_DEFAULT_BROKER_CONFIG. Kept if
+        already set."""
+        elr = release.features.get(ELR_FEATURE)
+        if elr is None or elr.default == 0:
+            return
+        self.alter_broker_configs(CLUSTER_DEFAULT, lambda current: {"min.insync.replicas": min_insync_replicas,
+                                                                    **current})
 
     def register_config_listener(self, broker_id: int, listener: ConfigListener) -> None:
         with self._lock:

@@ -231,15 +231,16 @@ def test_dynamic_broker_configs_cluster_default_and_per_broker(kafka_cluster: An
     assert list(entry.synonyms) == ["log.retention.ms", "log.retention.hours"]   # keyed by name (order: raw test)
     entry = _describe(admin, BROKER, "0")["log.retention.ms"]
     assert (entry.value, entry.source) == ("50000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
-    entry, synonyms = _synonyms_raw(raw, 4, "", None)     # the cluster-wide resource: only what is set there
-    assert (entry.name, entry.value, entry.config_source) == ("log.retention.ms", "50000", 3)
+    # the cluster-wide resource: only what is set there (and KIP-966's activation record, 4.1+)
+    assert [(e.name, e.value, e.config_source) for e in _describe_raw(raw, 4, "", None).results[0].configs] == \
+        [("min.insync.replicas", "1", 3), ("log.retention.ms", "50000", 3)]
     topic_entry = _describe(admin, TOPIC, topic)["retention.ms"]
     assert (topic_entry.value, topic_entry.source) in {("50000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value),
                                                        ("70000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)}
     assert _alter(admin, BROKER, "1", ("log.retention.ms", None, DELETE)) is None
     assert _alter_default(kafka_cluster, ("log.retention.ms", None, DELETE)) == (0, None)
     assert {c.retention_ms for c in _log_configs(kafka_cluster, topic)} == {604800000}
-    assert _describe_raw(raw, 4, "", None).results[0].configs == ()
+    assert [e.name for e in _describe_raw(raw, 4, "", None).results[0].configs] == ["min.insync.replicas"]
 
 
 def _describe_raw(raw: RawClient, rtype: int, name: str, key: str | None) -> Any:
@@ -300,9 +301,15 @@ def test_broker_configs_kafka_does_not_make_dynamic_are_refused(kafka_cluster: A
         error = _alter(admin, BROKER, "0", (key, value, SET))
         assert error is not None and (error.code(), error.str()) == (code, message), key
         assert _alter_default(kafka_cluster, (key, value, SET)) == (code, message), key
-    assert kafka_cluster.metadata.broker_config_resources() == []
+    activation = {"": {"min.insync.replicas": 1}}   # KIP-966's cluster-level record (4.1+)
+    assert _stored(kafka_cluster) == activation
     assert _alter_default(kafka_cluster, ("log.retention.ms", "1000", SET), validate_only=True) == (0, None)
-    assert kafka_cluster.metadata.broker_config_resources() == []
+    assert _stored(kafka_cluster) == activation
+
+
+def _stored(kafka_cluster: Any) -> dict[str, dict[str, Any]]:
+    md = kafka_cluster.metadata
+    return {r: md.broker_configs(r) for r in md.broker_config_resources()}
 
 
 def test_dynamic_message_max_bytes_keeps_other_synonyms(kafka_cluster: Any, admin: AdminClient) -> None:

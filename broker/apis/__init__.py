@@ -8,7 +8,9 @@ admit only what it serves (``api_versions.DefaultApiVersionManager``, handed to 
 is what kio decodes and the handler fills correctly; versions newer than a handler understands
 are left out rather than half-served.
 
-Deliberately absent: GetTelemetrySubscriptions (librdkafka calls it only when advertised).
+Which of these a broker serves, and at which versions, depends on the Kafka release it answers
+as (``ApiSpec.versions``, ``emulator.kafka.version``). Deliberately absent:
+GetTelemetrySubscriptions (librdkafka calls it only when advertised).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 kio is generated from Kafka 4's message schemas, so it has no Produce v0-v2, Fetch v0-v3,
 ListOffsets v0, OffsetCommit v0-v1, OffsetFetch v0, CreateTopics v0-v1, DeleteTopics v0,
-OffsetForLeaderEpoch v0-v1, DescribeConfigs v0 or DescribeLogDirs v0. Each of those layouts is the next kept version's with fields taken away (and
+OffsetForLeaderEpoch v0-v1, DescribeConfigs v0, DescribeLogDirs v0 or AlterReplicaLogDirs v0. Each of those layouts is the next kept version's with fields taken away (and
 a few added), as Kafka 3.9's message schemas (``ProduceRequest.json`` ...) state with per-field
 ``versions``. This
 module derives kio-style entity classes for them from kio's classes of the next version, so
@@ -156,6 +156,7 @@ _REQUEST_LAYOUTS: _Layouts = {
     (ApiKeys.DESCRIBE_CONFIGS, 0): (1, _DESCRIBE_CONFIGS_V0),
     **{(ApiKeys.OFFSET_FOR_LEADER_EPOCH, v): (2, _EPOCH_V0) for v in (0, 1)},
     (ApiKeys.DESCRIBE_LOG_DIRS, 0): (1, None),   # "v1 is the same as v0"
+    (ApiKeys.ALTER_REPLICA_LOG_DIRS, 0): (1, None),   # likewise
 }
 _RESPONSE_LAYOUTS: _Layouts = {
     (ApiKeys.PRODUCE, 0): (3, {**_NO_APPEND_TIME, "ProduceResponse": Change(drop=("throttle_time",))}),
@@ -173,6 +174,7 @@ _RESPONSE_LAYOUTS: _Layouts = {
     (ApiKeys.OFFSET_FOR_LEADER_EPOCH, 0): (2, _EPOCH_RESPONSE_V0),
     (ApiKeys.OFFSET_FOR_LEADER_EPOCH, 1): (2, _EPOCH_RESPONSE_V1),
     (ApiKeys.DESCRIBE_LOG_DIRS, 0): (1, None),
+    (ApiKeys.ALTER_REPLICA_LOG_DIRS, 0): (1, None),
 }
 # the (api key, version) pairs this module derives, for requests and responses alike
 LEGACY_VERSIONS = frozenset(_REQUEST_LAYOUTS)

@@ -147,7 +147,14 @@ class MetadataStore:
         # GROUP resource name -> typed overrides (KIP-848's group configs); a group's dict is
         # replaced, never changed, so the coordinator reads it without the lock
         self._group_configs: dict[str, dict[str, Any]] = {}
+        # CLIENT_METRICS resource name -> its configs (KIP-714 subscriptions)
+        self._client_metrics: dict[str, dict[str, Any]] = {}
         self._next_assignment_start = 0
+        # the metadata log this store stands for: records committed (each publish is one), and the
+        # quorum's leader and epoch as DescribeQuorum reports them (quorum_state)
+        self._metadata_records = 0
+        self._quorum_leader = -1
+        self._quorum_epoch = 0
         self._next_producer_id = FIRST_PRODUCER_ID
         # reassignments whose adding replicas all joined the ISR (set by alter_isr, which runs
         # under a partition lock); completed by complete_reassignments, called lock-free
@@ -469,6 +476,23 @@ class MetadataStore:
             _log.info("group_configs_altered", group_id=group_id, configs=sorted(configs))
             self._announce_config(ConfigResourceType.GROUP, group_id)
 
+    def client_metrics_resources(self) -> list[str]:
+        """The CLIENT_METRICS resources that have configs (KIP-714 subscriptions), by name."""
+        with self._lock:
+            return sorted(self._client_metrics)
+
+    def quorum_state(self) -> tuple[int, int, int]:
+        """(leader id, leader epoch, log end offset) of the metadata quorum this in-process
+        controller stands for, as DescribeQuorum reports it: one voter, the controller (the
+        first live broker, as Metadata's ``controller_id``), whose epoch grows each time that
+        broker changes; the log end offset counts the changes committed since start-up (each
+        publish of partition states, configs, ISR changes or producer-id blocks is one)."""
+        leader = self.controller_id
+        with self._lock:
+            if leader != self._quorum_leader:
+                self._quorum_leader, self._quorum_epoch = leader, self._quorum_epoch + 1
+            return leader, self._quorum_epoch, self._metadata_records
+
     def write_activation_records(self, release: KafkaRelease, min_insync_replicas: int) -> None:
         """What Kafka's controller writes when it first activates on a newly formatted cluster of
         ``release``, beyond the features (``ActivationRecordsGenerator``): when the release formats
@@ -747,6 +771,8 @@ class MetadataStore:
                     _log.exception("metadata_push_failed", broker_id=bid)
 
     def _changed(self) -> None:
+        with self._lock:
+            self._metadata_records += 1
         if self.on_change is not None:
             self.on_change(self)
 

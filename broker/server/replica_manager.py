@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
-from uuid import UUID
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from uuid import UUID, uuid4
 
 import structlog
 
@@ -154,6 +154,34 @@ class ReplicaManager:
     # ------------------------------------------------------------------ partitions
     def get_partition(self, tp: TP) -> Partition | None:
         return self.partitions.get(tp)
+
+    def alter_replica_log_dirs(self, partition_dirs: Mapping[TP, str]) -> dict[TP, int]:
+        """Kafka's ``ReplicaManager.alterReplicaLogDirs``: per partition, INVALID_TOPIC_EXCEPTION
+        when its future directory's name would pass 255 characters, LOG_DIR_NOT_FOUND for a
+        directory the broker does not have, REPLICA_NOT_AVAILABLE when the partition has no
+        replica here (the directory is remembered for when it comes), KAFKA_STORAGE_ERROR when
+        the move fails; else the log is in that directory (moved at once, see
+        ``LogManager.move_log``)."""
+        out: dict[TP, int] = {}
+        for tp, path in partition_dirs.items():
+            if len(f"{tp[0]}-{tp[1]}.{uuid4().hex}-future") > 255:   # UnifiedLog.logFutureDirName
+                out[tp] = Errors.INVALID_TOPIC_EXCEPTION
+                continue
+            directory = self.log_manager.log_dir(path)
+            if directory is None:
+                out[tp] = Errors.LOG_DIR_NOT_FOUND
+                continue
+            self.log_manager.maybe_update_preferred_log_dir(tp, directory)
+            if self.partitions.get(tp) is None or self.log_manager.get_log(tp) is None:
+                out[tp] = Errors.REPLICA_NOT_AVAILABLE
+                continue
+            try:
+                self.log_manager.move_log(tp, directory)
+                out[tp] = Errors.NONE
+            except OSError as exc:
+                _log.warning("log_move_failed", topic=tp[0], partition=tp[1], log_dir=path, error=str(exc))
+                out[tp] = Errors.KAFKA_STORAGE_ERROR
+        return out
 
     def _key(self, tp: TP) -> TopicPartitionOperationKey:
         key = self._keys.get(tp)

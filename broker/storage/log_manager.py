@@ -178,6 +178,9 @@ class LogManager:
         self.cleaner: Any = None   # the LogCleaner, when log.cleaner.enable (set by KafkaServer)
         self.live_log_dirs: list[Path] = configured_log_dirs(config)
         self.scheduler: KafkaScheduler | None = None   # set by schedule_tasks
+        # partition -> the log dir AlterReplicaLogDirs chose before the partition came (Kafka's
+        # preferredLogDirs); guarded by _lock
+        self._preferred_dirs: dict[TP, Path] = {}
 
     def log_config(self, topic_configs: Mapping[str, object] | None) -> LogConfig:
         return LogConfig.for_topic(topic_configs, self.config)
@@ -207,7 +210,8 @@ class LogManager:
         for log in self.logs.values():
             if isinstance(log, PersistentLog) and log.dir.parent in counts:
                 counts[log.dir.parent] += 1
-        directory = min(self.live_log_dirs, key=lambda d: counts[d]) / f"{tp[0]}-{tp[1]}"
+        parent = self._preferred_dirs.pop(tp, None) or min(self.live_log_dirs, key=lambda d: counts[d])
+        directory = parent / f"{tp[0]}-{tp[1]}"
         if directory.exists():   # not a log of this broker (load_logs set strays aside): keep it apart
             _set_aside(directory)
         log = PersistentLog(directory, tp[0], tp[1], config=config, time=self.time,
@@ -445,6 +449,43 @@ class LogManager:
         _log.warning("log_memory_budget_exceeded", budget_bytes=self.memory_max_bytes, total_bytes=total,
                      deleted_bytes=freed_total, partitions=deleted, rolled=rolled, message=message)
         return freed_total
+
+    # ------------------------------------------------------------------ moves (AlterReplicaLogDirs)
+    def log_dir(self, path: str) -> Path | None:
+        """The log directory named ``path`` (an absolute path, as DescribeLogDirs names them);
+        None if the broker has none of that name (Kafka's ``isLogDirOnline``: not in the
+        config). Without ``log.dirs`` the one notional directory."""
+        if not self.live_log_dirs:
+            notional = IN_MEMORY_LOG_DIR.format(broker_id=self.config["broker.id"])
+            return Path(notional) if path == notional else None
+        for d in self.live_log_dirs:
+            if str(d) == path or str(d.absolute()) == path:
+                return d
+        return None
+
+    def maybe_update_preferred_log_dir(self, tp: TP, directory: Path) -> None:
+        """Where ``tp``'s log goes when it is created here later (Kafka's namesake)."""
+        if self.live_log_dirs:
+            with self._lock:
+                if tp not in self.logs:
+                    self._preferred_dirs[tp] = directory
+
+    def move_log(self, tp: TP, directory: Path) -> None:
+        """Move ``tp``'s log into log directory ``directory`` unless it is there (without
+        ``log.dirs`` the one notional directory holds every log). Done at once under the log's
+        lock, which appends and the cleaner also take; ``OSError`` when the move fails."""
+        log = self.logs.get(tp)
+        if not isinstance(log, PersistentLog) or log.dir.parent == directory:
+            return
+        with log.lock:
+            target = directory / log.dir.name
+            if target.exists():   # a leftover of this partition, not a log of this broker
+                _set_aside(target)
+            log.rename_dir(target)
+        # the directories' checkpoints name it there from their next write (until then a crash
+        # recovers the moved log from its start)
+        _log.info("log_moved", broker_id=self.config["broker.id"], topic=tp[0], partition=tp[1],
+                  log_dir=str(directory))
 
     # ------------------------------------------------------------------ deletion
     def delete_log(self, tp: TP) -> UnifiedLog | None:

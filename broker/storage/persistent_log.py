@@ -223,6 +223,22 @@ class PersistentLog(UnifiedLog):
         seg.txn_index.path = segment_path(self.dir, base_offset, TXN_INDEX_SUFFIX)
         return seg
 
+    def rename_dir(self, directory: Path) -> None:
+        """Move the partition directory whole to ``directory`` (Kafka's ``LocalLog.renameDir``),
+        with the lock held by the caller: one rename, so the open segment files stay valid and
+        only the paths this log keeps change. Raises ``OSError`` (EXDEV across file systems:
+        the caller answers KAFKA_STORAGE_ERROR)."""
+        old = self.dir
+        os.rename(old, directory)
+        fsync_dir(directory.parent)
+        fsync_dir(old.parent)
+        self.dir = directory
+        for base, file in self._files.items():
+            file.path = segment_path(directory, base, LOG_SUFFIX)
+        for seg in self.segments:
+            seg.txn_index.path = segment_path(directory, seg.base_offset, TXN_INDEX_SUFFIX)
+        self.leader_epoch_cache.checkpoint = LeaderEpochCheckpointFile(directory / LEADER_EPOCH_CHECKPOINT)
+
     def _drop_segment(self, seg: LogSegment) -> None:
         """Forget a segment that left the log and delete its files."""
         file = self._files.pop(seg.base_offset, None)

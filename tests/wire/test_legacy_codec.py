@@ -29,6 +29,14 @@ pytestmark = pytest.mark.timeout(120)
 # has an array of them (DescribeLogDirsRequest.json, "version 1 is the same as version 0"): Kafka's
 # layout, in kafka-python's types
 _DESCRIBE_LOG_DIRS_REQUEST_V0 = Schema(("topics", Array(("topic", String("utf-8")), ("partitions", Array(Int32)))))
+# kafka-python has no AlterReplicaLogDirs v0 classes: Kafka 3.9's AlterReplicaLogDirsRequest.json
+# layout ("version 1 is the same as version 0"), in kafka-python's types
+_ALTER_REPLICA_LOG_DIRS_V0 = (
+    Schema(("dirs", Array(("path", String("utf-8")),
+                          ("topics", Array(("name", String("utf-8")), ("partitions", Array(Int32))))))),
+    Schema(("throttle_time_ms", Int32),
+           ("results", Array(("topic_name", String("utf-8")),
+                             ("partitions", Array(("partition_index", Int32), ("error_code", Int16)))))))
 # (key, version) -> kafka-python's (request class, response class)
 KAFKA_PYTHON = {
     **{(0, v): (getattr(kp_produce, f"ProduceRequest_v{v}"), getattr(kp_produce, f"ProduceResponse_v{v}"))
@@ -46,6 +54,7 @@ KAFKA_PYTHON = {
     **{(23, v): (getattr(kp_epoch, f"OffsetForLeaderEpochRequest_v{v}"),
                  getattr(kp_epoch, f"OffsetForLeaderEpochResponse_v{v}")) for v in (0, 1)},
     (35, 0): (SimpleNamespace(SCHEMA=_DESCRIBE_LOG_DIRS_REQUEST_V0), kp_admin.DescribeLogDirsResponse_v0),
+    (34, 0): (SimpleNamespace(SCHEMA=_ALTER_REPLICA_LOG_DIRS_V0[0]), SimpleNamespace(SCHEMA=_ALTER_REPLICA_LOG_DIRS_V0[1])),
 }
 _ERROR_CODES = (0, 1, 3, 6, 35, 87)
 

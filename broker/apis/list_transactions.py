@@ -1,11 +1,13 @@
-"""ListTransactions (key 66), v0-v1: the transactional ids this broker coordinates (admin
+"""ListTransactions (key 66), v0-v2: the transactional ids this broker coordinates (admin
 clients ask every broker and merge).
 
 Kafka's ``TransactionStateManager.listTransactionStates``: any ``__transaction_state`` partition
 still loading ⇒ COORDINATOR_LOAD_IN_PROGRESS; Dead ids are never listed; a non-empty producer id
 filter or state filter must match, unknown state names are echoed in
 ``unknown_state_filters``; v1's ``duration_filter`` (≥ 0) keeps transactions running longer than
-it. v2 (KIP-1152 transactional id pattern) is not served. No authorisation (no ACLs).
+it; v2's ``transactional_id_pattern`` (KIP-1152; null or empty: no filter) keeps the ids it matches
+whole, and one RE2 (Kafka's regex engine) refuses is INVALID_REGULAR_EXPRESSION. No authorisation
+(no ACLs).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ def handle_list_transactions(apis: KafkaApis, request: Request) -> None:
     else:
         error, unknown, listed = coordinator.handle_list_transactions(
             {int(p) for p in body.producer_id_filters}, set(body.state_filters),
-            int(getattr(body, "duration_filter", -1)))
+            int(getattr(body, "duration_filter", -1)), getattr(body, "transactional_id_pattern", None))
     # Kafka lists only the transactional ids the principal may describe
     allowed = filter_authorized(apis, request, Op.DESCRIBE, TRANSACTIONAL_ID, (t.transactional_id for t in listed))
     listed = [t for t in listed if t.transactional_id in allowed]
@@ -43,4 +45,4 @@ def handle_list_transactions(apis: KafkaApis, request: Request) -> None:
                                        transaction_state=t.state) for t in listed)))
 
 
-APIS = (ApiSpec(ApiKeys.LIST_TRANSACTIONS, 0, 1, handle_list_transactions),)
+APIS = (ApiSpec(ApiKeys.LIST_TRANSACTIONS, 0, 2, handle_list_transactions),)

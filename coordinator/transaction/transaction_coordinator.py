@@ -528,10 +528,12 @@ class TransactionCoordinator:
                                           tuple(sorted(md.topic_partitions)))
 
     def handle_list_transactions(self, producer_id_filters: set[int], state_filters: set[str],
-                                 duration_filter_ms: int = -1) -> tuple[int, list[str], list[TransactionListing]]:
+                                 duration_filter_ms: int = -1, transactional_id_pattern: str | None = None
+                                 ) -> tuple[int, list[str], list[TransactionListing]]:
         if not self._active:
             return Errors.COORDINATOR_NOT_AVAILABLE, [], []
-        return self.txn_manager.list_transaction_states(producer_id_filters, state_filters, duration_filter_ms)
+        return self.txn_manager.list_transaction_states(producer_id_filters, state_filters, duration_filter_ms,
+                                                        transactional_id_pattern)
 
     # ------------------------------------------------------------------ metrics
     def snapshot(self) -> TransactionCoordinatorSnapshot:

@@ -26,6 +26,7 @@ released.
 """
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -91,6 +92,21 @@ def map_append_error(code: int) -> int:
     if code in (Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE):
         return Errors.UNKNOWN_SERVER_ERROR
     return code
+
+
+# What Python's re accepts but RE2 (Kafka's com.google.re2j) refuses: lookaround, backreferences,
+# possessive quantifiers and atomic groups
+_NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]|\(\?>|[*+?}]\+")
+
+
+def transactional_id_regex(pattern: str) -> re.Pattern[str] | None:
+    """``pattern`` compiled as Kafka's RE2J would accept it; None when it would refuse it."""
+    if _NOT_RE2.search(pattern):
+        return None
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
 
 
 class TransactionStateManager:
@@ -267,11 +283,19 @@ class TransactionStateManager:
 
     # ------------------------------------------------------------------ listing
     def list_transaction_states(self, producer_id_filters: set[int], state_filters: set[str],
-                                duration_filter_ms: int) -> tuple[int, list[str], list[TransactionListing]]:
-        """(error, unknown state names, listings) of the loaded partitions (ListTransactions)."""
+                                duration_filter_ms: int, transactional_id_pattern: str | None = None
+                                ) -> tuple[int, list[str], list[TransactionListing]]:
+        """(error, unknown state names, listings) of the loaded partitions (ListTransactions);
+        ``transactional_id_pattern`` (v2, KIP-1152) keeps the ids it matches whole, an invalid
+        one is INVALID_REGULAR_EXPRESSION (``transactional_id_regex``)."""
         with self._state_lock:
             if self._loading:
                 return Errors.COORDINATOR_LOAD_IN_PROGRESS, [], []
+        pattern = None
+        if transactional_id_pattern:
+            pattern = transactional_id_regex(transactional_id_pattern)
+            if pattern is None:
+                return Errors.INVALID_REGULAR_EXPRESSION, [], []
         unknown = [s for s in state_filters if TransactionState.from_name(s) is None]
         now = self.time.milliseconds()
         out = []
@@ -285,6 +309,8 @@ class TransactionStateManager:
                     continue
                 if duration_filter_ms >= 0 and (md.txn_start_timestamp < 0
                                                 or now - md.txn_start_timestamp <= duration_filter_ms):
+                    continue
+                if pattern is not None and not pattern.fullmatch(md.transactional_id):
                     continue
                 out.append(TransactionListing(md.transactional_id, md.producer_id, md.state.state_name))
         return Errors.NONE, unknown, out

@@ -46,7 +46,6 @@ NOT_IMPLEMENTED: dict[tuple[str, int], tuple[int, ...]] = {
     ("3.9", 24): (4, 5), ("4.0", 24): (4, 5), ("4.1", 24): (4, 5), ("4.2", 24): (4, 5),   # AddPartitionsToTxn
     ("4.2", 8): (10,), ("4.2", 9): (10,),        # OffsetCommit/OffsetFetch v10 (topic ids)
     ("3.9", 29): (0,), ("3.9", 30): (0,), ("3.9", 31): (0,),   # DescribeAcls/CreateAcls/DeleteAcls v0
-    ("4.1", 66): (2,), ("4.2", 66): (2,),        # ListTransactions v2 (KIP-1152 id pattern)
 }
 
 

@@ -4,6 +4,8 @@ testFencingOnCommit, testSendOffsetsWithGroupMetadata, testFencingOnTransactionE
 admin APIs DescribeTransactions and ListTransactions."""
 from __future__ import annotations
 
+import re
+
 import time
 from typing import Any
 
@@ -297,6 +299,14 @@ def test_describe_and_list_transactions(kafka_cluster: Any) -> None:
         mine = [t for listing in admin.list_transactions(producer_id_filters=[d.producer_id]).values()
                 for t in listing]
         assert [t.transactional_id for t in mine] == [txn_id]
+        # v2 (KIP-1152): the pattern matches whole ids; RE2 refuses lookaround
+        by_pattern = [t.transactional_id for listing in admin.list_transactions(
+            transactional_id_pattern=re.escape(txn_id[:-2]) + ".*").values() for t in listing]
+        assert txn_id in by_pattern
+        assert not [t for listing in admin.list_transactions(transactional_id_pattern=re.escape(txn_id[:-2])).values()
+                    for t in listing]
+        with pytest.raises(Exception, match=r"Error 128\]"):   # INVALID_REGULAR_EXPRESSION, unnamed in kafka-python
+            admin.list_transactions(transactional_id_pattern="(?=x)")
         p.abort_transaction(30)
         wait_until(lambda: str(getattr(admin.describe_transactions([txn_id])[txn_id].state, "value", "")) == "CompleteAbort",
                    10, what="the abort")

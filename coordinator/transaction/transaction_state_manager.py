@@ -26,7 +26,6 @@ released.
 """
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
@@ -35,6 +34,7 @@ import structlog
 
 from kafka_emu.common import errors
 from kafka_emu.common.errors import Errors
+from kafka_emu.common.re2 import compile_re2
 from kafka_emu.coordinator.group_lock import GroupLock
 from kafka_emu.coordinator.group.group_metadata_manager import InlineScheduler, Scheduler
 from kafka_emu.coordinator.coordinator_log import CoordinatorLog
@@ -92,21 +92,6 @@ def map_append_error(code: int) -> int:
     if code in (Errors.MESSAGE_TOO_LARGE, Errors.RECORD_LIST_TOO_LARGE):
         return Errors.UNKNOWN_SERVER_ERROR
     return code
-
-
-# What Python's re accepts but RE2 (Kafka's com.google.re2j) refuses: lookaround, backreferences,
-# possessive quantifiers and atomic groups
-_NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]|\(\?>|[*+?}]\+")
-
-
-def transactional_id_regex(pattern: str) -> re.Pattern[str] | None:
-    """``pattern`` compiled as Kafka's RE2J would accept it; None when it would refuse it."""
-    if _NOT_RE2.search(pattern):
-        return None
-    try:
-        return re.compile(pattern)
-    except re.error:
-        return None
 
 
 class TransactionStateManager:
@@ -287,13 +272,13 @@ class TransactionStateManager:
                                 ) -> tuple[int, list[str], list[TransactionListing]]:
         """(error, unknown state names, listings) of the loaded partitions (ListTransactions);
         ``transactional_id_pattern`` (v2, KIP-1152) keeps the ids it matches whole, an invalid
-        one is INVALID_REGULAR_EXPRESSION (``transactional_id_regex``)."""
+        one is INVALID_REGULAR_EXPRESSION (``kafka_emu.common.re2``)."""
         with self._state_lock:
             if self._loading:
                 return Errors.COORDINATOR_LOAD_IN_PROGRESS, [], []
         pattern = None
         if transactional_id_pattern:
-            pattern = transactional_id_regex(transactional_id_pattern)
+            pattern = compile_re2(transactional_id_pattern)
             if pattern is None:
                 return Errors.INVALID_REGULAR_EXPRESSION, [], []
         unknown = [s for s in state_filters if TransactionState.from_name(s) is None]

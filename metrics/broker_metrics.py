@@ -115,6 +115,7 @@ class BrokerMetrics:
         self._collect_replica_manager(out, snapshot)
         self._collect_coordinator(out, snapshot, high_watermarks)
         self._collect_transaction_coordinator(out, snapshot)
+        self._collect_client_metrics(out, snapshot)
 
     def _collect_purgatories(self, out: Samples, snapshot: BrokerSnapshotView) -> None:
         b = self._label
@@ -195,6 +196,21 @@ class BrokerMetrics:
         out.add(names.TXN_PENDING_COMPLETION, tc.transactions_pending_completion, b)
         for state, count in tc.transactions_by_state.items():
             out.add(names.TXN_BY_STATE, count, b, state)
+
+    def _collect_client_metrics(self, out: Samples, snapshot: BrokerSnapshotView) -> None:
+        cm = snapshot.client_metrics
+        if cm is None:
+            return
+        b = self._label
+        out.add(names.CLIENT_METRICS_INSTANCES, len(cm.instances), b)
+        out.add(names.CLIENT_METRICS_UNKNOWN_SUBSCRIPTION, cm.unknown_subscription_requests, b)
+        for client in cm.instances:
+            cid = client.client_instance_id
+            out.add(names.CLIENT_METRICS_THROTTLE, client.throttles, b, cid)
+            out.add(names.CLIENT_METRICS_PLUGIN_EXPORT, client.pushes, b, cid)
+            out.add(names.CLIENT_METRICS_PLUGIN_ERROR, client.export_errors, b, cid)
+            for metric, attributes, value in client.values:
+                out.add(names.CLIENT_TELEMETRY, value, b, cid, client.client_id, metric, attributes)
 
     def _collect_coordinator(self, out: Samples, snapshot: BrokerSnapshotView,
                              high_watermarks: Mapping[tuple[str, int], int]) -> None:

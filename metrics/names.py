@@ -370,6 +370,36 @@ TXN_BY_STATE = MetricSpec(
     "kafka_emu_transaction_coordinator_transactions", "gauge", ("state",),
     "Transactional ids loaded on this coordinator, by state (Empty, Ongoing, PrepareCommit, ...).", None)
 
+# ---------------------------------------------------------------- client telemetry (KIP-714)
+_CLIENT = ("client_instance_id",)
+CLIENT_METRICS_INSTANCES = MetricSpec(
+    "kafka_server_client_metrics_instance_count", "gauge", (),
+    "Client instances this broker's ClientMetricsManager knows (from GetTelemetrySubscriptions "
+    "and PushTelemetry; forgotten after max(60 s, 3 push intervals) of silence).",
+    "kafka.server:type=client-metrics, instance-count")
+CLIENT_METRICS_UNKNOWN_SUBSCRIPTION = MetricSpec(
+    "kafka_server_client_metrics_unknown_subscription_request", "counter", (),
+    "PushTelemetry requests answered UNKNOWN_SUBSCRIPTION_ID (the client's subscription changed).",
+    "kafka.server:type=client-metrics, unknown-subscription-request-count")
+CLIENT_METRICS_THROTTLE = MetricSpec(
+    "kafka_server_client_metrics_throttle", "counter", _CLIENT,
+    "Telemetry requests of a client answered THROTTLING_QUOTA_EXCEEDED (sent before its push interval).",
+    "kafka.server:type=client-metrics,client_instance_id=<id>, throttle-count")
+CLIENT_METRICS_PLUGIN_EXPORT = MetricSpec(
+    "kafka_server_client_metrics_plugin_export", "counter", _CLIENT,
+    "Pushes of a client whose metrics reached the exporter (here: kafka_emu_client_telemetry).",
+    "kafka.server:type=client-metrics,client_instance_id=<id>, plugin-export-count")
+CLIENT_METRICS_PLUGIN_ERROR = MetricSpec(
+    "kafka_server_client_metrics_plugin_error", "counter", _CLIENT,
+    "Pushes of a client whose payload did not decompress or decode as OTLP (answered INVALID_RECORD).",
+    "kafka.server:type=client-metrics,client_instance_id=<id>, plugin-error-count")
+CLIENT_TELEMETRY = MetricSpec(
+    "kafka_emu_client_telemetry", "gauge", ("client_instance_id", "client_id", "metric", "attributes"),
+    "The latest value of each metric a client pushed (PushTelemetry, OTLP): `metric` is the OTLP name "
+    "(org.apache.kafka.producer.record.queue.time.avg ...; histograms and summaries as <name>.count and "
+    "<name>.sum), `attributes` its data point's attributes as k=v,...; delta sums are added up, so a sum "
+    "reads as its running total. The broker's exporter plugin, Kafka's ClientTelemetryExporter.", None)
+
 # ---------------------------------------------------------------- consumer groups (kafka-exporter)
 _GROUP_LABELS = ("consumergroup", "topic", "partition")
 CONSUMER_GROUP_CURRENT_OFFSET = MetricSpec(
@@ -428,7 +458,9 @@ ALL: tuple[MetricSpec, ...] = (
     GROUP_COUNT, CONSUMER_GROUP_COUNT, CONSUMER_GROUP_REBALANCES,
     COMPLETED_REBALANCES, REBALANCES_STARTED, REBALANCE_TIME, REBALANCE_TIME_MAX,
     HEARTBEAT_EXPIRATIONS, TXN_PARTITION_LOAD_TIME, TXN_PARTITION_LOAD_TIME_MAX, TXN_MARKER_QUEUE_SIZE,
-    TXN_PENDING_COMPLETION, TXN_BY_STATE, CONSUMER_GROUP_CURRENT_OFFSET, CONSUMER_GROUP_LAG,
+    TXN_PENDING_COMPLETION, TXN_BY_STATE, CLIENT_METRICS_INSTANCES, CLIENT_METRICS_UNKNOWN_SUBSCRIPTION,
+    CLIENT_METRICS_THROTTLE, CLIENT_METRICS_PLUGIN_EXPORT, CLIENT_METRICS_PLUGIN_ERROR, CLIENT_TELEMETRY,
+    CONSUMER_GROUP_CURRENT_OFFSET, CONSUMER_GROUP_LAG,
     *SCHEMA_REGISTRY,
 )
 

@@ -179,6 +179,30 @@ class TransactionCoordinatorView(Protocol):
     def transactions_pending_completion(self) -> int: ...
 
 
+class ClientTelemetryView(Protocol):
+    @property
+    def client_instance_id(self) -> str: ...
+    @property
+    def client_id(self) -> str: ...
+    @property
+    def values(self) -> Sequence[tuple[str, str, float]]: ...   # (metric, attributes, value)
+    @property
+    def pushes(self) -> int: ...
+    @property
+    def throttles(self) -> int: ...
+    @property
+    def export_errors(self) -> int: ...
+
+
+class ClientMetricsView(Protocol):
+    """``broker.server.client_metrics_manager.ClientMetricsSnapshot``."""
+
+    @property
+    def instances(self) -> Sequence[ClientTelemetryView]: ...
+    @property
+    def unknown_subscription_requests(self) -> int: ...
+
+
 class BrokerSnapshotView(Protocol):
     """``broker.server.kafka_server.BrokerSnapshot``."""
 
@@ -200,6 +224,8 @@ class BrokerSnapshotView(Protocol):
     def log_cleaner(self) -> LogCleanerView | None: ...
     @property
     def transaction_coordinator(self) -> TransactionCoordinatorView | None: ...
+    @property
+    def client_metrics(self) -> ClientMetricsView | None: ...
 
 
 class RequestView(Protocol):

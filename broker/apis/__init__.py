@@ -9,8 +9,7 @@ is what kio decodes and the handler fills correctly; versions newer than a handl
 are left out rather than half-served.
 
 Which of these a broker serves, and at which versions, depends on the Kafka release it answers
-as (``ApiSpec.versions``, ``emulator.kafka.version``). Deliberately absent:
-GetTelemetrySubscriptions (librdkafka calls it only when advertised).
+as (``ApiSpec.versions``, ``emulator.kafka.version``).
 """
 from __future__ import annotations
 

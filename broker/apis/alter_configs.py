@@ -17,10 +17,13 @@ any; incremental: with an op other than DELETE) or an unknown op is INVALID_REQU
   group resources are not allowed."); the new overrides are validated by
   ``coordinator.group.group_config.validate_group_configs`` against this broker's
   ``group.consumer.*`` bounds (INVALID_CONFIG with Kafka's message). The group need not exist.
+* CLIENT_METRICS: a KIP-714 telemetry subscription; the resulting configs are validated by
+  ``client_metrics_config.validate_client_metrics`` (Kafka's ``ClientMetricsConfigs.validate``);
+  none left removes the subscription.
 ``validate_only`` runs every check and changes nothing.
 
-Differences from Kafka on purpose: BROKER_LOGGER (the emulator's loggers are not log4j's) and
-CLIENT_METRICS resources are refused with INVALID_REQUEST naming the type; there is no
+Differences from Kafka on purpose: BROKER_LOGGER resources (the emulator's loggers are not
+log4j's) are refused with INVALID_REQUEST naming the type; there is no
 ``alter.config.policy.class.name``; any broker applies the change (Kafka forwards to the
 controller).
 """
@@ -32,6 +35,7 @@ from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, topic_name_err
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.security.acl import AclOperation
 from kafka_emu.broker.server.auth_helper import CLUSTER, GROUP, TOPIC, authorize
+from kafka_emu.broker.server.client_metrics_config import CLIENT_METRICS_CONFIG_DEF, validate_client_metrics
 from kafka_emu.broker.server.config import KAFKA_CONFIG_DEF, STRICT_CONFIG
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.config_def import ConfigDef, ConfigException, ConfigValue, Type, render
@@ -50,7 +54,7 @@ if TYPE_CHECKING:
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3     # Kafka's AlterConfigOp.OpType ids
 OP_NAMES = {OP_SET: "SET", OP_DELETE: "DELETE", OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}
 
-_NOT_SUPPORTED = frozenset({ConfigResourceType.BROKER_LOGGER, ConfigResourceType.CLIENT_METRICS})
+_NOT_SUPPORTED = frozenset({ConfigResourceType.BROKER_LOGGER})
 
 Op = tuple[str, int, "str | None"]    # (config name, op id, value)
 
@@ -161,6 +165,9 @@ def _alter_resource(apis: KafkaApis, rtype: int, name: str, ops: list[Op], incre
                 raise KafkaError(Errors.INVALID_CONFIG, str(exc)) from None
 
         md.alter_group_configs(name, alter_group, validate_only)
+    elif rtype == ConfigResourceType.CLIENT_METRICS:
+        md.alter_client_metrics(name, lambda current: validate_client_metrics(
+            name, _new_configs(current, ops, incremental, CLIENT_METRICS_CONFIG_DEF)), validate_only)
     elif rtype in _NOT_SUPPORTED:
         raise KafkaError(Errors.INVALID_REQUEST,
                          f"Resource type {ConfigResourceType(rtype).name} is not supported by the emulator")
@@ -180,7 +187,7 @@ def _handle(apis: KafkaApis, request: Request, api_key: int, incremental: bool) 
         elif rid[0] == ConfigResourceType.TOPIC and not authorize(apis, request, AclOperation.ALTER_CONFIGS, TOPIC,
                                                                   rid[1]):
             err, msg = Errors.TOPIC_AUTHORIZATION_FAILED, None   # Kafka: ALTER_CONFIGS on the topic
-        elif rid[0] in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER) and \
+        elif rid[0] in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER, ConfigResourceType.CLIENT_METRICS) and \
                 not authorize(apis, request, AclOperation.ALTER_CONFIGS, CLUSTER):
             err, msg = Errors.CLUSTER_AUTHORIZATION_FAILED, None
         elif rid[0] == ConfigResourceType.GROUP and not authorize(apis, request, AclOperation.ALTER_CONFIGS, GROUP,

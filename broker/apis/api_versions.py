@@ -139,6 +139,11 @@ def api_versions_answer(api_version: int, body: object, release: KafkaRelease = 
 
 
 def _handle(apis: KafkaApis, request: Request) -> None:
+    manager = apis.client_metrics_manager
+    if manager is not None and request.body is not None and request.api_version >= 3:
+        # the connection's ClientInformation, which telemetry subscriptions may match on
+        manager.record_client_software(request.connection_id, request.body.client_software_name,
+                                       request.body.client_software_version)
     apis.request_channel.send_response(
         request, handle_api_versions(request, apis.config.kafka_release, apis.config[TRANSACTION_VERSION]))
 

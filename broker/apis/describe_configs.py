@@ -2,7 +2,8 @@
 
 Differences from Kafka: the answer is what ``broker.server.config_helper`` says about the config
 tables and the dynamic configs (its differences are listed there); BROKER_LOGGER resources
-answer with no entries.
+answer with no entries. CLIENT_METRICS resources (KIP-714 subscriptions) answer every key, as
+Kafka's ``ConfigHelper`` does for a name with no configs too.
 """
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, topic_name_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.auth_helper import CLUSTER, GROUP, TOPIC, Op, authorize
-from kafka_emu.broker.server.config_helper import ConfigEntry, describe_broker, describe_group, describe_topic
+from kafka_emu.broker.server.config_helper import (
+    ConfigEntry, describe_broker, describe_client_metrics, describe_group, describe_topic,
+)
 from kafka_emu.broker.server.dynamic_config import CLUSTER_DEFAULT, DynamicBrokerConfig
 from kafka_emu.broker.server.metadata_store import ConfigResourceType
 from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
@@ -45,7 +48,7 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
         if rtype == ConfigResourceType.TOPIC and not authorize(apis, request, Op.DESCRIBE_CONFIGS, TOPIC,
                                                                res.resource_name):
             err = Errors.TOPIC_AUTHORIZATION_FAILED
-        elif rtype in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER) and \
+        elif rtype in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER, ConfigResourceType.CLIENT_METRICS) and \
                 not authorize(apis, request, Op.DESCRIBE_CONFIGS, CLUSTER):
             err = Errors.CLUSTER_AUTHORIZATION_FAILED
         elif rtype == ConfigResourceType.GROUP and not authorize(apis, request, Op.DESCRIBE_CONFIGS, GROUP,
@@ -72,6 +75,11 @@ def handle_describe_configs(apis: KafkaApis, request: Request) -> None:
                 err, msg = Errors.INVALID_REQUEST, "Group name must not be empty"
             else:
                 entries = describe_group(view, md.group_configs(res.resource_name), keys)
+        elif rtype == ConfigResourceType.CLIENT_METRICS:
+            if not res.resource_name:
+                err, msg = Errors.INVALID_REQUEST, "Client metrics subscription name must not be empty"
+            else:
+                entries = describe_client_metrics(md.client_metrics_configs(res.resource_name), keys)
         elif rtype != ConfigResourceType.BROKER_LOGGER:
             err, msg = Errors.INVALID_REQUEST, f"unsupported resource type {rtype}"
         configs = tuple(build(entry_cls, name=e.name, value=e.value, read_only=e.read_only,

@@ -225,6 +225,9 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "The number of threads the server uses for processing requests.", dynamic=Dynamic.NOT_APPLIED),
     _key("queued.max.requests", Type.INT, 500, _AT_LEAST_1, HIGH,
          "The number of queued requests allowed before blocking the network threads."),
+    _key("telemetry.max.bytes", Type.INT, 1 * MIB, _AT_LEAST_1, LOW,
+         "The maximum size (after compression if compression is used) of telemetry metrics pushed "
+         "from a client to the broker (KIP-714)."),
     _key("max.request.partition.size.limit", Type.INT, 2000, _AT_LEAST_1, LOW,
          "The maximum number of partitions can be served in one request (DescribeTopicPartitions)."),
     _key("transaction.partition.verification.enable", Type.BOOLEAN, True, None, LOW,

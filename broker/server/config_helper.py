@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
+from kafka_emu.broker.server.client_metrics_config import CLIENT_METRICS_CONFIG_DEF
 from kafka_emu.broker.server.config import KAFKA_CONFIG_DEF
 from kafka_emu.common.config_def import ConfigDef, ConfigKey, ConfigValue, Dynamic, Type, render
 from kafka_emu.broker.server.dynamic_config import DynamicBrokerConfig
@@ -33,6 +34,7 @@ from kafka_emu.coordinator.group.group_config import GROUP_CONFIG_DEF, broker_gr
 SOURCE_TOPIC_CONFIG, SOURCE_DYNAMIC_BROKER_CONFIG, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 SOURCE_STATIC_BROKER_CONFIG, SOURCE_DEFAULT_CONFIG = 4, 5
 SOURCE_GROUP_CONFIG = 8
+SOURCE_CLIENT_METRICS_CONFIG = 7
 NOT_IMPLEMENTED_DOC = "Not implemented by the emulator (accepted, no effect). "
 
 
@@ -144,4 +146,19 @@ def describe_group(view: DynamicBrokerConfig, overrides: Mapping[str, ConfigValu
         value = overrides[key.name] if overridden else defaults[key.name]
         source = SOURCE_GROUP_CONFIG if overridden else SOURCE_DEFAULT_CONFIG
         entries.append(_entry(key, value, source, False, [Synonym(key.name, _rendered(value), source)]))
+    return entries
+
+
+def describe_client_metrics(stored: Mapping[str, ConfigValue], keys: Iterable[str] | None) -> list[ConfigEntry]:
+    """A CLIENT_METRICS resource's configs (Kafka's ``createClientMetricsConfigEntry``): every key,
+    the stored value (CLIENT_METRICS_CONFIG, its one synonym) or the default (DEFAULT_CONFIG)."""
+    entries = []
+    for key in _wanted(CLIENT_METRICS_CONFIG_DEF, keys):
+        if key.name in stored:
+            value = stored[key.name]
+            synonyms = [Synonym(key.name, _rendered(value), SOURCE_CLIENT_METRICS_CONFIG)]
+        else:
+            value, synonyms = key.default, []
+        source = synonyms[0].source if synonyms else SOURCE_DEFAULT_CONFIG
+        entries.append(_entry(key, value, source, False, synonyms))
     return entries

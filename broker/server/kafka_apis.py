@@ -42,6 +42,7 @@ from kafka_emu.common.errors import Errors
 from kafka_emu.logsetup import request_context
 
 if TYPE_CHECKING:
+    from kafka_emu.broker.server.client_metrics_manager import ClientMetricsManager
     from kafka_emu.broker.server.config import KafkaConfig
     from kafka_emu.broker.server.metadata_store import MetadataStore
     from kafka_emu.broker.server.replica_manager import ReplicaManager
@@ -67,7 +68,8 @@ class KafkaApis:
                  group_coordinator: GroupCoordinator | None = None,
                  control: RequestHook | None = None,
                  apis: Mapping[int, ApiSpec] = APIS,
-                 transaction_coordinator: TransactionCoordinator | None = None) -> None:
+                 transaction_coordinator: TransactionCoordinator | None = None,
+                 client_metrics_manager: ClientMetricsManager | None = None) -> None:
         self.config = config
         self.request_channel = request_channel
         self.metadata = metadata
@@ -75,6 +77,7 @@ class KafkaApis:
         self.time = time
         self.group_coordinator = group_coordinator
         self.transaction_coordinator = transaction_coordinator
+        self.client_metrics_manager = client_metrics_manager   # KIP-714; None: telemetry refused
         self.control = control   # the cluster's test control, None outside an EmbeddedCluster
         self.broker_id = config.broker_id
         # authorizer.class.name: the StandardAuthorizer over the cluster metadata's ACLs, or none

@@ -40,6 +40,7 @@ import structlog
 
 from kafka_emu.broker.server import cpu_affinity
 from kafka_emu.broker.apis.api_versions import DefaultApiVersionManager
+from kafka_emu.broker.server.client_metrics_manager import ClientMetricsManager, ClientMetricsSnapshot
 from kafka_emu.broker.server.config import LISTENER_PORT_REUSED, TRANSACTION_VERSION, KafkaConfig
 from kafka_emu.broker.server.replica_manager_coordinator_log import ReplicaManagerCoordinatorLog
 from kafka_emu.broker.server.kafka_apis import KafkaApis, RequestHook
@@ -81,6 +82,7 @@ class BrokerSnapshot:
     purgatories: tuple[PurgatorySnapshot, ...]      # the replica manager's and coordinator's
     log_cleaner: LogCleanerSnapshot | None = None   # None with log.cleaner.enable=false
     transaction_coordinator: TransactionCoordinatorSnapshot | None = None
+    client_metrics: ClientMetricsSnapshot | None = None   # KIP-714 telemetry pushed by clients
 
 
 class ControlHooks(RequestHook, ResponseHook, Protocol):
@@ -117,6 +119,7 @@ class KafkaServer:
         self.coordinator_log: ReplicaManagerCoordinatorLog | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.transaction_log: ReplicaManagerCoordinatorLog | None = None
+        self.client_metrics_manager: ClientMetricsManager | None = None
         self.socket_server: SocketServer | None = None  # started in startup() when listening
         self.broker_info: BrokerInfo | None = None
         # (topic, partition) -> (leader epoch, LEO to reach) of a coordinator partition just led
@@ -169,9 +172,11 @@ class KafkaServer:
                 rm.verify_transaction, rm.add_to_transaction = verifier, verifier.add
                 rm.leadership_listeners.append(self._on_leadership_change)
                 rm.hw_watchers.append(self._on_hw_moved)
+            self.client_metrics_manager = ClientMetricsManager(self.metadata, self.time, cfg["telemetry.max.bytes"])
             self.apis = KafkaApis(cfg, self.request_channel, self.metadata, rm, self.time,
                                   self.group_coordinator, self.control,
-                                  transaction_coordinator=self.transaction_coordinator)
+                                  transaction_coordinator=self.transaction_coordinator,
+                                  client_metrics_manager=self.client_metrics_manager)
             self.request_channel.inline_handler = self.apis.handle
             self.handler_pool = KafkaRequestHandlerPool(self.broker_id, self.request_channel, self.apis,
                                                         rm.action_queue, cfg["num.io.threads"])
@@ -273,8 +278,9 @@ class KafkaServer:
     def _on_config_change(self, resource_type: int, resource_name: str) -> None:
         """A config record changed: the logs of this broker apply it at once (Kafka's
         ``DynamicConfigPublisher``: topic configs to ``LogManager.updateTopicConfig``, this broker's
-        or the cluster-wide dynamic configs to ``DynamicBrokerConfig``). Group configs need no
-        push: the group coordinator reads them from the metadata on each heartbeat."""
+        or the cluster-wide dynamic configs to ``DynamicBrokerConfig``). Group configs and
+        CLIENT_METRICS subscriptions need no push: the group coordinator reads the former on each
+        heartbeat, the ``ClientMetricsManager`` the latter when it next needs them."""
         rm = self.replica_manager
         if rm is None or self.stopped:
             return
@@ -334,6 +340,7 @@ class KafkaServer:
             channel, pool, rm = self.request_channel, self.handler_pool, self.replica_manager
             server, coordinator, cleaner = self.socket_server, self.group_coordinator, self.log_cleaner
             txn_coordinator = self.transaction_coordinator
+            client_metrics = self.client_metrics_manager
         assert channel is not None and pool is not None and rm is not None  # set by startup
         rm_snapshot = rm.snapshot()
         gc_snapshot = coordinator.snapshot() if coordinator is not None else None
@@ -342,7 +349,8 @@ class KafkaServer:
                               server.snapshot() if server is not None else None,
                               rm_snapshot, gc_snapshot, purgatories,
                               cleaner.snapshot() if cleaner is not None else None,
-                              txn_coordinator.snapshot() if txn_coordinator is not None else None)
+                              txn_coordinator.snapshot() if txn_coordinator is not None else None,
+                              client_metrics.snapshot() if client_metrics is not None else None)
 
     # ------------------------------------------------------------------ stop
     def shutdown(self, fence: bool = True) -> None:

@@ -149,6 +149,7 @@ class MetadataStore:
         self._group_configs: dict[str, dict[str, Any]] = {}
         # CLIENT_METRICS resource name -> its configs (KIP-714 subscriptions)
         self._client_metrics: dict[str, dict[str, Any]] = {}
+        self._client_metrics_version = 0
         self._next_assignment_start = 0
         # the metadata log this store stands for: records committed (each publish is one), and the
         # quorum's leader and epoch as DescribeQuorum reports them (quorum_state)
@@ -481,6 +482,34 @@ class MetadataStore:
         with self._lock:
             return sorted(self._client_metrics)
 
+    def client_metrics_configs(self, name: str) -> dict[str, Any]:
+        """A copy of the configs of CLIENT_METRICS resource ``name`` (empty if none)."""
+        with self._lock:
+            return dict(self._client_metrics.get(name, {}))
+
+    def client_metrics(self) -> tuple[int, dict[str, dict[str, Any]]]:
+        """(version, every subscription's configs): the version grows with each change, so a
+        reader knows when to re-evaluate what it derived from them (Kafka's
+        ``subscriptionUpdateVersion``)."""
+        with self._lock:
+            return self._client_metrics_version, {n: dict(c) for n, c in self._client_metrics.items()}
+
+    def alter_client_metrics(self, name: str, alter: ConfigAlteration, validate_only: bool = False) -> None:
+        """The same as ``alter_broker_configs`` for CLIENT_METRICS resource ``name``: ``alter``
+        maps its configs to the new ones (validating them); none left removes the resource."""
+        with self._controller_lock:
+            configs = alter(self.client_metrics_configs(name))
+            if validate_only:
+                return
+            with self._lock:
+                if configs:
+                    self._client_metrics[name] = configs
+                else:
+                    self._client_metrics.pop(name, None)
+                self._client_metrics_version += 1
+            _log.info("client_metrics_altered", resource=name, configs=sorted(configs))
+            self._announce_config(ConfigResourceType.CLIENT_METRICS, name)
+
     def quorum_state(self) -> tuple[int, int, int]:
         """(leader id, leader epoch, log end offset) of the metadata quorum this in-process
         controller stands for, as DescribeQuorum reports it: one voter, the controller (the
@@ -790,6 +819,7 @@ class MetadataStore:
                            "stored_key": c.stored_key.hex(), "server_key": c.server_key.hex(),
                            "iterations": c.iterations} for (user, mechanism), c in self._scram.items()],
                 "acls": [acl.to_json() for acl in self.acls],
+                "client_metrics": self._client_metrics,
                 "topics": [{
                     "name": t.name, "topic_id": str(t.topic_id), "internal": t.internal,
                     "configs": t.configs,
@@ -817,6 +847,7 @@ class MetadataStore:
                 bytes.fromhex(c["salt"]), bytes.fromhex(c["stored_key"]), bytes.fromhex(c["server_key"]),
                 int(c["iterations"])) for c in state.get("scram", ())}
             self.acls = tuple(AclBinding.from_json(a) for a in state.get("acls", ()))
+            self._client_metrics = {name: dict(configs) for name, configs in state.get("client_metrics", {}).items()}
             for t in state["topics"]:
                 topic_id = uuid.UUID(t["topic_id"])
                 info = TopicInfo(t["name"], topic_id, configs=dict(t["configs"]), internal=bool(t["internal"]))

@@ -42,7 +42,7 @@ def test_api_versions_advertises_exactly_the_declared_ranges(client: Any) -> Non
     assert got == {key: spec.advertised(latest) for key, spec in APIS.items() if spec.advertised(latest)}
     produce = APIS[ApiKeys.PRODUCE]
     assert got[0] == (0, produce.max_version) and produce.versions(latest)[0] == 3   # KAFKA-18659
-    assert ApiKeys.GET_TELEMETRY_SUBSCRIPTIONS not in got
+    assert ApiKeys.GET_TELEMETRY_SUBSCRIPTIONS in got and ApiKeys.PUSH_TELEMETRY in got   # KIP-714
     assert got[ApiKeys.CONSUMER_GROUP_HEARTBEAT] == got[ApiKeys.CONSUMER_GROUP_DESCRIBE] == (0, 1)   # KIP-848
 
 

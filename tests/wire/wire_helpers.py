@@ -31,12 +31,13 @@ def wire_threads() -> list[threading.Thread]:
 class RawClient:
     """A minimal blocking Kafka client: one kio request entity in, its response entity out."""
 
-    def __init__(self, host_port: str, timeout_s: float = 10.0) -> None:
+    def __init__(self, host_port: str, timeout_s: float = 10.0, client_id: str | None = None) -> None:
         import socket as _socket
 
         host, port = host_port.rsplit(":", 1)
         self.sock = _socket.create_connection((host, int(port)), timeout=timeout_s)
         self.correlation_id = 0
+        self.client_id = client_id
 
     def send(self, body: object) -> object:
         import struct as _struct
@@ -45,7 +46,8 @@ class RawClient:
         from kafka_emu.broker.protocol.codec import decode_response, encode_request
 
         self.correlation_id += 1
-        self.sock.sendall(encode_request(body, self.correlation_id))
+        self.sock.sendall(encode_request(body, self.correlation_id, self.client_id) if self.client_id is not None
+                          else encode_request(body, self.correlation_id))
         size = _struct.unpack(">i", self._exact(4))[0]
         cls = response_schema(type(body).__api_key__, type(body).__version__)   # kio's, or a legacy layout
         corr, resp = decode_response(self._exact(size), cls)

@@ -4,7 +4,7 @@ and ConsumerGroupDescribe (Kafka's ``KafkaApis.handleConsumerGroupHeartbeat`` an
 
 Both are listed in ApiVersions whatever the configuration, as Kafka lists them; while the
 consumer protocol is off (``group.coordinator.rebalance.protocols`` without ``consumer``, the
-default under ``emulator.api.compatibility=3.9``) they answer UNSUPPORTED_VERSION in the
+default as Kafka 3.9, ``emulator.kafka.version=3.9``) they answer UNSUPPORTED_VERSION in the
 response body (Kafka's ``isConsumerGroupProtocolEnabled``). Version 0 of ConsumerGroupHeartbeat
 lets the coordinator generate the member id; v1 (KIP-1082) requires the client's and adds
 ``SubscribedTopicRegex``. ConsumerGroupDescribe v1 adds each member's type (0 consumer, 1 classic).

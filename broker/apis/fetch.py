@@ -10,7 +10,7 @@ transactions overlapping the records returned, read_uncommitted ones read up to 
 null. Control batches (transaction markers) are returned with the data, as Kafka does: clients
 skip them. A
 consumer fetch below v10 that would return a zstd batch gets UNSUPPORTED_COMPRESSION_TYPE.
-v0-v3 (served under ``emulator.api.compatibility=3.9`` only) read message formats v0 (v0-v1)
+v0-v3 (served as Kafka 3.9 only (``emulator.kafka.version=3.9``)) read message formats v0 (v0-v1)
 and v1 (v2-v3): the records are down-converted as Kafka 3.9 does (``_down_converted``), and
 before v3 the max bytes are a hard limit (no oversized first batch).
 v4-v18 requests off the wire are decoded, and answered, by ``broker.protocol.fast_fetch`` (the

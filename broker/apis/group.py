@@ -18,7 +18,7 @@ UNKNOWN_TOPIC_OR_PARTITION itself for partitions the metadata does not know (wit
 coordinator), and a group-level error with no topics. OffsetCommit v9 and OffsetFetch v9 carry
 a consumer group member's epoch (STALE_MEMBER_EPOCH when it is not the member's); DescribeGroups
 v6 answers GROUP_ID_NOT_FOUND for a group that is not a classic group here (KIP-1043; earlier
-versions: state Dead, no error). Under ``emulator.api.compatibility=3.9``:
+versions: state Dead, no error). As Kafka 3.9 (``emulator.kafka.version=3.9``):
 OffsetCommit v1 sets each partition's commit timestamp (-1: now), and OffsetCommit v0 and
 OffsetFetch v0, which Kafka 3.9 served from ZooKeeper only, get the UNSUPPORTED_VERSION answers
 of a KRaft 3.9 broker.

@@ -17,7 +17,7 @@ and timestamp -1 when there is none.
 Only the leader answers (NOT_LEADER_OR_FOLLOWER otherwise); a ``current_leader_epoch`` older or
 newer than the leader's gets FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (KIP-320).
 
-v0 (served under ``emulator.api.compatibility=3.9`` only) answers with a list of segment
+v0 (served as Kafka 3.9 only (``emulator.kafka.version=3.9``)) answers with a list of segment
 offsets chosen by segment modification time, as Kafka 3.9 did (``_legacy_offsets``).
 
 The log answers by timestamp through its segments' time indexes (``UnifiedLog.fetch_offset_by_timestamp``),

@@ -13,7 +13,7 @@ cache (``LeaderEpochFileCache.end_offset_for``): the latest epoch ends at the LE
 cache cannot place answers NONE with epoch and end offset -1.
 
 Versions 2–4 (4.0's range, KIP-896); ``replica_id`` (v3+) does not change the answer. Under
-``emulator.api.compatibility=3.9`` also v0-v1 (no current leader epoch to check; v0 answers
+as Kafka 3.9 (``emulator.kafka.version=3.9``) also v0-v1 (no current leader epoch to check; v0 answers
 without the epoch), served as Kafka 3.9 did.
 """
 from __future__ import annotations

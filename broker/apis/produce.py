@@ -4,7 +4,7 @@ acks=0 sends no response (a failed acks=0 produce closes the connection, as Kafk
 the client notices); acks=1 answers after the leader append; acks=-1 answers from the
 DelayedProduce. v13 names topics by id (UNKNOWN_TOPIC_ID when the id is not known).
 ProduceRequest's own check (``validateRecords``): zstd before v7 is UNSUPPORTED_COMPRESSION_TYPE.
-v0-v2 (served under ``emulator.api.compatibility=3.9`` only) may carry message format v0/v1:
+v0-v2 (served as Kafka 3.9 only (``emulator.kafka.version=3.9``)) may carry message format v0/v1:
 it is converted to a v2 batch first, as Kafka 3.x does (``broker.storage.legacy_records.up_convert``).
 Transactional batches need the request's ``transactional_id`` (Kafka answers their absence as
 an authorization failure, TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition); the replica

@@ -113,7 +113,7 @@ _SASL_HANDSHAKE_PREFIX = struct.pack(">h", SASL_HANDSHAKE)
 class ApiVersionManager(Protocol):
     """What the network layer asks of the APIs the broker serves (Kafka's ``ApiVersionManager``,
     handed to its ``SocketServer``): ``broker.apis.api_versions.DefaultApiVersionManager`` for the
-    broker's ``emulator.api.compatibility`` mode."""
+    release the broker answers as (``emulator.kafka.version``)."""
 
     def enabled_api_name(self, api_key: int, api_version: int) -> str | None:
         """The API's name if the broker serves this version of it (Kafka's ``isApiEnabled``),

@@ -108,7 +108,7 @@ class SocketServer:
     Configuration read: ``listeners`` (default ``PLAINTEXT://127.0.0.1:0``),
     ``advertised.listeners``, ``num.network.threads``, ``socket.request.max.bytes``,
     ``connections.max.idle.ms``. What the broker serves comes with ``api_versions`` (built by
-    ``KafkaServer`` for its ``emulator.api.compatibility``, as Kafka's ``BrokerServer`` hands its
+    ``KafkaServer`` for its ``emulator.kafka.version``, as Kafka's ``BrokerServer`` hands its
     ``SocketServer`` an ``ApiVersionManager``): the network layer imports no handler.
     """
 

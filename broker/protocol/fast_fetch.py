@@ -5,7 +5,7 @@ codec's array-bounds walk) and writer (phantom-type checks on every integer, a t
 buffer per tagged-field section) were about a quarter of the broker's Python time. As
 ``broker.protocol.fast_produce`` does for Produce, this module parses the request and writes
 the response with ``struct`` and nothing else, for the 4.x versions (v4-v18); v0-v3 (served
-under ``emulator.api.compatibility=3.9`` only, with down-conversion) stay on kio.
+as Kafka 3.9 only (``emulator.kafka.version=3.9``), with down-conversion) stay on kio.
 
 * ``decode_fetch_request(version, frame, offset)`` returns a :class:`FetchRequestData` (every
   field kio's FetchRequest of that version has, same names; ``max_wait`` in ms where kio has a

@@ -1,6 +1,6 @@
 """Message formats v0 and v1 ("MessageSet"): up-conversion on produce, down-conversion on fetch.
 
-Only under ``emulator.api.compatibility=3.9``, for the Produce v0-v2 and Fetch v0-v3 requests
+Only as Kafka 3.9 (``emulator.kafka.version=3.9``), for the Produce v0-v2 and Fetch v0-v3 requests
 Kafka 3.9 still served. Like Kafka 3.x (message format v2 on disk whatever
 ``log.message.format.version`` says, KIP-724), the log holds v2 batches only:
 

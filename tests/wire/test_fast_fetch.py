@@ -19,6 +19,7 @@ from hypothesis import given, settings, strategies as st
 from kio.index import load_request_schema
 
 from kafka_emu.broker.apis import APIS
+from kafka_emu.common.kafka_releases import LATEST, RELEASES
 from kafka_emu.broker.apis.fetch import (
     build_response,
     parse_fetch_request,
@@ -49,8 +50,9 @@ from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.metrics.error_counts import error_counts as entity_error_counts
 
-# the versions the 4.x broker admits (v0-v3 stay on kio: down-conversion, emulator.api.compatibility=3.9)
-FETCH_VERSIONS = range(APIS[ApiKeys.FETCH].min_version, APIS[ApiKeys.FETCH].max_version + 1)
+# the versions the newest release admits (v0-v3 stay on kio: down-conversion, emulator.kafka.version=3.9)
+FETCH_VERSIONS = range(APIS[ApiKeys.FETCH].versions(RELEASES[LATEST])[0],
+                       APIS[ApiKeys.FETCH].versions(RELEASES[LATEST])[1] + 1)
 
 
 # --- requests ------------------------------------------------------------------------------------

@@ -11,14 +11,17 @@ from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
 from kafka_emu.broker.apis import APIS
+from kafka_emu.common.kafka_releases import LATEST, RELEASES
 from kafka_emu.broker.apis.produce import build_response
 from kafka_emu.broker.protocol.codec import decode_response, encode_response
 from kafka_emu.broker.protocol.fast_produce import encode_produce_response
 from kafka_emu.broker.server.replica_manager import ProducePartitionStatus
 from kafka_emu.common.api_keys import ApiKeys
 
-# every version the broker admits, so the fast codec is checked wherever it can be used
-PRODUCE_VERSIONS = range(APIS[ApiKeys.PRODUCE].min_version, APIS[ApiKeys.PRODUCE].max_version + 1)
+# every version the broker admits as the newest release (v0-v2 are Kafka 3.9's, on kio), so the
+# fast codec is checked wherever it can be used
+PRODUCE_VERSIONS = range(APIS[ApiKeys.PRODUCE].versions(RELEASES[LATEST])[0],
+                         APIS[ApiKeys.PRODUCE].versions(RELEASES[LATEST])[1] + 1)
 
 
 def sample(version: int, rng: random.Random) -> object:

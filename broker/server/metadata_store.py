@@ -439,18 +439,29 @@ class MetadataStore:
     def alter_broker_configs(self, resource_name: str, alter: ConfigAlteration, validate_only: bool = False) -> None:
         """The same for the dynamic configs of BROKER resource ``resource_name`` ("" cluster-wide,
         else a broker id; ``alter`` validates with ``dynamic_config``)."""
+        self._alter_config_records(self._broker_configs, ConfigResourceType.BROKER, resource_name, alter,
+                                   validate_only)
+
+    def _alter_config_records(self, records: dict[str, dict[str, Any]], resource_type: ConfigResourceType,
+                              name: str, alter: ConfigAlteration, validate_only: bool) -> None:
+        """Kafka's ``ConfigurationControlManager`` for a resource kept in ``records`` (BROKER or
+        CLIENT_METRICS): ``alter`` maps its configs to the new ones; none left removes it."""
         with self._controller_lock:
-            configs = alter(self.broker_configs(resource_name))
+            with self._lock:
+                current = dict(records.get(name, {}))
+            configs = alter(current)
             if validate_only:
                 return
             with self._lock:
                 if configs:
-                    self._broker_configs[resource_name] = configs
+                    records[name] = configs
                 else:
-                    self._broker_configs.pop(resource_name, None)
-            _log.info("broker_configs_altered", resource=resource_name or "<cluster default>",
+                    records.pop(name, None)
+                if resource_type == ConfigResourceType.CLIENT_METRICS:
+                    self._client_metrics_version += 1
+            _log.info("configs_altered", resource_type=resource_type.name, resource=name or "<cluster default>",
                       configs=sorted(configs))
-            self._announce_config(ConfigResourceType.BROKER, resource_name)
+            self._announce_config(resource_type, name)
 
     _NO_CONFIGS: Mapping[str, Any] = MappingProxyType({})
 
@@ -495,20 +506,10 @@ class MetadataStore:
             return self._client_metrics_version, {n: dict(c) for n, c in self._client_metrics.items()}
 
     def alter_client_metrics(self, name: str, alter: ConfigAlteration, validate_only: bool = False) -> None:
-        """The same as ``alter_broker_configs`` for CLIENT_METRICS resource ``name``: ``alter``
-        maps its configs to the new ones (validating them); none left removes the resource."""
-        with self._controller_lock:
-            configs = alter(self.client_metrics_configs(name))
-            if validate_only:
-                return
-            with self._lock:
-                if configs:
-                    self._client_metrics[name] = configs
-                else:
-                    self._client_metrics.pop(name, None)
-                self._client_metrics_version += 1
-            _log.info("client_metrics_altered", resource=name, configs=sorted(configs))
-            self._announce_config(ConfigResourceType.CLIENT_METRICS, name)
+        """The same as ``alter_broker_configs`` for CLIENT_METRICS resource ``name`` (``alter``
+        validates with ``client_metrics_config``)."""
+        self._alter_config_records(self._client_metrics, ConfigResourceType.CLIENT_METRICS, name, alter,
+                                   validate_only)
 
     def quorum_state(self) -> tuple[int, int, int]:
         """(leader id, leader epoch, log end offset) of the metadata quorum this in-process

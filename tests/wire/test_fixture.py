@@ -147,8 +147,10 @@ def test_scope_function_gives_each_test_a_fresh_cluster(pytester: pytest.Pyteste
 
 
 @pytest.mark.parametrize(("marker", "message"), [
-    ("broker=1", "unknown keyword 'broker' (accepted: brokers, config, scope, record_requests, time, "
+    ("broker=1", "unknown keyword 'broker' (accepted: brokers, kafka_version, config, scope, record_requests, time, "
                  "schema_registry_port, security)"),
+    ("kafka_version='4.1', config={'emulator.kafka.version': '4.0'}",
+     "kafka_version='4.1' and config's emulator.kafka.version='4.0' disagree"),
     ("1", "takes keywords only"),
     ("brokers=0", "brokers must be a positive int, got 0"),
     ("scope='session'", "scope must be one of module, class, function, got 'session'"),

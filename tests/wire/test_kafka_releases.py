@@ -78,3 +78,10 @@ def test_min_insync_replicas_is_a_cluster_default_from_4_1(release_cluster: Embe
 def test_the_default_release_is_the_newest() -> None:
     with EmbeddedCluster(brokers=1) as cluster:
         assert cluster.kafka_version.name == LATEST
+
+
+@pytest.mark.kafka_cluster(brokers=1, kafka_version="4.0")
+def test_the_fixture_marker_names_the_release(kafka_cluster: EmbeddedCluster) -> None:
+    assert kafka_cluster.kafka_version.name == "4.0"
+    assert _features(kafka_cluster.bootstrap_servers)[1]["metadata.version"] == \
+        kafka_cluster.kafka_version.features["metadata.version"].default

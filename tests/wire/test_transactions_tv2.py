@@ -16,6 +16,7 @@ from kafka import KafkaAdminClient
 from kio.index import load_request_schema as req_cls
 
 from kafka_emu.common.errors import Errors
+from kafka_emu.common.kafka_releases import LATEST, RELEASES
 
 from test_transactions import producer, read_all, wait_committed
 from tv2_producer import Tv2Producer
@@ -39,14 +40,17 @@ def features(resp: Any) -> tuple[dict[str, tuple[int, int]], int, dict[str, tupl
 
 
 def test_api_versions_reports_transaction_version_2(kafka_cluster: Any) -> None:
-    """ApiVersionsResponse (Kafka 4.0, a new cluster): transaction.version finalized at 2,
-    supported 0-2, and group.version (KIP-848) finalized at 1, supported 0-1; v3 leaves supported
-    features with minimum 0 out (KAFKA-17011), v4 lists them; EndTxn v5, Produce v12 and
-    TxnOffsetCommit v5 are advertised; no other feature is claimed."""
+    """ApiVersionsResponse (a new cluster of the newest release): transaction.version finalized
+    at 2, supported 0-2, and group.version (KIP-848) finalized at 1, supported 0-1; v3 leaves
+    supported features with minimum 0 out (KAFKA-17011), v4 lists them; EndTxn v5, Produce v12 and
+    TxnOffsetCommit v5 are advertised; of the other features only metadata.version is finalized
+    (the rest is off: the emulator does not have them)."""
     v4, v3 = api_versions(kafka_cluster, 4), api_versions(kafka_cluster, 3)
-    finalized = {"transaction.version": (2, 2), "group.version": (1, 1)}
-    assert features(v4) == ({"transaction.version": (0, 2), "group.version": (0, 1)}, 0, finalized)
-    assert features(v3) == ({}, 0, finalized)
+    mv = RELEASES[LATEST].features["metadata.version"]
+    finalized = {"metadata.version": (mv.default, mv.default), "transaction.version": (2, 2), "group.version": (1, 1)}
+    supported, epoch, final = features(v4)
+    assert (supported["transaction.version"], supported["group.version"], epoch, final) == ((0, 2), (0, 1), 0, finalized)
+    assert features(v3) == ({"metadata.version": (mv.min, mv.max)}, 0, finalized)
     ranges = {int(k.api_key): int(k.max_version) for k in v4.api_keys}
     assert (ranges[0], ranges[26], ranges[28], ranges[24]) == (13, 5, 5, 3)
 
@@ -55,9 +59,9 @@ def test_api_versions_features_seen_by_kafka_python(kafka_cluster: Any) -> None:
     """kafka-python's ``KafkaAdminClient.describe_features`` (KIP-584) reads the feature fields."""
     admin = KafkaAdminClient(bootstrap_servers=kafka_cluster.bootstrap_servers, client_id="tv2")
     try:
-        assert admin.describe_features() == {
-            "transaction.version": {"supported": (0, 2), "finalized": (2, 2), "finalized_epoch": 0},
-            "group.version": {"supported": (0, 1), "finalized": (1, 1), "finalized_epoch": 0}}
+        features = admin.describe_features()
+        assert features["transaction.version"] == {"supported": (0, 2), "finalized": (2, 2), "finalized_epoch": 0}
+        assert features["group.version"] == {"supported": (0, 1), "finalized": (1, 1), "finalized_epoch": 0}
     finally:
         admin.close()
 

@@ -444,8 +444,9 @@ class MetadataStore:
 
     def _alter_config_records(self, records: dict[str, dict[str, Any]], resource_type: ConfigResourceType,
                               name: str, alter: ConfigAlteration, validate_only: bool) -> None:
-        """Kafka's ``ConfigurationControlManager`` for a resource kept in ``records`` (BROKER or
-        CLIENT_METRICS): ``alter`` maps its configs to the new ones; none left removes it."""
+        """Kafka's ``ConfigurationControlManager`` for a resource kept in ``records`` (BROKER, GROUP
+        or CLIENT_METRICS): ``alter`` maps its configs to the new ones; none left removes it. A
+        resource's dict is replaced, never changed (the group coordinator reads GROUP's unlocked)."""
         with self._controller_lock:
             with self._lock:
                 current = dict(records.get(name, {}))
@@ -476,17 +477,7 @@ class MetadataStore:
     def alter_group_configs(self, group_id: str, alter: ConfigAlteration, validate_only: bool = False) -> None:
         """The same for GROUP resource ``group_id`` (``alter`` validates with
         ``coordinator.group.group_config``); the group need not exist, as in Kafka."""
-        with self._controller_lock:
-            configs = alter(dict(self.group_configs(group_id)))
-            if validate_only:
-                return
-            with self._lock:
-                if configs:
-                    self._group_configs[group_id] = configs
-                else:
-                    self._group_configs.pop(group_id, None)
-            _log.info("group_configs_altered", group_id=group_id, configs=sorted(configs))
-            self._announce_config(ConfigResourceType.GROUP, group_id)
+        self._alter_config_records(self._group_configs, ConfigResourceType.GROUP, group_id, alter, validate_only)
 
     def client_metrics_resources(self) -> list[str]:
         """The CLIENT_METRICS resources that have configs (KIP-714 subscriptions), by name."""

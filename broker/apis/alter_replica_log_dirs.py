@@ -5,7 +5,8 @@ Kafka's ``KafkaApis.handleAlterReplicaLogDirsRequest`` and ``ReplicaManager.alte
 NONE (the log is in the directory now), LOG_DIR_NOT_FOUND (the broker has no such directory:
 with logs in memory only the notional one DescribeLogDirs names exists), REPLICA_NOT_AVAILABLE (no
 replica here; the directory is used when one comes), INVALID_TOPIC_EXCEPTION (a name too long for
-the future directory) or KAFKA_STORAGE_ERROR (the move failed).
+the future directory) or KAFKA_STORAGE_ERROR (the move failed); CLUSTER_AUTHORIZATION_FAILED for
+all without ALTER on the cluster.
 
 Difference from Kafka on purpose: the move is done before the answer, by renaming the partition
 directory under the log's lock (Kafka copies into a ``-future`` replica with a
@@ -20,6 +21,8 @@ from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.broker.server.auth_helper import CLUSTER, Op, authorize
+from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
@@ -32,7 +35,10 @@ def handle_alter_replica_log_dirs(apis: KafkaApis, request: Request) -> None:
     topic_cls = item_cls(cls, "results")
     part_cls = item_cls(topic_cls, "partitions")
     wanted = {(t.name, int(p)): d.path for d in request.body.dirs for t in d.topics for p in t.partitions}
-    results = apis.replica_manager.alter_replica_log_dirs(wanted)
+    if authorize(apis, request, Op.ALTER, CLUSTER):
+        results = apis.replica_manager.alter_replica_log_dirs(wanted)
+    else:   # Kafka: every partition CLUSTER_AUTHORIZATION_FAILED without ALTER on the cluster
+        results = {tp: Errors.CLUSTER_AUTHORIZATION_FAILED for tp in wanted}
     by_topic: dict[str, list[object]] = {}
     for (topic, partition), error in results.items():
         by_topic.setdefault(topic, []).append(build(part_cls, partition_index=partition, error_code=error))

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from kafka_emu.broker.apis._common import broker_endpoint, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.server.auth_helper import CLUSTER, Op, deny
+from kafka_emu.broker.security.acl import CLUSTER_NAME
 from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
@@ -35,6 +37,8 @@ NO_DIRECTORY_ID = uuid.UUID(int=0)
 
 
 def handle_describe_quorum(apis: KafkaApis, request: Request) -> None:
+    if deny(apis, request, Op.DESCRIBE, CLUSTER, CLUSTER_NAME, Errors.CLUSTER_AUTHORIZATION_FAILED):
+        return   # Kafka: authorizeClusterOperation(DESCRIBE), a top-level error
     body = request.body
     cls = response_schema(ApiKeys.DESCRIBE_QUORUM, request.api_version)
     topic_cls = item_cls(cls, "topics")

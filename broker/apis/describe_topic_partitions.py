@@ -14,8 +14,9 @@ Kafka's ``DescribeTopicPartitionsRequestHandler`` and ``KRaftMetadataCache.descr
 * each partition: its leader when the leader is live (-1 otherwise), leader epoch, replicas, ISR,
   the replicas of brokers that are not live (``offline_replicas``) and empty ELR lists (the
   emulator has no ELR: eligible.leader.replicas.version is off);
-* ``topic_authorized_operations``: what Kafka answers without an authorizer, every operation a
-  topic supports.
+* ACLs: a topic needs DESCRIBE; a named one without it is TOPIC_AUTHORIZATION_FAILED (no id,
+  listed after the others), one not named is left out; ``topic_authorized_operations`` is the
+  principal's (every operation a topic supports without an authorizer).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, respond_error, topic_name_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.broker.server.auth_helper import TOPIC, Op, authorized_operations, filter_authorized
 from kafka_emu.broker.server.replica_manager import INTERNAL_TOPICS
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
@@ -34,9 +36,6 @@ if TYPE_CHECKING:
     from kafka_emu.broker.network.request_channel import Request
 
 PARTITION_LIMIT_CONFIG = "max.request.partition.size.limit"
-# Kafka's AclOperation codes a TOPIC supports (AclEntry.supportedOperations): READ 3, WRITE 4,
-# CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, as a bit field
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
 def _partitions(part_cls: type, info: TopicInfo, start: int, limit: int, live: set[int]) -> tuple[list[Any], int]:
@@ -69,6 +68,9 @@ def handle_describe_topic_partitions(apis: KafkaApis, request: Request) -> None:
     if cursor is not None and ((not fetch_all and cursor.topic_name not in names) or cursor.partition_index < 0):
         respond_error(apis, request, Errors.INVALID_REQUEST)
         return
+    allowed = filter_authorized(apis, request, Op.DESCRIBE, TOPIC, names)
+    unauthorized = [] if fetch_all else sorted(names - allowed)
+    names = allowed
     remaining = max(min(int(apis.config[PARTITION_LIMIT_CONFIG]), int(body.response_partition_limit)), 1)
     live = set(md.live_broker_ids())
     topics: list[Any] = []
@@ -82,17 +84,19 @@ def handle_describe_topic_partitions(apis: KafkaApis, request: Request) -> None:
             if not fetch_all:
                 topics.append(build(topic_cls, error_code=topic_name_error(name) or Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                     name=name, topic_id=None, is_internal=name in INTERNAL_TOPICS, partitions=(),
-                                    topic_authorized_operations=TOPIC_OPERATIONS))
+                                    topic_authorized_operations=authorized_operations(apis, request, TOPIC, name)))
             continue
         start = cursor.partition_index if cursor is not None and name == cursor_topic else 0
         parts, next_index = _partitions(part_cls, info, start, remaining, live)
         topics.append(build(topic_cls, error_code=Errors.NONE, name=name, topic_id=info.topic_id,
                             is_internal=name in INTERNAL_TOPICS, partitions=tuple(parts),
-                            topic_authorized_operations=TOPIC_OPERATIONS))
+                            topic_authorized_operations=authorized_operations(apis, request, TOPIC, name)))
         if next_index != -1:
             next_cursor = build(item_cls(cls, "next_cursor"), topic_name=name, partition_index=next_index)
             break
         remaining -= len(parts)
+    topics += [build(topic_cls, error_code=Errors.TOPIC_AUTHORIZATION_FAILED, name=name, topic_id=None,
+                     is_internal=False, partitions=()) for name in unauthorized]
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(topics), next_cursor=next_cursor))
 
 

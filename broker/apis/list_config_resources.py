@@ -5,7 +5,8 @@ the resources of the requested types (none requested: every supported type), GRO
 CLIENT_METRICS, BROKER_LOGGER (one per live broker), BROKER (likewise) and TOPIC (every topic,
 internal ones included). A requested type outside the version's supported ones (TOPIC, BROKER,
 BROKER_LOGGER, CLIENT_METRICS, GROUP; v0: CLIENT_METRICS) is answered UNSUPPORTED_VERSION with
-no resources.
+no resources. The principal needs DESCRIBE_CONFIGS on the cluster (else
+CLUSTER_AUTHORIZATION_FAILED).
 
 GROUP and CLIENT_METRICS list the resources that have configs (``MetadataStore``'s
 ``group_config_resources`` and ``client_metrics_resources``), as Kafka's group config manager and
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.broker.server.auth_helper import CLUSTER, Op, authorize
 from kafka_emu.broker.server.metadata_store import ConfigResourceType
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
@@ -36,6 +38,10 @@ def handle_list_config_resources(apis: KafkaApis, request: Request) -> None:
     res_cls = item_cls(cls, "config_resources")
     supported = {int(t) for t in (V0_TYPES if request.api_version == 0 else V1_TYPES)}
     wanted = {int(t) for t in getattr(request.body, "resource_types", ())} or supported
+    if not authorize(apis, request, Op.DESCRIBE_CONFIGS, CLUSTER):
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=Errors.CLUSTER_AUTHORIZATION_FAILED,
+                                     config_resources=()))
+        return
     if not wanted <= supported:
         respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=Errors.UNSUPPORTED_VERSION,
                                      config_resources=()))

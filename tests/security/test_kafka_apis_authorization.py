@@ -185,3 +185,41 @@ def test_consumer_group_protocol(cluster: EmbeddedCluster) -> None:
     assert heartbeat(("visible",)) == Errors.TOPIC_AUTHORIZATION_FAILED
     described = call(cluster, 69, 0, group_ids=("cg", "other"), include_authorized_operations=True)
     assert [int(g.error_code) for g in described.groups if g.group_id == "other"] == [Errors.GROUP_AUTHORIZATION_FAILED]
+
+
+def test_issue_32_apis_authorize_as_kafka_s_kafka_apis() -> None:
+    """DescribeTopicPartitions (DESCRIBE per topic: a named topic without it is
+    TOPIC_AUTHORIZATION_FAILED, an unnamed one left out), ListConfigResources (DESCRIBE_CONFIGS
+    on the cluster), DescribeQuorum (DESCRIBE on the cluster, a top-level error) and
+    AlterReplicaLogDirs (ALTER on the cluster, on every partition)."""
+    config = {"listeners": "", "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+              "super.users": "User:admin", "offsets.topic.replication.factor": 1}
+    from kafka_emu.broker.protocol.adapter import build, item_cls
+    with EmbeddedCluster(brokers=1, config=config) as c:
+        c.create_topic("visible", 1, 1)
+        c.create_topic("hidden", 1, 1)
+        allow(c, RT.TOPIC, "visible", Op.DESCRIBE)
+        dtp = load_request_schema(75, 0)
+        named = call(c, 75, 0, build(dtp, topics=tuple(build(item_cls(dtp, "topics"), name=n) for n in ("hidden", "visible")),
+                                     response_partition_limit=10))
+        assert [(t.name, int(t.error_code)) for t in named.topics] == \
+            [("visible", Errors.NONE), ("hidden", Errors.TOPIC_AUTHORIZATION_FAILED)]
+        every = call(c, 75, 0, build(dtp, topics=(), response_partition_limit=10))
+        assert [t.name for t in every.topics] == ["visible"]
+        assert int(call(c, 74, 1, resource_types=()).error_code) == Errors.CLUSTER_AUTHORIZATION_FAILED
+        dq = load_request_schema(55, 2)
+        t_cls = item_cls(dq, "topics")
+        quorum = build(dq, topics=(build(t_cls, topic_name="__cluster_metadata",
+                                         partitions=(build(item_cls(t_cls, "partitions"), partition_index=0),)),))
+        assert int(call(c, 55, 2, quorum).error_code) == Errors.CLUSTER_AUTHORIZATION_FAILED
+        ar = load_request_schema(34, 2)
+        d_cls = item_cls(ar, "dirs")
+        move = build(ar, dirs=(build(d_cls, path="/x", topics=(
+            build(item_cls(d_cls, "topics"), name="visible", partitions=(0,)),)),))
+        assert codes(call(c, 34, 2, move)) == {Errors.CLUSTER_AUTHORIZATION_FAILED}
+        allow(c, RT.CLUSTER, "kafka-cluster", Op.DESCRIBE_CONFIGS)
+        allow(c, RT.CLUSTER, "kafka-cluster", Op.DESCRIBE)
+        allow(c, RT.CLUSTER, "kafka-cluster", Op.ALTER)
+        assert int(call(c, 74, 1, resource_types=()).error_code) == Errors.NONE
+        assert int(call(c, 55, 2, quorum).error_code) == Errors.NONE
+        assert codes(call(c, 34, 2, move)) == {Errors.LOG_DIR_NOT_FOUND}

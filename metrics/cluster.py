@@ -79,7 +79,11 @@ class _ClusterCollector:
         high_watermarks = leader_high_watermarks([snapshot for _, snapshot in taken])
         for broker, snapshot in taken:
             broker.collect_into(samples, snapshot, high_watermarks)
-        registry = self._owner.cluster.schema_registry if self._owner.cluster is not None else None
+        cluster = self._owner.cluster
+        if cluster is not None:
+            for action, count in sorted(cluster.control.action_counts().items()):
+                samples.add(names.CONTROL_ACTIONS, count, action)
+        registry = cluster.schema_registry if cluster is not None else None
         if registry is not None:
             try:
                 collect_schema_registry(samples, registry.snapshot())

@@ -443,6 +443,12 @@ SCHEMA_REGISTRY = (SCHEMA_REGISTRY_REQUESTS, SCHEMA_REGISTRY_REQUEST_SECONDS, SC
                    SCHEMA_REGISTRY_VERSIONS, SCHEMA_REGISTRY_SOFT_DELETED, SCHEMA_REGISTRY_SCHEMAS,
                    SCHEMA_REGISTRY_MAX_ID)
 
+# ---------------------------------------------------------------- test control (one per cluster)
+CONTROL_ACTIONS = MetricSpec(
+    "kafka_emu_control_actions", "counter", ("action",),
+    "Test-control actions done to the cluster (injected errors, interceptions, isolations, moves, "
+    "time jumps), by action (ClusterControl.counts).", None, per_broker=False)
+
 ALL: tuple[MetricSpec, ...] = (
     PURGATORY_SIZE, NUM_DELAYED, DELAYED_PRODUCE_EXPIRES, DELAYED_FETCH_EXPIRES, DELAYED_DELETE_RECORDS_EXPIRES,
     PURGATORY_EXPIRATIONS, PURGATORY_PURGES, TIMER_PENDING, TIMER_EXPIRED,
@@ -461,7 +467,7 @@ ALL: tuple[MetricSpec, ...] = (
     TXN_PENDING_COMPLETION, TXN_BY_STATE, CLIENT_METRICS_INSTANCES, CLIENT_METRICS_UNKNOWN_SUBSCRIPTION,
     CLIENT_METRICS_THROTTLE, CLIENT_METRICS_PLUGIN_EXPORT, CLIENT_METRICS_PLUGIN_ERROR, CLIENT_TELEMETRY,
     CONSUMER_GROUP_CURRENT_OFFSET, CONSUMER_GROUP_LAG,
-    *SCHEMA_REGISTRY,
+    *SCHEMA_REGISTRY, CONTROL_ACTIONS,
 )
 
 BY_NAME: dict[str, MetricSpec] = {spec.name: spec for spec in ALL}

@@ -301,12 +301,20 @@ class SchemaRegistrySource(Protocol):
     def snapshot(self) -> SchemaRegistrySnapshotView: ...
 
 
+class ControlSource(Protocol):
+    """``broker.cluster.control.ClusterControl``."""
+
+    def action_counts(self) -> Mapping[str, int]: ...   # a copy, taken under the control's lock
+
+
 class ClusterSource(Protocol):
     """``broker.cluster.embedded_cluster.EmbeddedCluster``: its brokers by id (restarts replace the
-    object) and its schema registry while one runs (one per cluster, so its series have no
-    ``broker_id``)."""
+    object), its test control and its schema registry while one runs (one per cluster, so their
+    series have no ``broker_id``)."""
 
     @property
     def servers(self) -> Mapping[int, BrokerSource]: ...
+    @property
+    def control(self) -> ControlSource: ...
     @property
     def schema_registry(self) -> SchemaRegistrySource | None: ...

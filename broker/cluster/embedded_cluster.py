@@ -75,7 +75,7 @@ from kafka_emu.broker.server.config import KAFKA_VERSION, LISTENER_PORT_REUSED, 
 from kafka_emu.broker.cluster.cluster_security import ClusterSecurity
 from kafka_emu.common.config_def import ConfigException
 from kafka_emu.common.kafka_releases import KafkaRelease
-from kafka_emu.broker.cluster.control import ClusterControl, ControlCollector, ErrorInjection, RequestRecord
+from kafka_emu.broker.cluster.control import ClusterControl, ErrorInjection, RequestRecord
 from kafka_emu.broker.cluster.control.time_control import make_time
 from kafka_emu.broker.cluster.inprocess_client import fetch_request, produce_request, send
 from kafka_emu.broker.server.kafka_server import KafkaServer
@@ -258,7 +258,6 @@ class EmbeddedCluster:
             from kafka_emu.metrics import serve_cluster_metrics
 
             self.metrics = serve_cluster_metrics(self, self.metrics_port, self.metrics_host)
-            self.metrics.registry.register(ControlCollector(self.control))
         if self.schema_registry_port is not None and self.schema_registry is None:
             from kafka_emu.broker.cluster.schema_registry.rest import serve_schema_registry
 

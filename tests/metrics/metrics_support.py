@@ -138,9 +138,17 @@ class FakeBroker:
             listener(request)
 
 
+class FakeControl:
+    """metrics.sources.ControlSource: no test-control action taken."""
+
+    def action_counts(self) -> dict[str, int]:
+        return {}
+
+
 @dataclass
 class FakeCluster:
     servers: dict[int, FakeBroker] = field(default_factory=dict)
+    control: FakeControl = field(default_factory=FakeControl)
     schema_registry: None = None   # metrics.sources.ClusterSource: no registry runs
 
 

@@ -75,7 +75,6 @@ from kafka_emu.timer import SystemTimer, SystemTimerReaper, TimerTask
 
 if TYPE_CHECKING:
     from kio.static.protocol import ResponsePayload
-    from prometheus_client.metrics_core import Metric
 
     from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
     from kafka_emu.broker.network.request_channel import Request, RequestChannel
@@ -486,6 +485,11 @@ class ClusterControl:
             self.recorder.clear()
 
     # ------------------------------------------------------------------ state
+    def action_counts(self) -> dict[str, int]:
+        """``counts`` copied under the lock (the metrics scrape's snapshot)."""
+        with self._lock:
+            return dict(self.counts)
+
     def describe(self) -> dict[str, JsonValue]:
         """The active faults, as JSON-ready values (``GET /v1/faults``)."""
         with self._lock:
@@ -508,25 +512,3 @@ class ClusterControl:
             reaper, self._latency_reaper = self._latency_reaper, None
         if reaper is not None:
             reaper.close()
-
-
-class ControlCollector:
-    """prometheus_client collector of ``ClusterControl.counts``."""
-
-    def __init__(self, control: ClusterControl) -> None:
-        self.control = control
-
-    def describe(self) -> list[Metric]:
-        return list(self.collect())
-
-    def collect(self) -> Iterator[Metric]:
-        from prometheus_client.core import CounterMetricFamily
-
-        family = CounterMetricFamily("kafka_emu_control_actions", "Test-control actions: injected "
-                                     "errors, interceptions, isolations, moves and time jumps",
-                                     labels=["action"])
-        with self.control._lock:
-            counts = sorted(self.control.counts.items())
-        for action, n in counts:
-            family.add_metric([action], float(n))
-        yield family

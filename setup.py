@@ -23,7 +23,7 @@ import sys
 from setuptools import Extension, setup
 
 # Folder of each package in the repository (pyproject's package-dir, for the compiled ones).
-PACKAGE_DIRS = {"broker": "kafka_emu.broker"}
+PACKAGE_DIRS = {"broker": "kafka_emu.broker", "kafka_emu": "kafka_emu"}
 
 # Where a request's work is loops over bytes and records: batch parsing, the LogValidator's
 # record walk, the segment's scans, the wire codecs. Compiled, they take 10-20 % off a replicated
@@ -40,7 +40,7 @@ COMPILED = [
     "broker/protocol/fast_fetch.py",
     "broker/protocol/fast_produce.py",
     "broker/protocol/fast_wire.py",
-    "broker/protocol/varint.py",
+    "kafka_emu/common/varint.py",
 ]
 
 

@@ -46,10 +46,10 @@ from kafka_emu.broker.protocol.fast_produce import (
     decode_produce_request,
     encode_produce_response,
 )
-from kafka_emu.broker.protocol.varint import InvalidRequestError
-from kafka_emu.broker.protocol.varint import read_uvarint as _read_uvarint
-from kafka_emu.broker.protocol.varint import skip_tagged_fields
-from kafka_emu.broker.protocol.varint import write_uvarint as _write_uvarint
+from kafka_emu.common.varint import InvalidRequestError
+from kafka_emu.common.varint import read_uvarint as _read_uvarint
+from kafka_emu.common.varint import skip_tagged_fields
+from kafka_emu.common.varint import write_uvarint as _write_uvarint
 
 _HEADER = struct.Struct(">hhih")   # api_key, api_version, correlation_id, client_id length
 _INT32 = struct.Struct(">i")

@@ -33,7 +33,7 @@ from uuid import UUID
 from kio.static.constants import EntityType
 
 from kafka_emu.broker.protocol.fast_wire import DECODE_ERRORS, Malformed, count, length, write_count, write_string
-from kafka_emu.broker.protocol.varint import skip_tagged_fields
+from kafka_emu.common.varint import skip_tagged_fields
 from kafka_emu.common.api_keys import ApiKeys
 
 _I32 = struct.Struct(">i")

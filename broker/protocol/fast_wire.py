@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from kafka_emu.broker.protocol.varint import InvalidRequestError, read_uvarint, write_uvarint
+from kafka_emu.common.varint import InvalidRequestError, read_uvarint, write_uvarint
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

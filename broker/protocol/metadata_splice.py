@@ -16,7 +16,7 @@ from typing import Any
 
 from kio.serial import entity_writer
 
-from kafka_emu.broker.protocol.varint import write_uvarint
+from kafka_emu.common.varint import write_uvarint
 
 _I32 = struct.Struct(">i")
 # the fields that can follow ``topics`` in a MetadataResponse, all fixed-size: their byte counts

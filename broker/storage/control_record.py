@@ -18,7 +18,7 @@ import struct
 from typing import NamedTuple
 
 from kafka_emu.broker.storage.log_validator import CONTROL_BIT, TRANSACTIONAL_BIT
-from kafka_emu.broker.protocol.varint import read_varint
+from kafka_emu.common.varint import read_varint
 from kafka_emu.broker.storage.record_batch import HEADER_SIZE, NO_SEQUENCE, build_batch
 from kafka_emu.common.errors import Errors, KafkaError
 

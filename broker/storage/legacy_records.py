@@ -41,7 +41,7 @@ from crc32c import crc32c
 from kafka_emu.broker.storage import compression
 from kafka_emu.broker.storage.log_segment import iter_headers
 from kafka_emu.broker.storage.log_validator import records_payload, walk_records
-from kafka_emu.broker.protocol.varint import read_varint
+from kafka_emu.common.varint import read_varint
 from kafka_emu.broker.storage.record_batch import HEADER_SIZE, LOG_OVERHEAD, MAGIC, write_record
 from kafka_emu.common.errors import Errors, KafkaError
 

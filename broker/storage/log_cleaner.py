@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import structlog
 from crc32c import crc32c
 
-from kafka_emu.broker.protocol.varint import read_varint, write_varint
+from kafka_emu.common.varint import read_varint, write_varint
 from kafka_emu.broker.storage import compression
 from kafka_emu.common.config_def import ConfigException
 from kafka_emu.broker.storage.control_record import ControlRecordType

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from crc32c import crc32c
 
-from kafka_emu.broker.protocol.varint import read_varint, write_varint
+from kafka_emu.common.varint import read_varint, write_varint
 from kafka_emu.broker.storage import compression
 from kafka_emu.common.errors import Errors, KafkaError
 from kafka_emu.broker.storage.log_config import LogConfig
@@ -127,7 +127,7 @@ def _walk(buf: bytes | bytearray | memoryview, pos: int, end: int, count: int,
     walked where it lies, without a slice. A varint read past its record is caught by the
     overrun checks that follow, one read past the buffer by the IndexError.
 
-    The inline decoding copies ``broker.protocol.varint.read_varint``'s on purpose, measured
+    The inline decoding copies ``common.varint.read_varint``'s on purpose, measured
     compiled (2026-11-28, Cython 3.3, CPython 3.11): a call per varint instead makes the walk
     1.6x slower for a batch of five 200-byte records (1.8 µs -> 2.9 µs a walk; 25,900 -> 41,700
     instructions under callgrind), 1.5x for 100 records of 20 bytes, 1.16x for 10 KB records

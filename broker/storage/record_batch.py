@@ -20,7 +20,7 @@ from typing import Iterable, Iterator, NamedTuple
 
 from crc32c import crc32c
 
-from kafka_emu.broker.protocol.varint import read_varint, write_varint
+from kafka_emu.common.varint import read_varint, write_varint
 from kafka_emu.common.errors import Errors, KafkaError
 
 HEADER_SIZE = 61

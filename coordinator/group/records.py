@@ -24,6 +24,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from kafka_emu.common.varint import InvalidRequestError, read_uvarint, write_uvarint
+
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 OFFSET_COMMIT_VALUE_VERSION = 3
@@ -94,10 +96,7 @@ class _Writer:
 
     def uvarint(self, v: int) -> "_Writer":
         out = bytearray()
-        while v >= 0x80:
-            out.append((v & 0x7F) | 0x80)
-            v >>= 7
-        out.append(v)
+        write_uvarint(out, v)
         self.parts.append(bytes(out))
         return self
 
@@ -171,16 +170,11 @@ class _Reader:
         return v
 
     def uvarint(self) -> int:
-        shift = value = 0
-        while True:
-            b = self.buf[self.pos]
-            self.pos += 1
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise ValueError("varint too long")
+        try:
+            value, self.pos = read_uvarint(self.buf, self.pos)
+        except InvalidRequestError as e:   # truncated or overlong: a record the loader skips
+            raise ValueError(str(e)) from None
+        return value
 
     def compact_string(self) -> str | None:
         n = self.uvarint() - 1

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import struct
 
+from kafka_emu.common.varint import read_uvarint, skip_tagged_fields, write_uvarint
 from kafka_emu.coordinator.group.records import java_string_hashcode, kafka_utils_abs
 from kafka_emu.coordinator.transaction.transaction_metadata import (
     NO_PRODUCER_EPOCH, TransactionMetadata, TransactionState, TxnTransitMetadata,
@@ -34,26 +35,6 @@ _I8, _I16, _I32, _I64 = struct.Struct(">b"), struct.Struct(">h"), struct.Struct(
 def partition_for(transactional_id: str, num_partitions: int) -> int:
     """``Utils.abs(transactionalId.hashCode) % transaction.state.log.num.partitions``."""
     return kafka_utils_abs(java_string_hashcode(transactional_id)) % num_partitions
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
 
 
 def key_bytes(transactional_id: str) -> bytes:
@@ -80,18 +61,20 @@ def value_bytes(m: TxnTransitMetadata) -> bytes:
         if m.topic_partitions:
             raise ValueError(f"Transaction is not expected to have any partitions since its state is "
                              f"Empty: {m}")
-        out += _uvarint(0)   # null compact array
+        write_uvarint(out, 0)   # null compact array
     else:
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(m.topic_partitions):
             by_topic.setdefault(topic, []).append(partition)
-        out += _uvarint(len(by_topic) + 1)
+        write_uvarint(out, len(by_topic) + 1)
         for topic, partitions in by_topic.items():
             raw = topic.encode("utf-8")
-            out += _uvarint(len(raw) + 1) + raw + _uvarint(len(partitions) + 1)
+            write_uvarint(out, len(raw) + 1)
+            out += raw
+            write_uvarint(out, len(partitions) + 1)
             for p in partitions:
                 out += _I32.pack(p)
-            out += _uvarint(0)   # no tagged fields in the entry
+            write_uvarint(out, 0)   # no tagged fields in the entry
     out += _I64.pack(m.txn_last_update_timestamp) + _I64.pack(m.txn_start_timestamp)
     tags: list[tuple[int, bytes]] = []
     if m.prev_producer_id != -1:
@@ -100,9 +83,11 @@ def value_bytes(m: TxnTransitMetadata) -> bytes:
         tags.append((1, _I64.pack(m.next_producer_id)))
     if m.client_transaction_version != 0:
         tags.append((2, _I16.pack(m.client_transaction_version)))
-    out += _uvarint(len(tags))
+    write_uvarint(out, len(tags))
     for tag, data in tags:
-        out += _uvarint(tag) + _uvarint(len(data)) + data
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
     return bytes(out)
 
 
@@ -130,16 +115,16 @@ def read_value(transactional_id: str, buf: bytes) -> TransactionMetadata:
             partitions.add((topic, _I32.unpack_from(buf, pos)[0]))
             pos += 4
         if flexible:
-            pos = _skip_tagged(buf, pos)
+            pos = skip_tagged_fields(buf, pos)
     last_update = _I64.unpack_from(buf, pos)[0]
     start = _I64.unpack_from(buf, pos + 8)[0]
     pos += 16
     prev_pid, next_pid, client_tv = -1, -1, 0
     if flexible:
-        ntags, pos = _read_uvarint(buf, pos)
+        ntags, pos = read_uvarint(buf, pos)
         for _ in range(ntags):
-            tag, pos = _read_uvarint(buf, pos)
-            size, pos = _read_uvarint(buf, pos)
+            tag, pos = read_uvarint(buf, pos)
+            size, pos = read_uvarint(buf, pos)
             if tag == 0:
                 prev_pid = _I64.unpack_from(buf, pos)[0]
             elif tag == 1:
@@ -157,15 +142,6 @@ def _read_length(buf: bytes, pos: int, flexible: bool, fixed: struct.Struct) -> 
     """(length, position after it) of a string or array: a compact unsigned varint (length + 1,
     0 = null) in flexible versions, else ``fixed`` (-1 = null)."""
     if flexible:
-        n, pos = _read_uvarint(buf, pos)
+        n, pos = read_uvarint(buf, pos)
         return n - 1, pos
     return fixed.unpack_from(buf, pos)[0], pos + fixed.size
-
-
-def _skip_tagged(buf: bytes, pos: int) -> int:
-    n, pos = _read_uvarint(buf, pos)
-    for _ in range(n):
-        _tag, pos = _read_uvarint(buf, pos)
-        size, pos = _read_uvarint(buf, pos)
-        pos += size
-    return pos

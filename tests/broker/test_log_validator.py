@@ -229,7 +229,7 @@ def _reference_walk(section: bytes, count: int) -> list[tuple[int, int, int, int
 
 
 def _encode_record(out: bytearray, ts_delta: int, offset_delta: int, key, value, headers: bytes) -> None:
-    from kafka_emu.broker.protocol.varint import write_varint
+    from kafka_emu.common.varint import write_varint
 
     rec = bytearray(b"\x00")
     write_varint(rec, ts_delta)

@@ -12,7 +12,7 @@ import pytest
 from kio.serial import entity_writer
 
 from kafka_emu.broker.protocol.codec import decode_request, decode_request_fast, decode_request_header
-from kafka_emu.broker.protocol.varint import InvalidRequestError
+from kafka_emu.common.varint import InvalidRequestError
 
 FastDecoder = Callable[[int, bytes, int], Any]   # (version, frame, body offset) -> data or None
 Same = Callable[[Any, Any], bool]                 # (fast result, kio entity) -> equal

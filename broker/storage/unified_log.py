@@ -27,7 +27,9 @@ Retention (``delete_old_segments``, called by ``LogManager``) deletes whole segm
 oldest, each only when it lies entirely below the HW: past ``retention.ms`` by its largest
 record timestamp, beyond ``retention.bytes``, or entirely below the log start offset. When every
 segment goes, a new empty active segment is rolled at the LEO first (as Kafka does), so the LEO
-and HW keep their values and the log start offset becomes the LEO.
+and HW keep their values and the log start offset becomes the LEO. A log with ``roll_retention``
+set (``LogManager`` sets it on in-memory logs) also runs that retention each time an append
+rolls its active segment, once the append is complete, and reports the bytes freed through it.
 
 Locking: ``lock`` (an RLock) guards every call that reads or changes the log; it is the
 ``Partition``'s lock (Kafka's ``leaderIsrUpdateLock`` and the log's lock folded into one), also
@@ -36,7 +38,12 @@ lock (metrics) only read ints.
 
 Differences from Kafka on purpose: segments live in memory (``broker.storage.log_segment``); with
 ``log.dirs`` set, ``broker.storage.persistent_log.PersistentLog`` writes them through to Kafka's files
-and recovers them at start-up. The HW survives an emulated restart because the cluster keeps
+and recovers them at start-up. An in-memory log runs retention at each roll as well as on the
+retention task: memory is its disk, and Kafka's schedule (a first check after
+``log.initial.task.delay.ms``, 30 s, then every ``log.retention.check.interval.ms``, 5 min) lets a
+log hold everything appended in between, gigabytes at a client's full rate, whatever
+``retention.bytes`` says. Kafka deletes no earlier than a check that happened to run at that
+moment would. The HW survives an emulated restart because the cluster keeps
 the ``UnifiedLog`` object (and a process restart through ``replication-offset-checkpoint``);
 batches are never split, so truncation points and HWs always fall on batch boundaries.
 """
@@ -113,6 +120,9 @@ class UnifiedLog:
         self.producer_state = ProducerStateManager(f"{topic}-{partition}")
         self._first_unstable_offset = -1   # raw, -1: none (an int, for lock-free readers)
         self._name = f"{topic}-{partition}"   # for error messages, built once
+        # Retention at each roll (``LogManager`` sets it on in-memory logs): told the bytes freed
+        self.roll_retention: Callable[[UnifiedLog, int], None] | None = None
+        self._retention_due = False   # a roll happened during the append in progress
         self._add_segment(log_start_offset)
 
     @property
@@ -217,6 +227,8 @@ class UnifiedLog:
                 if info.producer_id != NO_PRODUCER_ID:
                     self._update_producer_state(records, info, segment)
             self._maybe_update_first_unstable_offset()
+        if self._retention_due:
+            self._retain_after_roll(now)
         return new_tuple(LogAppendInfo, (first, last_offset, last_offset + 1 - first, len(records), False,
                                          log_append_time))
 
@@ -226,6 +238,7 @@ class UnifiedLog:
         cfg = self.config
         if segment.should_roll(len(records), max_timestamp, last_offset, now_ms, cfg.segment_bytes, cfg.segment_ms):
             segment = self.roll()
+            self._retention_due = self.roll_retention is not None
         segment.append(last_offset, max_timestamp, shallow_offset_of_max_timestamp, records, now_ms)
         self.log_end_offset = last_offset + 1
         return segment
@@ -255,8 +268,9 @@ class UnifiedLog:
                 self._assign_epoch(epoch, info.base_offset)
         start = new[0].position
         end = new[-1].position + new[-1].size
+        now = self.time.milliseconds()
         with memoryview(data) as view:
-            segment = self._append(view[start:end], expected - 1, max_ts, shallow, self.time.milliseconds())
+            segment = self._append(view[start:end], expected - 1, max_ts, shallow, now)
         producers = False
         for info in new:
             if info.producer_id != NO_PRODUCER_ID:
@@ -264,6 +278,8 @@ class UnifiedLog:
                 producers = True
         if producers:   # only producer state moves the first unstable offset
             self._maybe_update_first_unstable_offset()
+        if self._retention_due:
+            self._retain_after_roll(now)
         return len(new)
 
     # ------------------------------------------------------------------ producer state
@@ -526,6 +542,14 @@ class UnifiedLog:
             deleted += self._delete_segments(self._deletable(
                 lambda seg, nxt: 0 <= self.config.retention_ms < now - seg.largest_timestamp))
         return deleted
+
+    def _retain_after_roll(self, now_ms: int) -> None:
+        """Retention once the append that rolled is complete (producer state included), as if
+        the retention task had run right after it."""
+        self._retention_due = False
+        freed = self.delete_old_segments(now_ms)
+        if freed and self.roll_retention is not None:
+            self.roll_retention(self, freed)
 
     def _below_log_start(self, seg: LogSegment, nxt: LogSegment | None) -> bool:
         return nxt is not None and nxt.base_offset <= self.log_start_offset

@@ -296,3 +296,63 @@ def test_deleted_topic_metrics_series_go():
     stats.record_bytes_out("gone", 50)
     stats.remove_topic("gone")
     assert set(stats.snapshot().topics) == {"kept"}
+
+
+def test_in_memory_log_runs_retention_at_each_roll():
+    """Memory that follows retention (issue 29): an in-memory log of a LogManager deletes what
+    retention.bytes allows at each roll, without waiting for the kafka-log-retention task, and
+    the manager counts the bytes; idempotent producer state survives the deletions (a retried
+    last batch is still a duplicate)."""
+    size = len(batch(b"x" * 100, producer_id=7, producer_epoch=0, base_sequence=0))
+    manager = LogManager(KafkaConfig(), time=MockTime())
+    log = manager.get_or_create_log(("t", 0), {"segment.bytes": size * 2, "retention.bytes": size * 4})
+    for seq in range(40):
+        log.append_as_leader(batch(b"x" * 100, producer_id=7, producer_epoch=0, base_sequence=seq), 0)
+        commit(log)
+    assert log.size_bytes <= size * 4 + size * 2 * 2
+    assert log.log_start_offset > 0 and manager.retention_deleted_bytes == 40 * size - log.size_bytes
+    retried = log.append_as_leader(batch(b"x" * 100, producer_id=7, producer_epoch=0, base_sequence=39), 0)
+    assert retried.duplicate and retried.first_offset == 39
+
+
+def test_roll_retention_keeps_what_is_not_committed():
+    """Retention at a roll deletes only segments wholly below the HW, as the task does."""
+    size = len(batch(b"x" * 100))
+    manager = LogManager(KafkaConfig(), time=MockTime())
+    log = manager.get_or_create_log(("t", 0), {"segment.bytes": size * 2, "retention.bytes": size * 2})
+    for _ in range(20):
+        log.append_as_leader(batch(b"x" * 100), 0)
+    assert log.log_start_offset == 0 and log.size_bytes == 20 * size
+    commit(log)
+    log.append_as_leader(batch(b"x" * 100), 0)   # rolls: now the committed segments may go
+    assert log.log_start_offset > 0 and log.size_bytes <= size * 2 + size * 2
+
+
+def test_restarted_log_manager_takes_over_roll_retention():
+    """A restarted broker's LogManager, handed the logs kept in memory, counts their roll-time
+    deletions (the old manager no longer does)."""
+    size = len(batch(b"x" * 100))
+    logs = {}
+    first = LogManager(KafkaConfig(), logs, time=MockTime())
+    log = first.get_or_create_log(("t", 0), {"segment.bytes": size, "retention.bytes": size})
+    second = LogManager(KafkaConfig(), logs, time=MockTime())
+    for _ in range(5):
+        log.append_as_leader(batch(b"x" * 100), 0)
+        commit(log)
+    assert second.retention_deleted_bytes > 0 and first.retention_deleted_bytes == 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, 100), min_size=1, max_size=60), st.integers(200, 2000), st.integers(0, 4000))
+def test_roll_retention_bounds_the_log(sizes, segment_bytes, retention_bytes):
+    """Property: with every append committed, an in-memory log of a LogManager never holds more
+    than retention.bytes plus two segments, whatever it was sent; every offset from the log
+    start reads back."""
+    manager = LogManager(KafkaConfig(), time=MockTime())
+    log = manager.get_or_create_log(("t", 0), {"segment.bytes": segment_bytes, "retention.bytes": retention_bytes})
+    for n in sizes:
+        log.append_as_leader(batch(b"x" * n), 0)
+        commit(log)
+        assert log.size_bytes <= retention_bytes + 2 * segment_bytes
+    for off in range(log.log_start_offset, log.log_end_offset):
+        assert offsets(log.read(off, 1))[0] == off

@@ -513,18 +513,19 @@ class ReplicaManager:
 
     def read_session(self, params: FetchParams, session: FetchSession,
                      update_fetch_state: bool) -> list[tuple[TP, LogReadResult]]:
-        """Read the changed partitions of ``session``; those the response had no room for stay
-        marked for the next fetch."""
+        """Read the changed partitions of ``session``; those the response had no room for (no
+        records although the leader has some past the follower's offset, after earlier
+        partitions used the response's bytes) stay marked for the next fetch."""
         infos = self.fetch_session_cache.take_changed(session)
         if not infos:
             return []
         results = self.read_from_local_log(params, infos, update_fetch_state)
         total = 0
         unread = []
-        for tp, r in results:
+        for (tp, r), (_, info) in zip(results, infos):   # one result per info, in order
             if r.records:
                 total += len(r.records)
-            elif total >= params.max_bytes and r.error == Errors.NONE:
+            elif total and r.error == Errors.NONE and r.log_end_offset > info.fetch_offset:
                 unread.append(tp)
         if unread:
             self.fetch_session_cache.mark_unread(session, unread)

@@ -300,3 +300,26 @@ def test_delete_records_wakes_follower_sessions_with_the_new_log_start():
         h.rm.fetch_in_session(FetchParams(replica_id=r, max_wait_ms=0, isolation=ISOLATION_LOG_END),
                               sessions[r], 3, [(TP, PartitionFetchInfo(5, 1 << 20, 3))], [], box.append)
     assert done[TP].error == Errors.NONE and done[TP].low_watermark == 3
+
+
+def test_partition_the_response_had_no_room_for_is_read_next_time():
+    """A partition whose new batch did not fit what an earlier partition left of the response's
+    max bytes stays marked (Kafka's leader reads every session partition on every fetch): the
+    next incremental fetch returns it. Found by ``kafka-emu stress overload``: without it,
+    followers stopped fetching such partitions, and acks=all produces to them hung."""
+    h = SessionHarness()
+    a, b = h.u[0], h.u[1]
+    size = len(build_batch([(b"k", b"v")] * 50))
+    params = FetchParams(replica_id=1, max_wait_ms=0, isolation=ISOLATION_LOG_END, max_bytes=size + size // 2)
+    box: list[SessionFetchResponse] = []
+    h.rm.fetch_in_session(params, 0, INITIAL_EPOCH, [(a, PartitionFetchInfo(0, 1 << 20, 0)),
+                                                     (b, PartitionFetchInfo(0, 1 << 20, 0))], [], box.append)
+    sid = box[0].session_id
+    h.append(a, 50)
+    h.append(b, 50)
+    h.rm.fetch_in_session(params, sid, 1, [], [], box.append)
+    got = dict(box[1].results)
+    [read] = [tp for tp, r in got.items() if r.records]
+    [left] = [tp for tp in (a, b) if tp != read]          # no room left for it
+    h.rm.fetch_in_session(params, sid, 2, [(read, PartitionFetchInfo(50, 1 << 20, 0))], [], box.append)
+    assert dict(box[2].results)[left].records               # read in the next fetch

@@ -153,6 +153,10 @@ class BrokerMetrics:
             for listener, counters in server.authentication:
                 for spec, key in names.AUTHENTICATION_METRICS:
                     out.add(spec, counters[key], b, listener)
+            if server.memory_pool_size:   # only with queued.max.request.bytes
+                out.add(names.MEMORY_POOL_AVAILABLE, server.memory_pool_available, b)
+                out.add(names.MEMORY_POOL_USED, server.memory_pool_size - server.memory_pool_available, b)
+                out.add(names.MEMORY_POOL_DEPLETED_TIME, server.memory_pool_depleted_ns / 1e6, b)
 
     def _collect_replica_manager(self, out: Samples, snapshot: BrokerSnapshotView) -> None:
         b = self._label

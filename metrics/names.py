@@ -164,6 +164,20 @@ NETWORK_IDLE = MetricSpec(
     "Fraction (0..1) of time the network processor threads spent waiting in select, averaged "
     "over processors and over the time since the previous scrape.",
     "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent")
+MEMORY_POOL_AVAILABLE = MetricSpec(
+    "kafka_network_socketserver_memorypoolavailable", "gauge", (),
+    "Bytes left in the request memory pool (queued.max.request.bytes); negative while one "
+    "request overdraws it, as Kafka's non-strict pool allows.",
+    "kafka.network:type=SocketServer,name=MemoryPoolAvailable")
+MEMORY_POOL_USED = MetricSpec(
+    "kafka_network_socketserver_memorypoolused", "gauge", (),
+    "Bytes of requests read and not yet done with, held in the request memory pool.",
+    "kafka.network:type=SocketServer,name=MemoryPoolUsed")
+MEMORY_POOL_DEPLETED_TIME = MetricSpec(
+    "kafka_network_socket_server_metrics_memorypooldepletedtimetotal", "gauge", (),
+    "Milliseconds the request memory pool refused allocations (processors had connections muted "
+    "for memory), in total since start.",
+    "kafka.network:type=socket-server-metrics,name=MemoryPoolDepletedTimeTotal", "ms")
 
 # socket-server-metrics (Kafka's Selector metrics per listener and network processor; here per
 # listener, summed over its processors)
@@ -455,6 +469,7 @@ ALL: tuple[MetricSpec, ...] = (
     REQUESTS, ERRORS, *REQUEST_TIME_HISTOGRAMS, REQUEST_QUEUE_SIZE, RESPONSE_QUEUE_SIZE,
     HANDLER_IDLE, HANDLER_IDLE_SECONDS, HANDLER_THREADS, NETWORK_IDLE,
     AUTH_SUCCESS, AUTH_FAILURE, REAUTH_SUCCESS, REAUTH_FAILURE, EXPIRED_CONNECTIONS_KILLED,
+    MEMORY_POOL_AVAILABLE, MEMORY_POOL_USED, MEMORY_POOL_DEPLETED_TIME,
     UNDER_REPLICATED, PARTITION_COUNT, LEADER_COUNT, UNDER_MIN_ISR, ISR_SHRINKS, ISR_EXPANDS,
     MESSAGES_IN, BYTES_IN, BYTES_OUT, FAILED_PRODUCE, FAILED_FETCH,
     LOG_END_OFFSET, LOG_START_OFFSET, LOG_SIZE, LOG_NUM_SEGMENTS, LAST_STABLE_OFFSET_LAG,

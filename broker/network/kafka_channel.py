@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 class KafkaChannel:
     __slots__ = ("sock", "connection_id", "peer", "rbuf", "send_buf", "muted", "in_flight",
                  "last_active", "armed", "closed", "fd", "requests", "sending", "write_lock",
-                 "recv", "send", "tls", "authenticator", "ready", "principal", "failed")
+                 "recv", "send", "tls", "authenticator", "ready", "principal", "failed", "frame_memory",
+                 "memory_muted")
 
     def __init__(self, sock: socket.socket, connection_id: str, peer: str) -> None:
         self.sock = sock
@@ -52,6 +53,8 @@ class KafkaChannel:
         self.ready = True           # TLS handshake and SASL authentication done
         self.principal: KafkaPrincipal = ANONYMOUS
         self.failed = False         # authentication failed: closing after the configured delay
+        self.frame_memory = 0       # bytes the memory pool granted the frame being read
+        self.memory_muted = False   # not read until the memory pool has memory again
 
     def use_tls(self, tls: SslTransportLayer) -> None:
         self.tls = tls

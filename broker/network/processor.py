@@ -18,11 +18,20 @@ layer imports no handler. It answers with the API's name, which the processor st
 ``Request`` it creates (logs and metrics read it there).
 
 Hygiene: ``socket.request.max.bytes`` is checked against the 4-byte size prefix before any body
-byte is buffered; ``connections.max.idle.ms`` closes quiet connections; a frame that cannot be
+byte is buffered (a larger or negative size closes the connection, as Kafka's
+``InvalidReceiveException`` does); ``connections.max.idle.ms`` closes quiet connections; a frame that cannot be
 parsed (unknown API key, truncated body, a version the broker does not serve: Kafka's
 ``SocketServer.parseRequestHeader``) closes that connection with a structured ``connection_closed`` log line naming the peer and the reason. Every per-connection
 failure is caught per connection: one bad client never ends a processor or disturbs another
 client.
+
+Request memory (``queued.max.request.bytes``, Kafka's ``MemoryPool``): with the socket server's
+``memory_pool`` set, a frame's size is taken from the pool as soon as its prefix is read; when
+the pool refuses, the connection is muted for memory (no longer read, so the client's bytes wait
+in its socket) and retried once the pool has memory again (Kafka's ``Selector`` unmutes such
+channels when ``isOutOfMemory`` turns false; here the pool's ``on_available`` wakes the
+processors, see ``SocketServer``). The request carries the bytes (``Request.memory_bytes``) and
+gives them back when it is done (``_request_done``), or the connection closes first.
 
 Differences from Kafka, on purpose:
 * Direct response writes. In Kafka a response always goes back through the connection's
@@ -42,6 +51,11 @@ Differences from Kafka, on purpose:
   would otherwise wait up to ``_IN_FLIGHT_POLL_S`` each). Set ``Processor.direct_writes =
   False`` to get Kafka's path.
 * Unknown tagged fields are skipped (see ``broker.protocol.codec``), as Kafka's generated parsers do.
+* A request's pool memory is released when its response has been sent, not when its handler
+  returns (Kafka releases a produce's buffer there, others' right after parsing): here the
+  decoded request keeps its bytes until it is answered (an acks=all produce parked in its
+  purgatory included), so that is when the memory is actually free. Bytes read ahead of the
+  size prefix (up to one ``recv`` of 256 KiB per connection) are not counted.
 
 Security (Kafka's ``KafkaChannel.prepare``): on a TLS listener a connection first completes its
 handshake, a step per readable or writable event (``broker.network.ssl_transport_layer``), so
@@ -211,6 +225,8 @@ class Processor(ShutdownableThread):
         self._channels: dict[str, KafkaChannel] = {}
         self._fd_channels: dict[int, KafkaChannel] = {}
         self._ready: deque[KafkaChannel] = deque()   # unmuted channels with buffered bytes
+        self._memory_pool = server.memory_pool        # None: queued.max.request.bytes unbounded
+        self._memory_muted: list[KafkaChannel] = []   # waiting for the memory pool
         self._conn_index = itertools.count()
         self._last_idle_check = time.monotonic()
         # (monotonic deadline, channel): connections that failed authentication, closed when due
@@ -298,6 +314,11 @@ class Processor(ShutdownableThread):
     def on_initiate_shutdown(self) -> None:
         self._waker.wake()
 
+    def waiting_for_memory(self) -> bool:
+        """Whether connections of this processor are muted for the memory pool (read without
+        a lock: a stale answer costs one spare wakeup, or one poll timeout at worst)."""
+        return bool(self._memory_muted)
+
     def response_queue_size(self) -> int:
         """Responses queued for this processor and not yet taken (Kafka's ResponseQueueSize)."""
         return len(self._responses)
@@ -315,6 +336,8 @@ class Processor(ShutdownableThread):
         save a Python call per round when they are empty (the usual case)."""
         if self._new_connections:
             self._configure_new_connections()
+        if self._memory_muted and not self._memory_pool.is_out_of_memory():
+            self._unmute_for_memory()
         if self._responses:
             self._process_new_responses()
         if self._ready:
@@ -336,7 +359,8 @@ class Processor(ShutdownableThread):
         """Wait in epoll: not at all with work pending, briefly with direct writes possibly in
         flight (see ``_IN_FLIGHT_POLL_S``), else until woken. The wait counts as idle time."""
         self._polling = True
-        if self._responses or self._new_connections or self._ready:
+        if self._responses or self._new_connections or self._ready or \
+                (self._memory_muted and not self._memory_pool.is_out_of_memory()):
             timeout = 0.0
         else:
             timeout = _IN_FLIGHT_POLL_S if self._in_flight and self.direct_writes else 0.3
@@ -392,7 +416,7 @@ class Processor(ShutdownableThread):
         ready = self._ready
         while ready and not self.is_shutdown_initiated():
             channel = ready.popleft()
-            if not channel.closed and not channel.muted:
+            if not channel.closed and not channel.muted and not channel.memory_muted:
                 try:
                     self._try_complete_frame(channel)
                 except Exception as exc:  # noqa: BLE001 - one connection must not end the thread
@@ -488,9 +512,13 @@ class Processor(ShutdownableThread):
                 self._close(channel, f"unexpected error: {exc!r}", level="warning")
 
     def _request_done(self, request: Request | None) -> None:
-        """Stamp ``end_time_ns`` and hand the request to the channel's listeners (metrics)."""
+        """Give back its pool memory, stamp ``end_time_ns`` and hand the request to the
+        channel's listeners (metrics)."""
         if request is None:
             return
+        if self._memory_pool is not None and request.memory_bytes:
+            self._memory_pool.release(request.memory_bytes)
+            request.memory_bytes = 0
         if not getattr(request, "end_time_ns", 0):
             request.end_time_ns = time.monotonic_ns()
         for listener in getattr(self.server.request_channel, "request_listeners", ()):
@@ -527,6 +555,13 @@ class Processor(ShutdownableThread):
             self.malformed_frames += 1
             self._close(channel, f"frame size {size} outside [0, socket.request.max.bytes={max_bytes}]")
             return
+        pool = self._memory_pool
+        # authentication frames take no pool memory (Kafka reads them with MemoryPool.NONE)
+        if pool is not None and size and channel.ready and not channel.frame_memory:
+            if not pool.try_allocate(size):
+                self._mute_for_memory(channel)
+                return
+            channel.frame_memory = size
         if len(rbuf) < 4 + size:
             return
         if len(rbuf) == 4 + size:
@@ -536,6 +571,29 @@ class Processor(ShutdownableThread):
             frame = bytes(rbuf[4:4 + size])
             del rbuf[:4 + size]
         self._handle_frame(channel, frame)
+        if channel.frame_memory:   # no request took it (a malformed frame)
+            self._release_frame_memory(channel)
+
+    def _release_frame_memory(self, channel: KafkaChannel) -> None:
+        self._memory_pool.release(channel.frame_memory)
+        channel.frame_memory = 0
+
+    def _mute_for_memory(self, channel: KafkaChannel) -> None:
+        """The pool refused the frame's size: stop reading the connection until it has memory
+        (Kafka's ``KafkaChannel.mute`` from ``read``)."""
+        channel.memory_muted = True
+        self._arm(channel, 0)
+        self._memory_muted.append(channel)
+
+    def _unmute_for_memory(self) -> None:
+        """The pool has memory again: every connection muted for it is read again, and its
+        buffered size prefix asks the pool once more."""
+        waiting, self._memory_muted = self._memory_muted, []
+        for channel in waiting:
+            channel.memory_muted = False
+            if not channel.closed:
+                self._arm(channel, _IN)
+                self._ready.append(channel)
 
     def _handle_frame(self, channel: KafkaChannel, frame: bytes) -> None:
         start_ns = time.monotonic_ns()
@@ -605,6 +663,7 @@ class Processor(ShutdownableThread):
         channel.muted = True
         self._set_in_flight(channel)
         self.requests_received += 1
+        memory, channel.frame_memory = channel.frame_memory, 0
         request = self.server.request_factory(
             api_key=header.api_key,
             api_version=header.api_version,
@@ -620,12 +679,16 @@ class Processor(ShutdownableThread):
             start_time_ns=start_ns,
             principal=channel.principal,
         )
+        if memory:
+            request.memory_bytes = memory
         channel_ = self.server.request_channel
         # A full channel blocks this processor, as in Kafka (back-pressure on every connection it
         # owns); the timeout only lets a shutdown or a closed channel end the wait.
         while not channel_.send_request(request, timeout_s=0.5):
             if getattr(channel_, "closed", False) or self.is_shutdown_initiated():
                 self._close(channel, "request channel closed (broker stopping)", level="debug")
+                if memory:   # never queued: its memory goes back now
+                    self._memory_pool.release(memory)
                 return
 
     def _malformed(self, channel: KafkaChannel, reason: str, **extra: Any) -> None:
@@ -786,6 +849,8 @@ class Processor(ShutdownableThread):
             del self._fd_channels[channel.fd]
         channel.rbuf = bytearray()
         channel.send_buf = None
+        if channel.frame_memory:
+            self._release_frame_memory(channel)
         self.connections_closed += 1
         request, channel.sending = channel.sending, None
         self._request_done(request)  # a response cut short still completes its request (as Kafka)

@@ -101,6 +101,7 @@ class Request:
     response_complete_time_ns: int = 0
     response_dequeue_time_ns: int = 0
     end_time_ns: int = 0           # the response was written (network) / handed back (in-process)
+    memory_bytes: int = 0          # held of the network's request memory pool until done (queued.max.request.bytes)
     response_body: ResponseBody = None   # set by send_response: what the request was answered with
     principal: KafkaPrincipal = ANONYMOUS   # who the connection authenticated as (in-process: ANONYMOUS)
 

@@ -40,6 +40,7 @@ from kafka_emu.broker.network.processor import ApiVersionManager, Processor
 from kafka_emu.broker.network.request_channel import CloseConnectionResponse, Request
 from kafka_emu.broker.network.sasl_server_authenticator import SaslServerAuthenticator
 from kafka_emu.broker.security.listener_security import ListenerSecurity, ScramLookup, listener_securities
+from kafka_emu.common.memory_pool import SimpleMemoryPool
 
 _log = structlog.get_logger("broker.network")
 
@@ -88,7 +89,9 @@ class SocketServerSnapshot:
     """Kafka's SocketServer and RequestChannel network gauges, summed over the processors.
 
     NetworkProcessorAvgIdlePercent over a window is Δidle_ns / Δcapacity_ns; ``idle_ns``
-    includes the polls in progress.
+    includes the polls in progress. The memory pool's fields are Kafka's SocketServer gauges
+    MemoryPoolAvailable and MemoryPoolUsed (size - available) and the socket-server-metrics
+    MemoryPoolDepletedTimeTotal.
     """
 
     processors: int
@@ -97,6 +100,9 @@ class SocketServerSnapshot:
     capacity_ns: int           # time since the processors started, times their number
     # per listener: Kafka's authentication counters (AUTHENTICATION_COUNTERS) over its processors
     authentication: tuple[tuple[str, dict[str, float]], ...] = ()
+    memory_pool_size: int = 0            # queued.max.request.bytes; 0: no pool (unbounded)
+    memory_pool_available: int = 0       # MemoryPoolAvailable (negative when overdrawn)
+    memory_pool_depleted_ns: int = 0     # MemoryPoolDepletedTimeTotal, in ns
 
 
 class SocketServer:
@@ -107,8 +113,10 @@ class SocketServer:
     connections), then processors (closing their connections), and joins every thread.
     Configuration read: ``listeners`` (default ``PLAINTEXT://127.0.0.1:0``),
     ``advertised.listeners``, ``num.network.threads``, ``socket.request.max.bytes``,
-    ``connections.max.idle.ms``. What the broker serves comes with ``api_versions`` (built by
-    ``KafkaServer`` for its ``emulator.kafka.version``, as Kafka's ``BrokerServer`` hands its
+    ``connections.max.idle.ms``, ``queued.max.request.bytes`` (the processors' shared
+    ``memory_pool``, ``kafka_emu.common.memory_pool``). What the broker serves comes with
+    ``api_versions`` (built by ``KafkaServer`` for its ``emulator.kafka.version``, as Kafka's
+    ``BrokerServer`` hands its
     ``SocketServer`` an ``ApiVersionManager``): the network layer imports no handler.
     """
 
@@ -122,6 +130,12 @@ class SocketServer:
         self.request_factory = request_factory or Request
         self.api_versions = api_versions
         self.max_request_size: int = config["socket.request.max.bytes"]
+        # Kafka's SocketServer: a SimpleMemoryPool when queued.max.request.bytes > 0, else MemoryPool.NONE
+        queued_max_bytes: int = config["queued.max.request.bytes"]
+        self.memory_pool: SimpleMemoryPool | None = None
+        if queued_max_bytes > 0:
+            self.memory_pool = SimpleMemoryPool(queued_max_bytes, self.max_request_size)
+            self.memory_pool.on_available = self._memory_available
         self.connections_max_idle_ms: int = config["connections.max.idle.ms"]
         self.num_network_threads: int = config["num.network.threads"]
         listeners = parse_listeners(config["listeners"]) or [("PLAINTEXT", "127.0.0.1", 0)]
@@ -203,6 +217,13 @@ class SocketServer:
             p.await_shutdown()
         _log.info("socket_server_stopped", broker_id=self.broker_id)
 
+    def _memory_available(self) -> None:
+        """The memory pool has memory again (any thread): wake the processors with connections
+        muted for it."""
+        for processor in self.processors:
+            if processor.waiting_for_memory():
+                processor.wakeup()
+
     # --- addresses -------------------------------------------------------------------------------
 
     @property
@@ -275,5 +296,9 @@ class SocketServer:
             if started:
                 idle += max(0, now - started)
         elapsed = now - self._started_ns if self._started_ns else 0
+        pool = self.memory_pool
         return SocketServerSnapshot(len(processors), sum(p.response_queue_size() for p in processors),
-                                    idle, elapsed * len(processors), tuple(sorted(self.authentication_stats().items())))
+                                    idle, elapsed * len(processors), tuple(sorted(self.authentication_stats().items())),
+                                    pool.size if pool is not None else 0,
+                                    pool.available if pool is not None else 0,
+                                    pool.depleted_ns if pool is not None else 0)

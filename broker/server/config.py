@@ -230,6 +230,9 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "from a client to the broker (KIP-714)."),
     _key("max.request.partition.size.limit", Type.INT, 2000, _AT_LEAST_1, LOW,
          "The maximum number of partitions can be served in one request (DescribeTopicPartitions)."),
+    _key("queued.max.request.bytes", Type.LONG, -1, None, MEDIUM,
+         "The number of queued bytes allowed before no more requests are read (the network "
+         "processors stop reading sockets until memory is released); -1 (or 0): no limit."),
     _key("transaction.partition.verification.enable", Type.BOOLEAN, True, None, LOW,
          "Verify with the transaction coordinator that a partition was added to a transaction "
          "before a transactional batch opens that transaction on it (KIP-890 part 1).",
@@ -467,7 +470,6 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "metrics.recording.level", "metrics.sample.window.ms", "num.recovery.threads.per.data.dir",
     "num.replica.alter.log.dirs.threads", "offsets.load.buffer.size", "offsets.topic.compression.codec",
     "offsets.topic.segment.bytes", "password.encoder.secret", "port", "process.roles",
-    "queued.max.request.bytes",
     "quota.window.num", "quota.window.size.seconds",
     "replica.selector.class", "replica.socket.receive.buffer.bytes", "replica.socket.timeout.ms",
     "replication.quota.window.num", "replication.quota.window.size.seconds",
@@ -496,6 +498,15 @@ def _unify_node_id(given: Mapping[str, object], values: dict[str, ConfigValue]) 
                               f"when both are set")
 
 
+def _check_queued_max_bytes(values: dict[str, ConfigValue]) -> None:
+    """Kafka's ``KafkaConfig.validateValues``: a bounded request memory pool must hold the
+    largest request (``SimpleMemoryPool``'s single allocations are at most
+    ``socket.request.max.bytes``)."""
+    queued, largest = values["queued.max.request.bytes"], values["socket.request.max.bytes"]
+    if 0 < queued < largest:   # type: ignore[operator]
+        raise ConfigException("queued.max.request.bytes", queued,
+                              f"queued.max.request.bytes must be larger or equal to socket.request.max.bytes "
+                              f"({largest})")
 
 
 class KafkaConfig:
@@ -514,6 +525,7 @@ class KafkaConfig:
         _unify_node_id(self.originals, parsed.values)
         self.deprecated: str | None = _resolve_kafka_version(self.originals, parsed.values)
         _apply_release(self.originals, parsed.values)
+        _check_queued_max_bytes(parsed.values)
         _resolve_group_configs(parsed.values)
         validate_security(self.originals, parsed.values)
         self.props: dict[str, ConfigValue] = parsed.values

@@ -168,6 +168,21 @@ def test_first_scrape_reports_idle_since_start() -> None:
         assert metrics.sample("kafka_network_socketserver_networkprocessoravgidlepercent", b) == 0.8
 
 
+def test_request_memory_pool_gauges() -> None:
+    """Kafka's MemoryPoolAvailable, MemoryPoolUsed and MemoryPoolDepletedTimeTotal, only where
+    queued.max.request.bytes made a pool (an overdrawn pool shows a negative available)."""
+    broker = FakeBroker(1, socket_server=SocketServerSnapshot(1, 0, 0, 0, 100, -20, 3 * MS))
+    other = FakeBroker(2, socket_server=SocketServerSnapshot(1, 0, 0, 0))
+    with ClusterMetrics() as metrics:
+        metrics.register_broker(broker)
+        metrics.register_broker(other)
+        b = {"broker_id": "1"}
+        assert metrics.sample("kafka_network_socketserver_memorypoolavailable", b) == -20
+        assert metrics.sample("kafka_network_socketserver_memorypoolused", b) == 120
+        assert metrics.sample("kafka_network_socket_server_metrics_memorypooldepletedtimetotal", b) == 3.0
+        assert metrics.sample("kafka_network_socketserver_memorypoolused", {"broker_id": "2"}) is None
+
+
 def test_replica_manager_gauges_meters_and_per_topic_metrics() -> None:
     broker = FakeBroker(0, partition_counts=(9, 5, 2, 1),
                         logs=(LogSnapshot("a", 0, 0, 10, 8, 1000, 2, 3), LogSnapshot("b", 3, 2, 5, 5, 24, 1)))

@@ -103,6 +103,8 @@ COMMANDS: dict[str, Command | dict[str, Command]] = {
                              "member storms with crashes and rejoins (needs [load])"),
         "replication": Command("kafka_emu.loadgen.stress_replication",
                                "acks=all under broker stops and restarts (needs [load])"),
+        "overload": Command("kafka_emu.loadgen.stress_overload",
+                            "RSS against retained bytes flat out, and a flood of large requests (needs [load])"),
     },
 }
 

@@ -362,6 +362,9 @@ class CannedChannel:
         for i in range(threads):
             threading.Thread(target=self._run, name=f"canned-handler-{i}", daemon=True).start()
 
+    def add_processor(self, processor_id: int, processor: object) -> None:
+        """The socket server registers its processors (throttling needs them; not used here)."""
+
     def send_request(self, request: Any, timeout_s: float | None = None) -> bool:
         self._queue.put(request)
         return True

@@ -116,6 +116,7 @@ class BrokerMetrics:
         self._collect_coordinator(out, snapshot, high_watermarks)
         self._collect_transaction_coordinator(out, snapshot)
         self._collect_client_metrics(out, snapshot)
+        self._collect_quotas(out, snapshot)
 
     def _collect_purgatories(self, out: Samples, snapshot: BrokerSnapshotView) -> None:
         b = self._label
@@ -188,6 +189,20 @@ class BrokerMetrics:
             out.add(names.CLEANER_UNCLEANABLE_PARTITIONS, cleaner.uncleanable_partitions_count, b)
             out.add(names.CLEANER_RECOPY_PERCENT, cleaner.cleaner_recopy_percent, b)
             out.add(names.CLEANER_MAX_CLEAN_TIME, cleaner.max_clean_time_secs, b)
+
+    def _collect_quotas(self, out: Samples, snapshot: BrokerSnapshotView) -> None:
+        """Kafka's quota metrics, per client (metric tags) of each quota type in use."""
+        b = self._label
+        for manager in snapshot.quotas:
+            value_spec, throttle_spec, queue_spec = names.QUOTA_METRICS[manager.quota_type]
+            out.add(queue_spec, manager.queue_size, b)
+            if manager.exempt_request_time is not None:
+                out.add(names.QUOTA_EXEMPT_REQUEST_TIME, manager.exempt_request_time, b)
+            for client in manager.clients:
+                out.add(value_spec, client.value, b, client.user, client.client_id)
+                out.add(throttle_spec, client.throttle_time_ms, b, client.user, client.client_id)
+                if client.mutation_rate is not None:
+                    out.add(names.QUOTA_MUTATION_RATE, client.mutation_rate, b, client.user, client.client_id)
 
     def _collect_transaction_coordinator(self, out: Samples, snapshot: BrokerSnapshotView) -> None:
         tc = snapshot.transaction_coordinator

@@ -208,6 +208,68 @@ AUTHENTICATION_METRICS = (  # (spec, the socket server's counter)
     (REAUTH_SUCCESS, "successful_reauthentications"), (REAUTH_FAILURE, "failed_reauthentications"),
     (EXPIRED_CONNECTIONS_KILLED, "expired_connections_killed"))
 
+# ---------------------------------------------------------------- client quotas
+# Kafka's quota metrics (``kafka.server:type=<Produce|Fetch|Request|ControllerMutation>``, tagged
+# user and client-id: the quota's metric tags, "" where a level does not use them). Present once
+# a quota of that type exists on the broker.
+_QUOTA_LABELS = ("user", "client_id")
+_QUOTA_MBEAN = "kafka.server:type={},user=<user>,client-id=<client-id> {}"
+
+
+def _quota_value(type_: str, attribute: str, help_: str, unit: str = "") -> MetricSpec:
+    return MetricSpec(f"kafka_server_{type_.lower()}_{attribute.replace('-', '_')}", "gauge", _QUOTA_LABELS,
+                      help_, _QUOTA_MBEAN.format(type_, attribute), unit)
+
+
+def _throttle_time(type_: str, quota: str) -> MetricSpec:
+    return _quota_value(type_, "throttle-time",
+                        f"Average throttle time (ms) of this client's responses over {quota} in the metrics "
+                        "window (30 s samples, 2 of them); NaN when it was not throttled in that window.", "ms")
+
+
+def _queue_size(type_: str) -> MetricSpec:
+    return MetricSpec(f"kafka_server_{type_.lower()}_queue_size", "gauge", (),
+                      f"Connections muted for {type_} throttling, waiting in the quota manager's delay queue "
+                      "for their throttle time to pass (KIP-219).",
+                      f"kafka.server:type={type_} queue-size")
+
+
+QUOTA_PRODUCE_BYTE_RATE = _quota_value("Produce", "byte-rate",
+                                       "Bytes per second of this client's produce requests, as its "
+                                       "producer_byte_rate quota measures them (quota.window.num samples of "
+                                       "quota.window.size.seconds).")
+QUOTA_PRODUCE_THROTTLE_TIME = _throttle_time("Produce", "producer_byte_rate")
+QUOTA_PRODUCE_QUEUE_SIZE = _queue_size("Produce")
+QUOTA_FETCH_BYTE_RATE = _quota_value("Fetch", "byte-rate",
+                                     "Bytes per second of the fetch responses sent to this consumer, as its "
+                                     "consumer_byte_rate quota measures them.")
+QUOTA_FETCH_THROTTLE_TIME = _throttle_time("Fetch", "consumer_byte_rate")
+QUOTA_FETCH_QUEUE_SIZE = _queue_size("Fetch")
+QUOTA_REQUEST_TIME = _quota_value("Request", "request-time",
+                                  "Handler-thread time of this client's requests, in percent of one thread "
+                                  "(its request_percentage quota's measure).")
+QUOTA_REQUEST_THROTTLE_TIME = _throttle_time("Request", "request_percentage")
+QUOTA_REQUEST_QUEUE_SIZE = _queue_size("Request")
+QUOTA_EXEMPT_REQUEST_TIME = MetricSpec(
+    "kafka_server_request_exempt_request_time", "gauge", (),
+    "Handler-thread time, in percent of one thread, of requests no request quota applies to "
+    "(WriteTxnMarkers, a follower's fetch).", "kafka.server:type=Request exempt-request-time")
+QUOTA_MUTATION_RATE = _quota_value("ControllerMutation", "mutation-rate",
+                                   "Partitions created or deleted per second by this client (CreateTopics, "
+                                   "CreatePartitions, DeleteTopics, auto-created topics).")
+QUOTA_MUTATION_TOKENS = _quota_value("ControllerMutation", "tokens",
+                                     "Credits left in this client's controller_mutation_rate token bucket; "
+                                     "below 0 its strict mutations are refused with THROTTLING_QUOTA_EXCEEDED.")
+QUOTA_MUTATION_THROTTLE_TIME = _throttle_time("ControllerMutation", "controller_mutation_rate")
+QUOTA_MUTATION_QUEUE_SIZE = _queue_size("ControllerMutation")
+# quota type -> (its value metric, throttle time, queue size)
+QUOTA_METRICS: dict[str, tuple[MetricSpec, MetricSpec, MetricSpec]] = {
+    "Produce": (QUOTA_PRODUCE_BYTE_RATE, QUOTA_PRODUCE_THROTTLE_TIME, QUOTA_PRODUCE_QUEUE_SIZE),
+    "Fetch": (QUOTA_FETCH_BYTE_RATE, QUOTA_FETCH_THROTTLE_TIME, QUOTA_FETCH_QUEUE_SIZE),
+    "Request": (QUOTA_REQUEST_TIME, QUOTA_REQUEST_THROTTLE_TIME, QUOTA_REQUEST_QUEUE_SIZE),
+    "ControllerMutation": (QUOTA_MUTATION_TOKENS, QUOTA_MUTATION_THROTTLE_TIME, QUOTA_MUTATION_QUEUE_SIZE),
+}
+
 # ---------------------------------------------------------------- replica manager and topics
 UNDER_REPLICATED = MetricSpec(
     "kafka_server_replicamanager_underreplicatedpartitions", "gauge", (),
@@ -470,6 +532,7 @@ ALL: tuple[MetricSpec, ...] = (
     HANDLER_IDLE, HANDLER_IDLE_SECONDS, HANDLER_THREADS, NETWORK_IDLE,
     AUTH_SUCCESS, AUTH_FAILURE, REAUTH_SUCCESS, REAUTH_FAILURE, EXPIRED_CONNECTIONS_KILLED,
     MEMORY_POOL_AVAILABLE, MEMORY_POOL_USED, MEMORY_POOL_DEPLETED_TIME,
+    *(spec for specs in QUOTA_METRICS.values() for spec in specs), QUOTA_EXEMPT_REQUEST_TIME, QUOTA_MUTATION_RATE,
     UNDER_REPLICATED, PARTITION_COUNT, LEADER_COUNT, UNDER_MIN_ISR, ISR_SHRINKS, ISR_EXPANDS,
     MESSAGES_IN, BYTES_IN, BYTES_OUT, FAILED_PRODUCE, FAILED_FETCH,
     LOG_END_OFFSET, LOG_START_OFFSET, LOG_SIZE, LOG_NUM_SEGMENTS, LAST_STABLE_OFFSET_LAG,

@@ -13,6 +13,8 @@ from uuid import UUID
 
 from kafka_emu.broker.protocol.adapter import build, response_schema
 from kafka_emu.broker.protocol.error_response import build_error_response
+from kafka_emu.broker.server.quota.controller_mutation_quota_manager import UNBOUNDED, ControllerMutationQuota
+from kafka_emu.broker.server.request_handler_helper import quota_user
 from kafka_emu.common.errors import Errors
 
 if TYPE_CHECKING:
@@ -29,8 +31,28 @@ TopicKey = Union[str, UUID]   # a Produce/Fetch topic as the client named it: by
 
 
 def respond(apis: KafkaApis, request: Request, body: object) -> None:
-    """Answer ``request`` through the broker's request channel (metrics see every response)."""
-    apis.request_channel.send_response(request, body)
+    """Answer ``request`` through the broker's request channel (metrics see every response),
+    within the client's request quota (Kafka's ``sendResponseMaybeThrottle``)."""
+    apis.request_helper.send_response_maybe_throttle(request, body)
+
+
+def controller_mutation_quota(apis: KafkaApis, request: Request, strict_since_version: int
+                              ) -> ControllerMutationQuota:
+    """The request's controller mutation quota (Kafka's ``newQuotaFor``): strict from
+    ``strict_since_version``; unbounded for in-process requests and without quotas."""
+    if not apis.request_helper.applies_to(request):
+        return UNBOUNDED
+    assert apis.quotas is not None
+    return apis.quotas.controller_mutation.new_quota_for(quota_user(request), request.client_id or "",
+                                                         request.api_version, strict_since_version)
+
+
+def permissive_controller_mutation_quota(apis: KafkaApis, request: Request) -> ControllerMutationQuota:
+    """The request's permissive controller mutation quota (auto topic creation)."""
+    if not apis.request_helper.applies_to(request):
+        return UNBOUNDED
+    assert apis.quotas is not None
+    return apis.quotas.controller_mutation.new_permissive_quota_for(quota_user(request), request.client_id or "")
 
 
 def respond_error(apis: KafkaApis, request: Request, error_code: int) -> None:

@@ -144,7 +144,7 @@ def _handle(apis: KafkaApis, request: Request) -> None:
         # the connection's ClientInformation, which telemetry subscriptions may match on
         manager.record_client_software(request.connection_id, request.body.client_software_name,
                                        request.body.client_software_version)
-    apis.request_channel.send_response(
+    apis.request_helper.send_response_maybe_throttle(
         request, handle_api_versions(request, apis.config.kafka_release, apis.config[TRANSACTION_VERSION]))
 
 

@@ -16,17 +16,22 @@ Differences from Kafka on purpose:
   striping.
 * Topic configs the emulator does not implement are accepted with a warning (refused with
   INVALID_CONFIG under ``emulator.strict.config=true``), see ``broker.storage.log_config``.
+
+Controller mutation quota (KIP-599): each valid topic's partitions are taken from the client's
+``controller_mutation_rate`` quota; from v6 a topic the exhausted quota refuses gets
+THROTTLING_QUOTA_EXCEEDED, and the response is throttled by that quota or the request quota.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond, topic_name_error
+from kafka_emu.broker.apis._common import ZERO_THROTTLE, controller_mutation_quota, topic_name_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.auth_helper import CLUSTER, TOPIC, Op, authorize, filter_authorized
 from kafka_emu.broker.server.config import STRICT_CONFIG, ConfigException
 from kafka_emu.broker.storage.log_config import validate_topic_configs
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.broker.server.quota.controller_mutation_quota_manager import ControllerMutationQuota
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors, KafkaError
 
@@ -34,9 +39,14 @@ if TYPE_CHECKING:
     from kafka_emu.broker.server.kafka_apis import KafkaApis
     from kafka_emu.broker.network.request_channel import Request
 
+STRICT_SINCE_VERSION = 6   # KIP-599: THROTTLING_QUOTA_EXCEEDED from v6, a permissive quota before
 
-def _create_one(apis: KafkaApis, t: Any, validate_only: bool) -> tuple[int, str | None, int, int]:
-    """(error, message, partitions, replication factor) for one CreatableTopic."""
+
+def _create_one(apis: KafkaApis, t: Any, validate_only: bool,
+                mutation_quota: ControllerMutationQuota) -> tuple[int, str | None, int, int]:
+    """(error, message, partitions, replication factor) for one CreatableTopic; its partitions
+    count against the controller mutation quota once it is valid (validate_only included, as
+    Kafka's ``ReplicationControlManager.createTopic`` does)."""
     md = apis.metadata
     name = t.name
     err = topic_name_error(name)
@@ -69,6 +79,14 @@ def _create_one(apis: KafkaApis, t: Any, validate_only: bool) -> tuple[int, str 
                                          bool(apis.config[STRICT_CONFIG]))
     except ConfigException as exc:
         return Errors.INVALID_CONFIG, str(exc), -1, -1
+    try:
+        if manual:   # the assignment validated before its partitions are taken from the quota
+            partitions = len(md.create_topic(name, -1, -1, manual=manual, validate_only=True).partitions)
+        mutation_quota.record(partitions)
+    except KafkaError as exc:
+        return exc.code, exc.message or None, -1, -1
+    except ValueError as exc:   # created meanwhile
+        return Errors.TOPIC_ALREADY_EXISTS, str(exc), -1, -1
     if validate_only and not manual:
         return Errors.NONE, None, partitions, rf
     try:
@@ -88,6 +106,7 @@ def handle_create_topics(apis: KafkaApis, request: Request) -> None:
     cls = response_schema(ApiKeys.CREATE_TOPICS, request.api_version)
     topic_cls = item_cls(cls, "topics")
     validate_only = bool(getattr(body, "validate_only", False))
+    mutation_quota = controller_mutation_quota(apis, request, STRICT_SINCE_VERSION)
     seen: set[str] = set()
     dupes = {t.name for t in body.topics if t.name in seen or seen.add(t.name)}  # type: ignore[func-returns-value]
     results = []
@@ -100,12 +119,13 @@ def handle_create_topics(apis: KafkaApis, request: Request) -> None:
         elif t.name not in creatable:
             err, msg, parts, rf = Errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", -1, -1
         else:
-            err, msg, parts, rf = _create_one(apis, t, validate_only)
+            err, msg, parts, rf = _create_one(apis, t, validate_only, mutation_quota)
         info = apis.metadata.topic(t.name) if err == 0 else None
         results.append(build(topic_cls, name=t.name, topic_id=info.topic_id if info else None,
                              error_code=err, error_message=msg, num_partitions=parts,
                              replication_factor=rf, configs=None if err else ()))
-    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(results)))
+    apis.request_helper.send_response_maybe_throttle_with_controller_quota(
+        mutation_quota, request, build(cls, throttle_time=ZERO_THROTTLE, topics=tuple(results)))
 
 
 APIS = (ApiSpec(ApiKeys.CREATE_TOPICS, 0, 7, handle_create_topics),)

@@ -19,9 +19,16 @@ kio; v0-v3, and kio entities sent in process (tests, benchmarks), get a kio resp
 In-process replica fetchers send a ``ReplicaFetchRequestData`` and get ``fetch_messages``'s
 results back as they are (``broker.server.replica_fetcher`` says why), inside a
 ``SessionFetchResponse`` when the request carries session fields.
+
+Quotas (consumers only; a follower's fetch is exempt): the fetch's max bytes are capped to what
+the client's ``consumer_byte_rate`` lets through in one quota window; the response's size is
+recorded against that quota and the handler time against ``request_percentage``; over either,
+the answer is empty (no topics) with the throttle time, and the connection is muted for it.
 """
 from __future__ import annotations
 
+import dataclasses
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from kafka_emu.broker.storage import compression
@@ -33,7 +40,7 @@ from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.auth_helper import CLUSTER, TOPIC, Op, authorize, filter_authorized
 from kafka_emu.broker.server.partition import LogReadResult
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
-from kafka_emu.broker.protocol.codec import EncodedResponse
+from kafka_emu.broker.protocol.codec import EncodedResponse, encode_response
 from kafka_emu.broker.protocol.fast_fetch import (
     FIRST_FLEXIBLE,
     FetchRequestData,
@@ -44,6 +51,7 @@ from kafka_emu.broker.protocol.fast_fetch import (
 )
 from kafka_emu.broker.server.replica_fetcher import ReplicaFetchRequestData
 from kafka_emu.broker.server.fetch_params import FetchParams, PartitionFetchInfo, isolation_for
+from kafka_emu.broker.server.request_handler_helper import client_id_of, quota_user
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors, KafkaError
 
@@ -123,22 +131,73 @@ def handle_fetch(apis: KafkaApis, request: Request) -> None:
             if name and name not in readable:
                 pre.update({(key, idx): Errors.TOPIC_AUTHORIZATION_FAILED for idx in parts})
         infos = [(tp, info) for tp, info in infos if tp[0] in readable]
+    from_follower = params.is_follower
+    if not from_follower and apis.request_helper.applies_to(request):
+        params = _within_quota_window(apis, request, params)
 
     def on_done(results: list[tuple[TopicPartition, LogReadResult]]) -> None:
         by_tp = dict(results)
-        channel = apis.request_channel
         if version <= LAST_V1_FORMAT_VERSION:
             by_tp = _down_converted(apis, version, infos, by_tp)
-        elif isinstance(body, FetchRequestData):   # decoded by the fast codec: answer in kind
-            topics = partition_responses(version, order, by_tp, pre)
-            data = encode_fetch_body(version, topics)
-            if data is not None:
-                channel.send_response(request, EncodedResponse(data, version >= FIRST_FLEXIBLE,
-                                                               error_counts(version, topics)))
-                return
-        channel.send_response(request, build_response(version, order, by_tp, pre))
+        response = _response(version, body, order, by_tp, pre)
+        if from_follower:   # replication is exempt from client quotas
+            apis.request_helper.send_response_exempt_throttle(request, response)
+            return
+        throttle_ms = _record_quotas(apis, request, response)
+        if throttle_ms > 0:   # Kafka's getThrottledResponse: nothing but the throttle time
+            response = _response(version, body, [], {}, {}, throttle_ms)
+        apis.request_channel.send_response(request, response)
 
     apis.replica_manager.fetch_messages(params, infos, on_done)
+
+
+def _response(version: int, body: Any, order: TopicOrder, results: dict[TopicPartition, LogReadResult],
+              pre: dict[tuple[TopicKey, int], int], throttle_ms: int = 0) -> object:
+    """The answer: written by the fast codec for a request it decoded (v4+), else a kio entity."""
+    if version > LAST_V1_FORMAT_VERSION and isinstance(body, FetchRequestData):
+        topics = partition_responses(version, order, results, pre)
+        data = encode_fetch_body(version, topics, throttle_time_ms=throttle_ms)
+        if data is not None:
+            return EncodedResponse(data, version >= FIRST_FLEXIBLE, error_counts(version, topics))
+    return build_response(version, order, results, pre, throttle_ms=throttle_ms)
+
+
+def _within_quota_window(apis: KafkaApis, request: Request, params: FetchParams) -> FetchParams:
+    """A consumer may not fetch more than its ``consumer_byte_rate`` lets through in one quota
+    window without certain throttling (Kafka's ``maxQuotaWindowBytes``)."""
+    assert apis.quotas is not None
+    limit = apis.quotas.fetch.get_max_value_in_quota_window(quota_user(request), client_id_of(request))
+    if limit >= params.max_bytes:
+        return params
+    max_bytes = int(limit)
+    return dataclasses.replace(params, max_bytes=max_bytes, min_bytes=min(params.min_bytes, max_bytes))
+
+
+def _record_quotas(apis: KafkaApis, request: Request, response: object) -> int:
+    """Kafka's ``handleFetchRequest`` quotas for a consumer: its handler time against
+    ``request_percentage`` and the response's size against ``consumer_byte_rate``; throttled,
+    the size is taken back (the records are not sent) and the connection muted."""
+    helper = apis.request_helper
+    if not helper.applies_to(request):
+        return 0
+    quotas = apis.quotas
+    assert quotas is not None
+    user, client_id, now = quota_user(request), client_id_of(request), apis.time.milliseconds()
+    request_ms = helper.maybe_record_and_get_throttle_time_ms(request)
+    size = _response_size(response) if quotas.fetch.quotas_enabled else 0
+    bandwidth_ms = quotas.fetch.maybe_record_and_get_throttle_time_ms(user, client_id, size, now)
+    throttle_ms = max(bandwidth_ms, request_ms)
+    if throttle_ms > 0:
+        if quotas.fetch.quotas_enabled:
+            quotas.fetch.unrecord_quota_sensor(user, client_id, size, now)
+        helper.throttle(quotas.fetch if bandwidth_ms > request_ms else quotas.request, request, throttle_ms)
+    return throttle_ms
+
+
+def _response_size(response: object) -> int:
+    if isinstance(response, EncodedResponse):
+        return len(response.data)
+    return len(encode_response(0, response))
 
 
 ZSTD_MIN_FETCH_VERSION = 10   # KIP-110: older fetchers cannot read zstd batches
@@ -204,7 +263,7 @@ _LEADER_HINT_ERRORS = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH
 
 
 def build_response(version: int, order: TopicOrder, results: dict[TopicPartition, LogReadResult],
-                   pre: dict[tuple[TopicKey, int], int], error: int = Errors.NONE) -> object:
+                   pre: dict[tuple[TopicKey, int], int], error: int = Errors.NONE, throttle_ms: int = 0) -> object:
     """The kio FetchResponse entity: the answer to v0-v3 and to requests kio decoded, and the
     reference ``fast_fetch.encode_fetch_body`` is tested against."""
     cls = response_schema(ApiKeys.FETCH, version)
@@ -230,7 +289,8 @@ def build_response(version: int, order: TopicOrder, results: dict[TopicPartition
                     kw["current_leader"] = leader_cls(leader_id=r.leader_id, leader_epoch=r.leader_epoch)
             presp.append(build(part_cls, **kw))
         topics.append(build(topic_cls, topic=name or "", topic_id=key, partitions=tuple(presp)))
-    return build(cls, throttle_time=ZERO_THROTTLE, error_code=error, session_id=0, responses=tuple(topics))
+    return build(cls, throttle_time=timedelta(milliseconds=throttle_ms) if throttle_ms else ZERO_THROTTLE,
+                 error_code=error, session_id=0, responses=tuple(topics))
 
 
 APIS = (ApiSpec(ApiKeys.FETCH, 0, 18, handle_fetch),)

@@ -22,14 +22,14 @@ from __future__ import annotations
 import dataclasses
 import operator
 import weakref
+from datetime import timedelta
 from typing import TYPE_CHECKING
 from uuid import UUID
 
 from kafka_emu.broker.apis._common import (
     AUTHORIZED_OPS_OMITTED,
-    ZERO_THROTTLE,
     broker_endpoint,
-    respond,
+    permissive_controller_mutation_quota,
     topic_name_error,
 )
 from kafka_emu.broker.apis.api_spec import ApiSpec
@@ -40,6 +40,7 @@ from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC, MetadataStore,
 from kafka_emu.broker.protocol.adapter import build, has_field, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse
 from kafka_emu.broker.protocol.metadata_splice import encode_entity, splice_topics
+from kafka_emu.broker.server.quota.controller_mutation_quota_manager import UNBOUNDED, ControllerMutationQuota
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 
@@ -48,8 +49,11 @@ if TYPE_CHECKING:
     from kafka_emu.broker.network.request_channel import Request
 
 
-def maybe_create_topic(apis: KafkaApis, name: str) -> int:
-    """Auto-create ``name``; returns the error code for the metadata answer (0 if it exists now)."""
+def maybe_create_topic(apis: KafkaApis, name: str,
+                       mutation_quota: ControllerMutationQuota = UNBOUNDED) -> int:
+    """Auto-create ``name``; returns the error code for the metadata answer (0 if it exists now).
+    Its partitions count against the permissive controller mutation quota (Kafka's
+    ``AutoTopicCreationManager``: recorded, never refused)."""
     if name == OFFSETS_TOPIC or name.startswith("__"):
         return Errors.UNKNOWN_TOPIC_OR_PARTITION
     err = topic_name_error(name)
@@ -60,6 +64,7 @@ def maybe_create_topic(apis: KafkaApis, name: str) -> int:
     rf = apis.config["default.replication.factor"]
     if rf > len(md.live_broker_ids()):
         return Errors.INVALID_REPLICATION_FACTOR
+    mutation_quota.record(partitions)
     try:
         md.create_topic(name, partitions, rf)
     except ValueError:
@@ -160,6 +165,7 @@ def handle_metadata(apis: KafkaApis, request: Request) -> None:
 
     cache = TopicEncodingCache.for_store(md)
     live_frozen = frozenset(live_ids)
+    mutation_quota = permissive_controller_mutation_quota(apis, request) if allow_auto else UNBOUNDED
     topics = []
     for name, topic_id in wanted:
         if name is None and topic_id is not None and topic_id.int != 0:
@@ -185,7 +191,7 @@ def handle_metadata(apis: KafkaApis, request: Request) -> None:
                 topics.append(build(topic_cls, error_code=Errors.TOPIC_AUTHORIZATION_FAILED, name=name,
                                     is_internal=False, partitions=()))
                 continue
-            err = maybe_create_topic(apis, name) if allow_auto else Errors.UNKNOWN_TOPIC_OR_PARTITION
+            err = maybe_create_topic(apis, name, mutation_quota) if allow_auto else Errors.UNKNOWN_TOPIC_OR_PARTITION
             info = md.topic(name) if err == 0 else None
             if info is None:
                 topics.append(build(topic_cls, error_code=err or Errors.UNKNOWN_TOPIC_OR_PARTITION,
@@ -194,11 +200,6 @@ def handle_metadata(apis: KafkaApis, request: Request) -> None:
         topics.append(cache.encoded(version, authorized_operations(apis, request, TOPIC, info.name)
                                     if include_ops else None, info, live_frozen))
 
-    shell = build(cls, throttle_time=ZERO_THROTTLE, brokers=tuple(brokers), cluster_id=md.cluster_id,
-                  controller_id=md.controller_id, topics=(),
-                  cluster_authorized_operations=authorized_operations(apis, request, CLUSTER)
-                  if getattr(body, "include_cluster_authorized_operations", False) else AUTHORIZED_OPS_OMITTED,
-                  error_code=Errors.NONE)
     counts = {Errors.NONE: 1} if has_field(cls, "error_code") else {}
     encoded = []
     for t in topics:
@@ -210,8 +211,14 @@ def handle_metadata(apis: KafkaApis, request: Request) -> None:
             topic_counts = {int(t.error_code): 1}
         for code, n in topic_counts.items():
             counts[code] = counts.get(code, 0) + n
-    respond(apis, request, EncodedResponse(splice_topics(version, shell, encoded),
-                                           cls.__header_schema__.__flexible__, counts))
+
+    def create_response(throttle_time_ms: int) -> EncodedResponse:
+        shell = build(cls, throttle_time=timedelta(milliseconds=throttle_time_ms), brokers=tuple(brokers),
+                      cluster_id=md.cluster_id, controller_id=md.controller_id, topics=(),
+                      cluster_authorized_operations=AUTHORIZED_OPS_OMITTED, error_code=Errors.NONE)
+        return EncodedResponse(splice_topics(version, shell, encoded), cls.__header_schema__.__flexible__, counts)
+
+    apis.request_helper.send_response_maybe_throttle_with(request, create_response)
 
 
 APIS = (ApiSpec(ApiKeys.METADATA, 0, 13, handle_metadata),)

@@ -2,7 +2,10 @@
 
 acks=0 sends no response (a failed acks=0 produce closes the connection, as Kafka does, so
 the client notices); acks=1 answers after the leader append; acks=-1 answers from the
-DelayedProduce. v13 names topics by id (UNKNOWN_TOPIC_ID when the id is not known).
+DelayedProduce. Quotas are recorded when the answer is ready: the request's size against the
+client's ``producer_byte_rate``, its handler time against ``request_percentage`` (not for
+acks=0); the response carries the larger throttle time and the connection is muted for it.
+v13 names topics by id (UNKNOWN_TOPIC_ID when the id is not known).
 ProduceRequest's own check (``validateRecords``): zstd before v7 is UNSUPPORTED_COMPRESSION_TYPE.
 v0-v2 (served as Kafka 3.9 only (``emulator.kafka.version=3.9``)) may carry message format v0/v1:
 it is converted to a v2 batch first, as Kafka 3.x does (``broker.storage.legacy_records.up_convert``).
@@ -16,7 +19,7 @@ ADD_PARTITION) it adds a partition not yet in the transaction (``add_to_transact
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -25,6 +28,7 @@ from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, 
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.auth_helper import TOPIC, TRANSACTIONAL_ID, Op, authorize, filter_authorized
 from kafka_emu.broker.server.delayed_produce import ProducePartitionStatus
+from kafka_emu.broker.server.request_handler_helper import client_id_of, quota_user
 from kafka_emu.broker.storage.log_validator import TRANSACTIONAL_BIT
 from kafka_emu.broker.storage.legacy_records import up_convert
 from kafka_emu.broker.protocol.adapter import constructor, has_field, item_cls, response_schema
@@ -95,22 +99,44 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
 
     def on_done(statuses: dict[TopicPartition, ProducePartitionStatus]) -> None:
         channel = apis.request_channel
+        throttle_ms = _record_quotas(apis, request, acks)
         if acks == 0:
             failed = bool(pre) or any(s.error != Errors.NONE for s in statuses.values())
-            channel.send_response(request, None, close_connection=failed)
+            if failed:
+                channel.send_response(request, None, close_connection=True)
+            else:   # exempt from the request quota; the byte quota may still have muted the channel
+                apis.request_helper.send_response_exempt_throttle(request, None)
             return
         if isinstance(body, ProduceRequestData):   # decoded by the fast codec: answer in kind
             results = partition_results(order, statuses, pre)
-            data = encode_produce_body(version, results)
+            data = encode_produce_body(version, results, throttle_ms)
             if data is not None:
                 channel.send_response(request, EncodedResponse(data, version >= 9, error_counts(results)))
                 return
-        channel.send_response(request, build_response(version, order, statuses, pre))
+        channel.send_response(request, build_response(version, order, statuses, pre, throttle_ms))
 
     apis.replica_manager.append_records(duration_ms(body.timeout), acks, entries, on_done,
                                         transactional_id=transactional_id if transactional else None,
                                         transaction_abortable_supported=version >= 11,
                                         add_partition=version >= FIRST_ADD_PARTITION_VERSION)
+
+
+def _record_quotas(apis: KafkaApis, request: Request, acks: int) -> int:
+    """Kafka's ``handleProduceRequest`` quotas: the request's bytes against the client's
+    ``producer_byte_rate`` and (unless acks=0) its handler time against ``request_percentage``;
+    the connection is muted for the larger throttle time, which the response carries."""
+    helper = apis.request_helper
+    if not helper.applies_to(request):
+        return 0
+    quotas = apis.quotas
+    assert quotas is not None
+    bandwidth_ms = quotas.produce.maybe_record_and_get_throttle_time_ms(
+        quota_user(request), client_id_of(request), request.size_in_bytes, apis.time.milliseconds())
+    request_ms = 0 if acks == 0 else helper.maybe_record_and_get_throttle_time_ms(request)
+    throttle_ms = max(bandwidth_ms, request_ms)
+    if throttle_ms > 0:
+        helper.throttle(quotas.produce if bandwidth_ms > request_ms else quotas.request, request, throttle_ms)
+    return throttle_ms
 
 
 def _max_message_bytes(apis: KafkaApis, tp: TopicPartition) -> int:
@@ -160,7 +186,7 @@ def partition_results(order: TopicOrder, statuses: dict[TopicPartition, ProduceP
 
 
 def build_response(version: int, order: TopicOrder, statuses: dict[TopicPartition, ProducePartitionStatus],
-                   pre: dict[TopicPartition, tuple[int, str | None]]) -> object:
+                   pre: dict[TopicPartition, tuple[int, str | None]], throttle_ms: int = 0) -> object:
     """The response as a kio entity (in-process requests, and bodies kio decoded)."""
     make_response, make_topic, make_partition, make_error = _response_constructors(version)
     topics = []
@@ -171,7 +197,7 @@ def build_response(version: int, order: TopicOrder, statuses: dict[TopicPartitio
                 idx, code, base, None if append_ms < 0 else datetime.fromtimestamp(append_ms / 1000, UTC), lso, msg,
                 tuple(make_error(i, m) for i, m in errors) if errors and make_error is not None else ()))
         topics.append(make_topic(key if isinstance(key, str) else "", key, tuple(partitions)))
-    return make_response(tuple(topics), ZERO_THROTTLE)
+    return make_response(tuple(topics), timedelta(milliseconds=throttle_ms) if throttle_ms else ZERO_THROTTLE)
 
 
 @lru_cache(maxsize=None)

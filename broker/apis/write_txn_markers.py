@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_emu.broker.apis._common import respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.security.acl import CLUSTER_NAME
 from kafka_emu.broker.server.auth_helper import CLUSTER, Op, deny
@@ -53,7 +52,8 @@ def handle_write_txn_markers(apis: KafkaApis, request: Request) -> None:
                     for p in t.partition_indexes))
                 for t in m.topics)
             results.append(build(marker_cls, producer_id=m.producer_id, topics=topics))
-        respond(apis, request, build(cls, markers=tuple(results)))
+        # a cluster action: exempt from the request quota, as in Kafka
+        apis.request_helper.send_response_exempt_throttle(request, build(cls, markers=tuple(results)))
 
     apis.replica_manager.write_txn_markers(markers, on_done)
 

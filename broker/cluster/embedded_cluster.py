@@ -350,10 +350,10 @@ class EmbeddedCluster:
         """Back to an empty cluster: faults cleared (``clear_faults``), recorded requests dropped,
         the schema registry emptied (its ``_schemas`` topic created anew),
         every consumer group and every non-internal topic deleted, as an admin would with
-        DeleteGroups and DeleteTopics, and the dynamic broker and group configs removed
+        DeleteGroups and DeleteTopics, the dynamic broker and group configs removed
         (IncrementalAlterConfigs DELETE) but for those a newly formatted cluster of the release has
-        (KIP-966's cluster-level ``min.insync.replicas``, ``MetadataStore.write_activation_records``);
-        the brokers keep running, on the same clock.
+        (KIP-966's cluster-level ``min.insync.replicas``, ``MetadataStore.write_activation_records``),
+        and the client quotas (AlterClientQuotas); the brokers keep running, on the same clock.
 
         Groups go through each coordinator's DeleteGroups path, so a group that still has
         members is NON_EMPTY_GROUP, as in Kafka; topics go through the controller's deletion, as
@@ -369,6 +369,10 @@ class EmbeddedCluster:
             self.metadata.alter_broker_configs(resource, lambda _current: {})
         for group_id in self.metadata.group_config_resources():
             self.metadata.alter_group_configs(group_id, lambda _current: {})
+        quotas = self.metadata.describe_client_quotas([], strict=False)
+        if quotas:   # every client quota removed, as AlterClientQuotas would
+            self.metadata.alter_client_quotas([(list(entity), [(key, None) for key in values])
+                                               for entity, values in quotas])
         self.metadata.write_activation_records(self.kafka_version, self._min_insync_replicas)
         while True:
             left = self._delete_groups() + self._delete_topics()

@@ -37,9 +37,9 @@ the first test that asks for it and is closed (every thread joined) by a finaliz
 node, i.e. when pytest tears that module, class or test down. A fixture that asks for
 ``kafka_cluster`` is therefore function-scoped too; what it gets is the shared cluster.
 
-Tests that share a cluster share its topics, groups and dynamic broker configs;
+Tests that share a cluster share its topics, groups, dynamic broker configs and client quotas;
 ``kafka_cluster.reset()`` deletes every group and every non-internal topic, removes the dynamic
-broker configs and clears faults and recorded requests, so an autouse
+broker configs and the client quotas and clears faults and recorded requests, so an autouse
 fixture gives each test a clean cluster::
 
     @pytest.fixture(autouse=True)

@@ -29,7 +29,8 @@ class KafkaChannel:
     __slots__ = ("sock", "connection_id", "peer", "rbuf", "send_buf", "muted", "in_flight",
                  "last_active", "armed", "closed", "fd", "requests", "sending", "write_lock",
                  "recv", "send", "tls", "authenticator", "ready", "principal", "failed", "frame_memory",
-                 "memory_muted")
+                 "memory_muted",
+                 "throttled")
 
     def __init__(self, sock: socket.socket, connection_id: str, peer: str) -> None:
         self.sock = sock
@@ -55,6 +56,7 @@ class KafkaChannel:
         self.failed = False         # authentication failed: closing after the configured delay
         self.frame_memory = 0       # bytes the memory pool granted the frame being read
         self.memory_muted = False   # not read until the memory pool has memory again
+        self.throttled = False      # KIP-219: stays muted after its response until throttling ends
 
     def use_tls(self, tls: SslTransportLayer) -> None:
         self.tls = tls

@@ -25,6 +25,12 @@ parsed (unknown API key, truncated body, a version the broker does not serve: Ka
 failure is caught per connection: one bad client never ends a processor or disturbs another
 client.
 
+Throttling (KIP-219): a client over its quota gets its response at once and its connection
+then stays muted for the throttle time: a ``StartThrottlingResponse`` (queued by the quota
+manager before the response) marks the channel throttled, so sending the response does not
+unmute it; the ``EndThrottlingResponse`` from the manager's reaper does (Kafka's mute states
+MUTED_AND_THROTTLED and MUTED_AND_THROTTLED_AND_RESPONSE_PENDING).
+
 Request memory (``queued.max.request.bytes``, Kafka's ``MemoryPool``): with the socket server's
 ``memory_pool`` set, a frame's size is taken from the pool as soon as its prefix is read; when
 the pool refuses, the connection is muted for memory (no longer read, so the client's bytes wait
@@ -98,12 +104,14 @@ from kafka_emu.broker.protocol.codec import (
 )
 from kafka_emu.broker.network.request_channel import (
     CloseConnectionResponse,
+    EndThrottlingResponse,
     NetworkResponse,
     NoOpResponse,
     Request,
     RequestBody,
     Response,
     SendResponse,
+    StartThrottlingResponse,
     WrittenResponse,
 )
 from kafka_emu.timer.shutdownable_thread import ShutdownableThread
@@ -483,6 +491,9 @@ class Processor(ShutdownableThread):
         while responses:
             response = responses.popleft()
             kind = response.__class__
+            if kind is StartThrottlingResponse or kind is EndThrottlingResponse:
+                self._on_throttling(response.connection_id, kind is StartThrottlingResponse)
+                continue
             request = response.request
             if request is not None and not getattr(request, "response_dequeue_time_ns", 0):
                 request.response_dequeue_time_ns = time.monotonic_ns()
@@ -627,7 +638,7 @@ class Processor(ShutdownableThread):
         name = self._enabled_api_name(api_key, header.api_version)
         if name is None:
             if self._api_versions.answers_unsupported_versions(api_key):
-                self._submit(channel, header, None, start_ns, self._api_versions.api_name(api_key))
+                self._submit(channel, header, None, start_ns, self._api_versions.api_name(api_key), len(frame))
                 return
             # Kafka's SocketServer.parseRequestHeader: a version the broker does not enable is an
             # InvalidRequestException, and the connection is closed
@@ -639,7 +650,7 @@ class Processor(ShutdownableThread):
         except InvalidRequestError as exc:
             self._malformed(channel, str(exc), api=name, api_version=header.api_version)
             return
-        self._submit(channel, header, body, start_ns, name)
+        self._submit(channel, header, body, start_ns, name, len(frame))
 
     def _submit_unsupported_version(self, channel: KafkaChannel, frame: bytes, start_ns: int) -> None:
         """KIP-511: an ApiVersions request newer than any we know still gets the v0 error reply.
@@ -651,7 +662,7 @@ class Processor(ShutdownableThread):
         if client_len > 0 and 10 + client_len <= len(frame):
             client_id = frame[10:10 + client_len].decode("utf-8", "replace")
         header = RequestHeaderData(api_key, version, correlation_id, client_id, len(frame))
-        self._submit(channel, header, None, start_ns, self._api_versions.api_name(api_key))
+        self._submit(channel, header, None, start_ns, self._api_versions.api_name(api_key), len(frame))
 
     def _set_in_flight(self, channel: KafkaChannel) -> None:
         if not channel.in_flight:
@@ -659,7 +670,7 @@ class Processor(ShutdownableThread):
             self._in_flight += 1
 
     def _submit(self, channel: KafkaChannel, header: RequestHeaderData, body: RequestBody, start_ns: int,
-                api_name: str) -> None:
+                api_name: str, size: int) -> None:
         channel.muted = True
         self._set_in_flight(channel)
         self.requests_received += 1
@@ -681,6 +692,7 @@ class Processor(ShutdownableThread):
         )
         if memory:
             request.memory_bytes = memory
+        request.size_in_bytes = size
         channel_ = self.server.request_channel
         # A full channel blocks this processor, as in Kafka (back-pressure on every connection it
         # owns); the timeout only lets a shutdown or a closed channel end the wait.
@@ -731,10 +743,25 @@ class Processor(ShutdownableThread):
         if channel.in_flight:
             self._in_flight -= 1
         channel.in_flight = False
+        if not channel.throttled:   # a throttled channel stays muted until its throttling ends
+            self._unmute(channel)
+
+    def _unmute(self, channel: KafkaChannel) -> None:
         channel.muted = False
         if len(channel.rbuf) >= 4:
             self._ready.append(channel)   # a pipelined request may already be buffered
         self._arm(channel, _IN)
+
+    def _on_throttling(self, connection_id: str, started: bool) -> None:
+        """KIP-219 (Kafka's ``ChannelMuteEvent.THROTTLE_STARTED``/``THROTTLE_ENDED``): a
+        throttled channel is not unmuted when its response has been sent; when throttling ends
+        it is, if that response is out by then."""
+        channel = self._channels.get(connection_id)
+        if channel is None or channel.closed:
+            return
+        channel.throttled = started
+        if not started and channel.muted and not channel.in_flight:
+            self._unmute(channel)
 
     def _arm(self, channel: KafkaChannel, events: int) -> None:
         """Watch ``events`` on the channel's fd (0: nothing); a no-op when already so."""

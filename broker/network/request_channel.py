@@ -23,7 +23,13 @@ Test control (``broker.cluster.control``): when ``control`` (a ``ResponseHook``)
 answer passes through its ``on_response`` first (recording, latency, isolation), which may
 deliver it later through ``deliver_response``.
 
-Locking: the queue has its own lock; ``request_listeners`` is only appended to at start-up.
+Throttling (KIP-219): a quota manager mutes a throttled client's connection through
+``start_throttling``/``end_throttling``, which hand the request's network processor (registered
+by the socket server with ``add_processor``, as Kafka's ``RequestChannel`` holds its processors)
+a ``StartThrottlingResponse``/``EndThrottlingResponse``.
+
+Locking: the queue has its own lock; ``request_listeners`` and the processors are only added
+at start-up.
 """
 from __future__ import annotations
 
@@ -102,6 +108,7 @@ class Request:
     response_dequeue_time_ns: int = 0
     end_time_ns: int = 0           # the response was written (network) / handed back (in-process)
     memory_bytes: int = 0          # held of the network's request memory pool until done (queued.max.request.bytes)
+    size_in_bytes: int = 0         # the request's size on the wire (header and body); 0 in process
     response_body: ResponseBody = None   # set by send_response: what the request was answered with
     principal: KafkaPrincipal = ANONYMOUS   # who the connection authenticated as (in-process: ANONYMOUS)
 
@@ -171,7 +178,29 @@ class WrittenResponse(NamedTuple):
     size: int
 
 
-NetworkResponse = SendResponse | NoOpResponse | CloseConnectionResponse | WrittenResponse
+class StartThrottlingResponse(NamedTuple):
+    """The client is throttled (KIP-219): keep its connection muted once the response is sent,
+    until the matching ``EndThrottlingResponse``."""
+
+    connection_id: str
+    request: Request | None = None
+
+
+class EndThrottlingResponse(NamedTuple):
+    """The throttle time has passed: the connection may be read again once its response is sent."""
+
+    connection_id: str
+    request: Request | None = None
+
+
+NetworkResponse = (SendResponse | NoOpResponse | CloseConnectionResponse | WrittenResponse
+                   | StartThrottlingResponse | EndThrottlingResponse)
+
+
+class ResponseQueue(Protocol):
+    """What the channel hands throttling events to: a network processor (``Processor``)."""
+
+    def enqueue_response(self, response: NetworkResponse) -> None: ...
 
 
 class _Wakeup:
@@ -210,6 +239,8 @@ class RequestChannel:
         self.control: ResponseHook | None = None   # set by KafkaServer (test control)
         # KafkaApis.handle, for requests served on their sender's thread (``handle_inline``)
         self.inline_handler: Callable[[Request], None] | None = None   # set by KafkaServer
+        # the network processors by id (Kafka's RequestChannel.addProcessor), for throttling
+        self._processors: dict[int, ResponseQueue] = {}
 
     # ------------------------------------------------------------------ senders
     def send_request(self, request: Request, timeout_s: float | None = None) -> bool:
@@ -302,6 +333,23 @@ class RequestChannel:
                 listener(request)
             except Exception:
                 _log.exception("request_listener_failed", broker_id=self.broker_id)
+
+    # ------------------------------------------------------------------ throttling (KIP-219)
+    def add_processor(self, processor_id: int, processor: ResponseQueue) -> None:
+        """Called by the socket server at start-up for each network processor."""
+        self._processors[processor_id] = processor
+
+    def start_throttling(self, request: Request) -> None:
+        """Mute the request's connection after its response, until ``end_throttling``
+        (Kafka's ``startThrottling``); nothing for in-process requests."""
+        processor = self._processors.get(request.processor_id)
+        if processor is not None:
+            processor.enqueue_response(StartThrottlingResponse(request.connection_id))
+
+    def end_throttling(self, request: Request) -> None:
+        processor = self._processors.get(request.processor_id)
+        if processor is not None:
+            processor.enqueue_response(EndThrottlingResponse(request.connection_id))
 
     # ------------------------------------------------------------------ sizes and close
     def size(self) -> int:

@@ -21,7 +21,11 @@ anything is bound (a key store that cannot be read stops the start with one line
 connections authenticate on their processor (``new_authenticator``), with SCRAM credentials read
 from the cluster metadata (``scram_credentials``).
 
-Differences from Kafka: no quotas or per-IP connection limits; no control-plane listener.
+Client quotas reach the network layer as throttling (KIP-219): the request channel hands a
+throttled request's processor a start and an end of throttling (``Processor``); the request
+memory pool (``queued.max.request.bytes``) is the processors' shared ``memory_pool``.
+
+Differences from Kafka: no per-IP connection limits or connection-rate quotas; no control-plane listener.
 """
 from __future__ import annotations
 
@@ -191,6 +195,7 @@ class SocketServer:
                 self.acceptors.append(Acceptor(self, ep, sock, processors))
             self._started_ns = time.perf_counter_ns()
             for p in self.processors:
+                self.request_channel.add_processor(p.processor_id, p)
                 p.start()
             for a in self.acceptors:
                 a.start()

@@ -361,18 +361,19 @@ class PartitionData(Protocol):
 TopicResults = tuple["str | UUID | None", "str | None", Sequence[tuple[int, PartitionData, bool]]]
 
 
-def encode_fetch_body(version: int, topics: Sequence[TopicResults], error: int = 0) -> bytes | None:
+def encode_fetch_body(version: int, topics: Sequence[TopicResults], error: int = 0,
+                      throttle_time_ms: int = 0) -> bytes | None:
     """A FetchResponse body. A result's ``diverging_epoch`` and, where its hint flag is set,
     (``leader_id``, ``leader_epoch``) are written as the tagged ``diverging_epoch`` and
     ``current_leader`` (v12+) unless at their defaults (-1, -1), as kio writes them. None when a value does not fit the wire format (the caller
     falls back to kio)."""
     try:
-        return _encode(version, topics, error)
+        return _encode(version, topics, error, throttle_time_ms)
     except struct.error:   # a value out of its field's range: kio's writer says which
         return None
 
 
-def _encode(version: int, topics: Sequence[TopicResults], error: int) -> bytes | None:
+def _encode(version: int, topics: Sequence[TopicResults], error: int, throttle_time_ms: int) -> bytes | None:
     if not FIRST_VERSION <= version <= LAST_VERSION:
         return None
     flexible = version >= FIRST_FLEXIBLE
@@ -380,11 +381,11 @@ def _encode(version: int, topics: Sequence[TopicResults], error: int) -> bytes |
     with_log_start = version >= 5
     with_replica = version >= 11
     out = bytearray()
-    # never throttled (no quotas); session 0: every consumer fetch is a full one
+    # session 0: every consumer fetch is a full one
     if version >= FIRST_SESSION:
-        out += _RESP_TOP_V7.pack(0, error, 0)
+        out += _RESP_TOP_V7.pack(throttle_time_ms, error, 0)
     else:
-        out += _I32.pack(0)
+        out += _I32.pack(throttle_time_ms)
     write_count(out, len(topics), flexible)
     for key, name, parts in topics:
         if by_id:

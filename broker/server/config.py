@@ -338,6 +338,13 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "Listener between brokers (replication is in process here).", implemented=False),
     _key("sasl.mechanism.inter.broker.protocol", Type.STRING, "GSSAPI", None, MEDIUM,
          "SASL mechanism between brokers (replication is in process here).", implemented=False),
+    # QuotaConfig
+    _key("quota.window.num", Type.INT, 11, _AT_LEAST_1, LOW, "The number of samples to retain in memory for client quotas."),
+    _key("quota.window.size.seconds", Type.INT, 1, _AT_LEAST_1, LOW, "The time span of each sample for client quotas."),
+    _key("controller.quota.window.num", Type.INT, 11, _AT_LEAST_1, LOW,
+         "The number of samples to retain in memory for controller mutation quotas."),
+    _key("controller.quota.window.size.seconds", Type.INT, 1, _AT_LEAST_1, LOW,
+         "The time span of each sample for controller mutations quotas."),
     # ReplicationConfigs
     _key("num.replica.fetchers", Type.INT, 1, None, HIGH,
          "Number of fetcher threads used to replicate records from each source broker.", dynamic=Dynamic.NOT_APPLIED),
@@ -470,7 +477,6 @@ KAFKA_KEYS_NOT_DEFINED: tuple[str, ...] = (
     "metrics.recording.level", "metrics.sample.window.ms", "num.recovery.threads.per.data.dir",
     "num.replica.alter.log.dirs.threads", "offsets.load.buffer.size", "offsets.topic.compression.codec",
     "offsets.topic.segment.bytes", "password.encoder.secret", "port", "process.roles",
-    "quota.window.num", "quota.window.size.seconds",
     "replica.selector.class", "replica.socket.receive.buffer.bytes", "replica.socket.timeout.ms",
     "replication.quota.window.num", "replication.quota.window.size.seconds",
     "reserved.broker.max.id", "socket.connection.setup.timeout.max.ms",

@@ -5,9 +5,11 @@ handler is ``handler(apis, request)`` and answers through
 ``apis.request_channel.send_response(request, body)`` now or later. Everything a handler needs
 is a typed attribute here, given to the constructor: ``config``, ``metadata``,
 ``replica_manager``, ``request_channel``, ``group_coordinator`` and ``transaction_coordinator``
-(None when the broker runs without coordinators), ``time``, ``broker_id`` and ``authorizer``
+(None when the broker runs without coordinators), ``time``, ``broker_id``, ``authorizer``
 (the ``StandardAuthorizer`` when ``authorizer.class.name`` names it, else None; handlers ask it
-through ``broker.server.auth_helper``).
+through ``broker.server.auth_helper``) and the client quota managers (``quotas``, None for a
+broker without them), with ``request_helper`` (``broker.server.request_handler_helper``),
+through which handlers answer so quotas apply.
 
 An unknown api key is answered by closing the connection (as Kafka's network layer does for a
 key it cannot parse); a handler that raises gets a generic error response
@@ -38,6 +40,7 @@ from kafka_emu.broker.apis import APIS, ApiSpec
 from kafka_emu.broker.apis.api_spec import Handler
 from kafka_emu.broker.protocol.error_response import build_error_response
 from kafka_emu.broker.security.authorizer import StandardAuthorizer, parse_super_users
+from kafka_emu.broker.server.request_handler_helper import RequestHandlerHelper
 from kafka_emu.common.errors import Errors
 from kafka_emu.logsetup import request_context
 
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
     from kafka_emu.broker.server.client_metrics_manager import ClientMetricsManager
     from kafka_emu.broker.server.config import KafkaConfig
     from kafka_emu.broker.server.metadata_store import MetadataStore
+    from kafka_emu.broker.server.quota.quota_factory import QuotaManagers
     from kafka_emu.broker.server.replica_manager import ReplicaManager
     from kafka_emu.broker.network.request_channel import Request, RequestChannel
     from kafka_emu.coordinator.group.group_coordinator import GroupCoordinator
@@ -69,7 +73,8 @@ class KafkaApis:
                  control: RequestHook | None = None,
                  apis: Mapping[int, ApiSpec] = APIS,
                  transaction_coordinator: TransactionCoordinator | None = None,
-                 client_metrics_manager: ClientMetricsManager | None = None) -> None:
+                 client_metrics_manager: ClientMetricsManager | None = None,
+                 quotas: QuotaManagers | None = None) -> None:
         self.config = config
         self.request_channel = request_channel
         self.metadata = metadata
@@ -79,6 +84,8 @@ class KafkaApis:
         self.transaction_coordinator = transaction_coordinator
         self.client_metrics_manager = client_metrics_manager   # KIP-714; None: telemetry refused
         self.control = control   # the cluster's test control, None outside an EmbeddedCluster
+        self.quotas = quotas
+        self.request_helper = RequestHandlerHelper(request_channel, quotas, time)
         self.broker_id = config.broker_id
         # authorizer.class.name: the StandardAuthorizer over the cluster metadata's ACLs, or none
         self.authorizer: StandardAuthorizer | None = None
@@ -120,4 +127,4 @@ class KafkaApis:
             body = build_error_response(request.api_key, request.api_version, request.body, code)
         except Exception:
             body = None
-        self.request_channel.send_response(request, body, close_connection=body is None)
+        self.request_helper.send_response_maybe_throttle(request, body, close_connection=body is None)

@@ -3,8 +3,9 @@
 group and transaction coordinators (when the ``coordinator`` package provides them) and, later,
 the socket server.
 
-Start-up order: request channel → replica manager → fetcher manager → coordinator → KafkaApis
-and handler pool → scheduler (``isr-expiration`` every ``replica.lag.time.max.ms / 2``,
+Start-up order: request channel → replica manager → fetcher manager → coordinator → client
+quota managers (their ``ThrottledChannelReaper`` threads; the cluster's quotas applied) →
+KafkaApis and handler pool → scheduler (``isr-expiration`` every ``replica.lag.time.max.ms / 2``,
 ``kafka-log-retention`` every ``log.retention.check.interval.ms``, the log memory budget) → log
 cleaner (``kafka-log-cleaner-thread-0``, when ``log.cleaner.enable``) →
 socket server (if enabled) → registration with the metadata store, which pushes the partition
@@ -51,6 +52,8 @@ from kafka_emu.broker.server.dynamic_config import CLUSTER_DEFAULT, DynamicBroke
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC, BrokerInfo, ConfigResourceType, MetadataStore
 from kafka_emu.broker.network.socket_server import SocketServer, SocketServerSnapshot, parse_listeners
 from kafka_emu.broker.server.partition import Partition
+from kafka_emu.broker.server.quota.client_quota_manager import QuotaManagerSnapshot
+from kafka_emu.broker.server.quota.quota_factory import QuotaManagers
 from kafka_emu.broker.server.replica_fetcher import ReplicaFetcherManager
 from kafka_emu.broker.server.replica_manager import ReplicaManager, ReplicaManagerSnapshot
 from kafka_emu.broker.network.request_channel import Request, RequestChannel, RequestChannelSnapshot, ResponseHook
@@ -83,6 +86,7 @@ class BrokerSnapshot:
     log_cleaner: LogCleanerSnapshot | None = None   # None with log.cleaner.enable=false
     transaction_coordinator: TransactionCoordinatorSnapshot | None = None
     client_metrics: ClientMetricsSnapshot | None = None   # KIP-714 telemetry pushed by clients
+    quotas: tuple[QuotaManagerSnapshot, ...] = ()   # Fetch, Produce, Request, ControllerMutation
 
 
 class ControlHooks(RequestHook, ResponseHook, Protocol):
@@ -121,6 +125,7 @@ class KafkaServer:
         self.transaction_log: ReplicaManagerCoordinatorLog | None = None
         self.client_metrics_manager: ClientMetricsManager | None = None
         self.socket_server: SocketServer | None = None  # started in startup() when listening
+        self.quotas: QuotaManagers | None = None        # the client quota managers, from startup()
         self.broker_info: BrokerInfo | None = None
         # (topic, partition) -> (leader epoch, LEO to reach) of a coordinator partition just led
         self._pending_coordinator_elections: dict[tuple[str, int], tuple[int, int]] = {}
@@ -173,10 +178,13 @@ class KafkaServer:
                 rm.leadership_listeners.append(self._on_leadership_change)
                 rm.hw_watchers.append(self._on_hw_moved)
             self.client_metrics_manager = ClientMetricsManager(self.metadata, self.time, cfg["telemetry.max.bytes"])
+            self.quotas = QuotaManagers.instantiate(cfg, self.time, self.broker_id)
+            self.quotas.start()
+            self.metadata.register_quota_listener(self.broker_id, self.quotas.apply)   # the quotas set so far too
             self.apis = KafkaApis(cfg, self.request_channel, self.metadata, rm, self.time,
                                   self.group_coordinator, self.control,
                                   transaction_coordinator=self.transaction_coordinator,
-                                  client_metrics_manager=self.client_metrics_manager)
+                                  client_metrics_manager=self.client_metrics_manager, quotas=self.quotas)
             self.request_channel.inline_handler = self.apis.handle
             self.handler_pool = KafkaRequestHandlerPool(self.broker_id, self.request_channel, self.apis,
                                                         rm.action_queue, cfg["num.io.threads"])
@@ -339,7 +347,7 @@ class KafkaServer:
                 return None
             channel, pool, rm = self.request_channel, self.handler_pool, self.replica_manager
             server, coordinator, cleaner = self.socket_server, self.group_coordinator, self.log_cleaner
-            txn_coordinator = self.transaction_coordinator
+            txn_coordinator, quotas = self.transaction_coordinator, self.quotas
             client_metrics = self.client_metrics_manager
         assert channel is not None and pool is not None and rm is not None  # set by startup
         rm_snapshot = rm.snapshot()
@@ -350,7 +358,8 @@ class KafkaServer:
                               rm_snapshot, gc_snapshot, purgatories,
                               cleaner.snapshot() if cleaner is not None else None,
                               txn_coordinator.snapshot() if txn_coordinator is not None else None,
-                              client_metrics.snapshot() if client_metrics is not None else None)
+                              client_metrics.snapshot() if client_metrics is not None else None,
+                              quotas.snapshot() if quotas is not None else ())
 
     # ------------------------------------------------------------------ stop
     def shutdown(self, fence: bool = True) -> None:
@@ -377,6 +386,8 @@ class KafkaServer:
         self.handler_pool.shutdown()
         self.request_channel.close()  # answer anything queued while the handlers stopped
         self.fetcher_manager.shutdown()
+        if self.quotas is not None:
+            self.quotas.shutdown()
         self.scheduler.shutdown()
         if self.log_cleaner is not None:
             self.log_cleaner.shutdown()

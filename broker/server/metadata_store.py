@@ -14,7 +14,9 @@ controller hands out producer-id blocks), the creation of ``__consumer_offsets``
 of a topic (``create_partitions``, Kafka's ``ReplicationControlManager.createPartitions``) and the
 config records: topic configs, dynamic broker configs and group configs (``alter_topic_configs``,
 ``alter_broker_configs``, ``alter_group_configs``, Kafka's ``ConfigurationControlManager``), each change announced to the
-live brokers' config listeners so they apply it at once.
+live brokers' config listeners so they apply it at once; and the client quotas
+(``alter_client_quotas``/``describe_client_quotas``, Kafka's ``ClientQuotaControlManager``:
+``client_quota_control``), each entity's changed keys pushed to the brokers' quota listeners.
 
 How a partition's state changes (placement, elections, fencing, reassignments) is
 ``broker.server.partition_state``'s: this store applies those rules under its locks, keeps the
@@ -22,8 +24,8 @@ result and publishes it.
 
 Locks: ``_lock`` guards the maps (topics, brokers, config records, listeners), the producer-id
 counter and ``reassignments_completable`` (held briefly, never while calling out). ``_controller_lock``
-serialises controller operations (topic creation and deletion, broker stop/start, elections)
-including the pushes to brokers, so brokers see changes in order, as from a single-threaded
+serialises controller operations (topic creation and deletion, broker stop/start, elections,
+client quota changes, which it also guards) including the pushes to brokers, so brokers see changes in order, as from a single-threaded
 controller. Lock order: controller lock → partition locks → ``_lock``; a partition (holding its
 lock) may call ``alter_isr`` (takes ``_lock`` only), which therefore only notes a reassignment
 it made completable; the ReplicaManager completes it after the fetch, with no lock held.
@@ -34,7 +36,8 @@ ACLs (``alter_acls``; every broker's authorizer reads ``acls``, an immutable tup
 on change), both persisted with the rest.
 
 Persistence (with ``log.dirs``): the publish points, ``_push`` (partition states: topics,
-partitions, elections) and ``_announce_config`` (topic, dynamic broker and group configs), and the two
+partitions, elections), ``_announce_config`` (topic, dynamic broker and group configs) and
+``alter_client_quotas`` (client quotas), and the two
 changes that publish nothing (``alter_isr``, a new producer-id block) call ``_changed``, which
 calls ``on_change``; ``broker.storage.log_dirs.MetadataSnapshotFile`` uses it to rewrite the state
 (``state_snapshot``) atomically. ``restore_state`` takes it back at start-up. A new mutation
@@ -57,6 +60,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import structlog
 
+from kafka_emu.broker.server.client_quota_control import AlterResult, ClientQuotaControl, QuotaOps
 from kafka_emu.broker.server.partition_state import (
     PartitionState,
     complete_reassignment,
@@ -69,6 +73,7 @@ from kafka_emu.broker.server.partition_state import (
 )
 from kafka_emu.broker.security.acl import AclBinding
 from kafka_emu.broker.security.scram import ScramCredential, ScramMechanism
+from kafka_emu.broker.server.quota.quota_config import ClientQuotaEntity
 from kafka_emu.common.errors import Errors, KafkaError
 from kafka_emu.common.kafka_releases import KafkaRelease
 from kafka_emu.broker.server.dynamic_config import CLUSTER_DEFAULT
@@ -121,6 +126,8 @@ class BrokerInfo:
 
 
 PartitionListener = Callable[[list[PartitionState], list[tuple[str, int]]], None]
+# a client quota entity's changed keys (key -> new value, None when removed)
+QuotaListener = Callable[[ClientQuotaEntity, dict[str, "float | None"]], None]
 # (resource type, resource name): a topic's configs or a BROKER resource's dynamic configs changed
 ConfigListener = Callable[[int, str], None]
 # current configs of a resource -> new configs (raises KafkaError when refused)
@@ -142,6 +149,8 @@ class MetadataStore:
         # broker id -> callback(changed states, removed partitions); set by KafkaServer
         self._listeners: dict[int, PartitionListener] = {}
         self._config_listeners: dict[int, ConfigListener] = {}
+        self._quota_listeners: dict[int, QuotaListener] = {}
+        self.client_quotas = ClientQuotaControl()   # guarded by the controller lock
         # BROKER resource name ("" cluster-wide, "<id>" one broker) -> typed dynamic configs
         self._broker_configs: dict[str, dict[str, Any]] = {}
         # GROUP resource name -> typed overrides (KIP-848's group configs); a group's dict is
@@ -330,12 +339,15 @@ class MetadataStore:
             return True
 
     def create_partitions(self, name: str, count: int, assignments: list[list[int]] | None,
-                          validate_only: bool = False) -> list[PartitionState]:
+                          validate_only: bool = False,
+                          apply_partition_change_quota: Callable[[int], None] | None = None) -> list[PartitionState]:
         """Grow topic ``name`` to ``count`` partitions (Kafka's
         ``ReplicationControlManager.createPartitions``); the new partitions' states (not stored
         when ``validate_only``). ``assignments``: the replicas of each new partition, else the
-        placement continues the topic's stripe. ``KafkaError`` with Kafka's code and message
-        when refused; nothing changes then."""
+        placement continues the topic's stripe. ``apply_partition_change_quota`` is called with
+        the number of new partitions once the request is valid (the controller mutation quota:
+        it raises to refuse them). ``KafkaError`` with Kafka's code and message when refused;
+        nothing changes then."""
         with self._controller_lock:
             with self._lock:
                 info = self.topics.get(name)
@@ -353,6 +365,8 @@ class MetadataStore:
                     raise KafkaError(Errors.INVALID_REPLICA_ASSIGNMENT,
                                      f"Attempted to add {additional} additional partition(s), but only "
                                      f"{len(assignments)} assignment(s) were specified.")
+                if apply_partition_change_quota is not None:
+                    apply_partition_change_quota(additional)
                 rf = len(info.partitions[0].replicas)
                 live = self._live_ids_locked()
                 if assignments is not None:
@@ -566,6 +580,46 @@ class MetadataStore:
         with self._controller_lock:
             self.acls = alter(self.acls)
             self._changed()
+
+    # ------------------------------------------------------------------ client quotas
+    def alter_client_quotas(self, alterations: list[tuple[list[tuple[str, str | None]], QuotaOps]],
+                            validate_only: bool = False) -> list[AlterResult]:
+        """AlterClientQuotas (Kafka's ``ClientQuotaControlManager``, ``client_quota_control`` has
+        the rules): one result per entity; unless ``validate_only`` the changed keys are applied,
+        persisted and pushed to every live broker's quota listener."""
+        with self._controller_lock:
+            results, changes = self.client_quotas.alter(alterations, validate_only)
+            if validate_only or not changes:
+                return results
+            _log.info("client_quotas_altered", entities=len(changes))
+            self._changed()
+            with self._lock:
+                targets = sorted((bid, fn) for bid, fn in self._quota_listeners.items()
+                                 if self.brokers.get(bid) is not None and self.brokers[bid].live)
+            for bid, fn in targets:
+                for entity, changed in changes.items():
+                    try:
+                        fn(entity, dict(changed))
+                    except Exception:
+                        _log.exception("quota_push_failed", broker_id=bid)
+            return results
+
+    def describe_client_quotas(self, components: list[tuple[str, int, str | None]], strict: bool
+                               ) -> list[tuple[ClientQuotaEntity, dict[str, float]]]:
+        """DescribeClientQuotas (Kafka's ``ClientQuotasImage.describe``); ``KafkaError`` for a
+        filter Kafka refuses."""
+        with self._controller_lock:
+            return self.client_quotas.describe(components, strict)
+
+    def register_quota_listener(self, broker_id: int, listener: QuotaListener) -> None:
+        """``listener`` hears every later change, and at once every quota that exists (a broker
+        starting learns the cluster's quotas, as from the metadata image)."""
+        with self._controller_lock:
+            with self._lock:
+                self._quota_listeners[broker_id] = listener
+            current = [(entity, dict(values)) for entity, values in self.client_quotas.quotas.items()]
+        for entity, values in current:
+            listener(entity, dict(values))
 
     # ------------------------------------------------------------------ ISR changes
     def alter_isr(self, topic: str, partition: int, leader: int, leader_epoch: int,
@@ -812,6 +866,7 @@ class MetadataStore:
                            "iterations": c.iterations} for (user, mechanism), c in self._scram.items()],
                 "acls": [acl.to_json() for acl in self.acls],
                 "client_metrics": self._client_metrics,
+                "client_quotas": self.client_quotas.state(),
                 "topics": [{
                     "name": t.name, "topic_id": str(t.topic_id), "internal": t.internal,
                     "configs": t.configs,
@@ -840,6 +895,7 @@ class MetadataStore:
                 int(c["iterations"])) for c in state.get("scram", ())}
             self.acls = tuple(AclBinding.from_json(a) for a in state.get("acls", ()))
             self._client_metrics = {name: dict(configs) for name, configs in state.get("client_metrics", {}).items()}
+            self.client_quotas.restore(state.get("client_quotas", []))   # absent in files of earlier versions
             for t in state["topics"]:
                 topic_id = uuid.UUID(t["topic_id"])
                 info = TopicInfo(t["name"], topic_id, configs=dict(t["configs"]), internal=bool(t["internal"]))
@@ -856,3 +912,4 @@ class MetadataStore:
         with self._lock:
             self._listeners.pop(broker_id, None)
             self._config_listeners.pop(broker_id, None)
+            self._quota_listeners.pop(broker_id, None)

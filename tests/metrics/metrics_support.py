@@ -122,6 +122,7 @@ class FakeBroker:
     leaders: frozenset[tuple[str, int]] = frozenset()
     purgatories: list[DelayedOperationPurgatory] = field(default_factory=list)
     coordinator: GroupCoordinatorSnapshot | None = None
+    quotas: tuple[Any, ...] = ()   # QuotaManagerSnapshots
 
     def snapshot(self) -> BrokerSnapshot | None:
         if not self.started or self.stopped:
@@ -130,7 +131,8 @@ class FakeBroker:
         rm = ReplicaManagerSnapshot(*self.partition_counts, self.stats.snapshot(), self.logs,
                                     self.leaders, purgatories)
         return BrokerSnapshot(self.broker_id, RequestChannelSnapshot(self.request_queue_size),
-                              self.handler_pool, self.socket_server, rm, self.coordinator, purgatories)
+                              self.handler_pool, self.socket_server, rm, self.coordinator, purgatories,
+                              quotas=self.quotas)
 
     def complete(self, request: Any) -> None:
         """A request finished: what the request channel or a processor does."""

@@ -183,6 +183,37 @@ def test_request_memory_pool_gauges() -> None:
         assert metrics.sample("kafka_network_socketserver_memorypoolused", {"broker_id": "2"}) is None
 
 
+def test_client_quota_metrics() -> None:
+    """Kafka's quota metrics from the managers' snapshots: byte-rate and throttle-time per
+    client (user, client-id tags), queue-size per quota type, the controller mutation tokens and
+    rate, the request manager's exempt time."""
+    from kafka_emu.broker.server.quota.client_quota_manager import QuotaEntity
+    from kafka_emu.broker.server.quota.quota_factory import QuotaManagers
+    from kafka_emu.broker.server.config import KafkaConfig
+    from kafka_emu.timer.time import MockTime
+
+    time = MockTime()
+    quotas = QuotaManagers.instantiate(KafkaConfig(), time, 0)
+    quotas.produce.update_quota(QuotaEntity(None, "app"), 1000)
+    assert quotas.produce.maybe_record_and_get_throttle_time_ms("ANONYMOUS", "app", 5000, time.milliseconds()) == 0
+    throttle = quotas.produce.maybe_record_and_get_throttle_time_ms("ANONYMOUS", "app", 20_000, time.milliseconds())
+    quotas.produce.throttle("ANONYMOUS", "app", type("Cb", (), {"start_throttling": lambda self: None,
+                                                              "end_throttling": lambda self: None})(), throttle)
+    quotas.controller_mutation.update_quota(QuotaEntity(None, "app"), 5)
+    quotas.controller_mutation.new_quota_for("ANONYMOUS", "app", 7, 6).record(3)
+    broker = FakeBroker(0, quotas=quotas.snapshot())
+    with ClusterMetrics() as metrics:
+        metrics.register_broker(broker)
+        app = {"broker_id": "0", "user": "", "client_id": "app"}
+        assert metrics.sample("kafka_server_produce_byte_rate", app) == pytest.approx(2500)   # 25 kB over 10 s
+        assert metrics.sample("kafka_server_produce_throttle_time", app) == throttle > 0
+        assert metrics.sample("kafka_server_produce_queue_size", {"broker_id": "0"}) == 1
+        assert metrics.sample("kafka_server_fetch_queue_size", {"broker_id": "0"}) == 0
+        assert metrics.sample("kafka_server_controllermutation_tokens", app) == pytest.approx(11 * 5 - 3)
+        assert metrics.sample("kafka_server_controllermutation_mutation_rate", app) > 0
+        assert metrics.sample("kafka_server_fetch_byte_rate", app) is None   # no fetch quota: nothing recorded
+
+
 def test_replica_manager_gauges_meters_and_per_topic_metrics() -> None:
     broker = FakeBroker(0, partition_counts=(9, 5, 2, 1),
                         logs=(LogSnapshot("a", 0, 0, 10, 8, 1000, 2, 3), LogSnapshot("b", 3, 2, 5, 5, 24, 1)))

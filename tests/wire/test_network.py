@@ -62,6 +62,9 @@ class StubChannel:
             w.start()
         self.seen: list[StubRequest] = []
 
+    def add_processor(self, processor_id: int, processor: object) -> None:
+        """The socket server registers its processors (throttling needs them; not used here)."""
+
     def send_request(self, request: StubRequest, timeout_s: float | None = None) -> bool:
         self.seen.append(request)
         self.q.put(request)

@@ -113,6 +113,9 @@ class HoldingChannel:
     def __init__(self) -> None:
         self.requests: queue.Queue[HeldRequest] = queue.Queue()
 
+    def add_processor(self, processor_id: int, processor: object) -> None:
+        """The socket server registers its processors (throttling needs them; not used here)."""
+
     def send_request(self, request: HeldRequest, timeout_s: float | None = None) -> bool:
         self.requests.put(request)
         return True

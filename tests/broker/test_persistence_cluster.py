@@ -308,3 +308,23 @@ def test_describe_log_dirs_reports_the_real_directories(tmp_path: Path) -> None:
         assert all(d.total_bytes >= d.usable_bytes > 0 for d in dirs)
     finally:
         c.close()
+
+
+def test_client_quotas_survive_a_restart(tmp_path: Path) -> None:
+    """Client quotas are controller state: a restart on the same log.dirs brings them back, and
+    the broker's quota managers apply them from the start."""
+    c = cluster(tmp_path)
+    try:
+        c.metadata.alter_client_quotas([([("user", "alice"), ("client-id", None)], [("producer_byte_rate", 4096.0)]),
+                                        ([("client-id", "app")], [("request_percentage", 25.0)])])
+    finally:
+        c.close()
+    again = cluster(tmp_path)
+    try:
+        assert dict(again.metadata.describe_client_quotas([], strict=False)) == {
+            (("client-id", None), ("user", "alice")): {"producer_byte_rate": 4096.0},
+            (("client-id", "app"),): {"request_percentage": 25.0}}
+        quotas = again.broker(0).quotas
+        assert quotas.produce.quota("alice", "any") == 4096.0 and quotas.request.quota("bob", "app") == 25.0
+    finally:
+        again.close()

@@ -5,7 +5,8 @@ result per log directory (``LogManager.log_dirs``), listing the requested partit
 hosted there, leader or follower, with ``partition_size`` (bytes of the log's segments),
 ``offset_lag`` (Kafka's max(HW − LEO, 0) of the local log, so 0 for a normal replica) and ``is_future_key`` false (no replica is ever moving between directories); topics without
 a listed partition are left out. v4 adds the directory's total and usable bytes; v5
-``is_cordoned`` is false (no directory is ever cordoned).
+``is_cordoned`` is false (no directory is ever cordoned). A directory that failed is listed with
+KAFKA_STORAGE_ERROR, no partitions and unknown (-1) sizes, as Kafka lists an offline one.
 
 Difference from Kafka on purpose: without ``log.dirs`` logs live in memory, so the one
 directory is notional (see ``LogManager.log_dirs``: its path names the broker, its total bytes
@@ -48,7 +49,7 @@ def handle_describe_log_dirs(apis: KafkaApis, request: Request) -> None:
             by_topic.setdefault(log.topic, []).append(build(
                 part_cls, partition_index=log.partition, partition_size=size, offset_lag=lag,
                 is_future_key=False))
-        results.append(build(result_cls, error_code=Errors.NONE, log_dir=log_dir.path,
+        results.append(build(result_cls, error_code=log_dir.error, log_dir=log_dir.path,
                              topics=tuple(build(topic_cls, name=name, partitions=tuple(parts))
                                           for name, parts in by_topic.items()),
                              total_bytes=log_dir.total_bytes, usable_bytes=log_dir.usable_bytes,

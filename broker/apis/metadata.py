@@ -9,7 +9,7 @@ the client asks again); a replication factor larger than the live brokers gives
 INVALID_REPLICATION_FACTOR, as Kafka's auto-creation does.
 
 Only live brokers are listed; replica lists may name stopped brokers, which also appear in
-``offline_replicas``, as in Kafka.
+``offline_replicas``, as do replicas whose log directory failed, as in Kafka.
 
 The topic entries are encoded once and reused (``TopicEncodingCache``): a response is the
 encoded brokers/cluster part with the cached bytes of each topic spliced in as the topics array
@@ -120,7 +120,7 @@ class TopicEncodingCache:
         counts = {Errors.NONE: 1}
         partitions = []
         for st in states:
-            offline = tuple(r for r in st.replicas if r not in live_ids)
+            offline = tuple(r for r in st.replicas if r not in live_ids or r in st.offline_replicas)
             err = Errors.NONE if st.leader >= 0 and st.leader in live_ids else Errors.LEADER_NOT_AVAILABLE
             counts[err] = counts.get(err, 0) + 1
             partitions.append(build(part_cls, error_code=err, partition_index=st.partition, leader_id=st.leader,

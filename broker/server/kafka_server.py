@@ -155,6 +155,8 @@ class KafkaServer:
             self.metadata.register_config_listener(self.broker_id, self._on_config_change)
             self._on_config_change(ConfigResourceType.BROKER, CLUSTER_DEFAULT)   # dynamic configs set before
             rm.log_manager.load_logs(self.metadata)   # with log.dirs: recover this broker's logs
+            rm.on_all_log_dirs_offline = self._halt
+            rm.start_log_dir_failure_handler()
             rm.action_queue.on_add = self._wake_handler_if_needed
             self.fetcher_manager = ReplicaFetcherManager(self.broker_id, rm, self.metadata, cfg)
             rm.fetcher_manager = self.fetcher_manager
@@ -362,6 +364,11 @@ class KafkaServer:
                               quotas.snapshot() if quotas is not None else ())
 
     # ------------------------------------------------------------------ stop
+    def _halt(self) -> None:
+        """Every log directory failed: Kafka halts the broker; this one stops (as a crash: its
+        leaderships move), on a thread of its own, and the process goes on."""
+        threading.Thread(target=self.shutdown, name=f"broker-{self.broker_id}-halt", daemon=True).start()
+
     def shutdown(self, fence: bool = True) -> None:
         """Stop every thread of this broker. ``fence=False`` (whole-cluster close) skips the
         election of new leaders for its partitions."""

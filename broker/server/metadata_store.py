@@ -66,6 +66,7 @@ from kafka_emu.broker.server.partition_state import (
     complete_reassignment,
     elect,
     fence,
+    offline_replica,
     place_replicas,
     start_reassignment,
     unfence,
@@ -580,6 +581,28 @@ class MetadataStore:
         with self._controller_lock:
             self.acls = alter(self.acls)
             self._changed()
+
+    # ------------------------------------------------------------------ log directory failure
+    def handle_directories_offline(self, broker_id: int, partitions: list[tuple[str, int]]) -> None:
+        """A log directory of ``broker_id`` failed with ``partitions``' replicas in it (Kafka's
+        broker heartbeat with offline directories, ``ReplicationControlManager.handleDirectoriesOffline``):
+        those replicas leave the ISRs, their leaderships move to other live ISR members, and
+        Metadata lists them as offline replicas until the broker restarts."""
+        with self._controller_lock:
+            changed: list[PartitionState] = []
+            with self._lock:
+                live = set(self._live_ids_locked())
+                for topic, partition in partitions:
+                    info = self.topics.get(topic)
+                    st = info.partitions.get(partition) if info is not None else None
+                    new = offline_replica(st, broker_id, live) if st is not None else None
+                    if new is not None:
+                        info.partitions = {**info.partitions, partition: new}
+                        changed.append(new)
+            for st in changed:
+                _log.info("replica_offline", broker_id=broker_id, topic=st.topic, partition=st.partition,
+                          leader=st.leader, leader_epoch=st.leader_epoch, isr=list(st.isr))
+            self._push(changed, [])
 
     # ------------------------------------------------------------------ client quotas
     def alter_client_quotas(self, alterations: list[tuple[list[tuple[str, str | None]], QuotaOps]],

@@ -103,6 +103,8 @@ class Partition:
         self.followers: dict[int, FollowerState] = {}
         self.is_leader = False
         self.online = True
+        # its log directory failed (Kafka's HostedPartition.Offline): KAFKA_STORAGE_ERROR from now on
+        self.log_dir_offline = False
 
     # ------------------------------------------------------------------ role changes
     @property
@@ -165,6 +167,14 @@ class Partition:
             self.online = False
             self.leader_id = -1
 
+    def mark_log_dir_offline(self) -> None:
+        """Its log directory failed: no role change brings it back; appends and reads answer
+        KAFKA_STORAGE_ERROR (Kafka's ``markPartitionOffline``)."""
+        with self.lock:
+            self.log_dir_offline = True
+            self.is_leader = False
+            self.online = False
+
     # ------------------------------------------------------------------ leader appends
     def append_records_to_leader(self, data: bytes, required_acks: int, single_batch: bool = True,
                                  origin: AppendOrigin = AppendOrigin.CLIENT,
@@ -172,6 +182,9 @@ class Partition:
                                  ) -> tuple[LogAppendInfo, bool]:
         with self.lock:
             if not self.is_leader:
+                if self.log_dir_offline:
+                    raise KafkaError(Errors.KAFKA_STORAGE_ERROR,
+                                     f"the log directory of {self.topic}-{self.partition} is offline")
                 raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER,
                                  f"broker {self.broker_id} is not the leader of {self.topic}-{self.partition}")
             if required_acks == -1 and len(self.isr) < self.effective_min_isr:
@@ -228,7 +241,7 @@ class Partition:
     def check_enough_replicas_reach_offset(self, required_offset: int) -> tuple[bool, int]:
         """(done, error) for a DelayedProduce waiting for ``required_offset``."""
         if not self.is_leader:
-            return False, Errors.NOT_LEADER_OR_FOLLOWER
+            return False, Errors.KAFKA_STORAGE_ERROR if self.log_dir_offline else Errors.NOT_LEADER_OR_FOLLOWER
         if self.log.high_watermark >= required_offset:
             if self.effective_min_isr <= len(self.isr):
                 return True, Errors.NONE
@@ -391,6 +404,8 @@ class Partition:
                 if current_leader_epoch > self.leader_epoch:
                     return _error_read(Errors.UNKNOWN_LEADER_EPOCH, self.leader_id, self.leader_epoch)
             if not self.online or (fetch_only_leader and not self.is_leader):
+                if self.log_dir_offline:
+                    return _error_read(Errors.KAFKA_STORAGE_ERROR)
                 return _error_read(Errors.NOT_LEADER_OR_FOLLOWER, self.leader_id, self.leader_epoch)
             log = self.log
             hw = log.high_watermark

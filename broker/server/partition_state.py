@@ -44,6 +44,7 @@ class PartitionState:
     isr: tuple[int, ...]
     adding_replicas: tuple[int, ...] = ()     # an ongoing reassignment (KIP-455): still catching up
     removing_replicas: tuple[int, ...] = ()   # an ongoing reassignment: leave when it completes
+    offline_replicas: tuple[int, ...] = ()    # replicas whose log directory failed (until their broker restarts)
 
     @property
     def target_replicas(self) -> tuple[int, ...]:
@@ -85,11 +86,27 @@ def fence(st: PartitionState, broker_id: int, live: Collection[int]) -> Partitio
 
 
 def unfence(st: PartitionState, broker_id: int) -> PartitionState | None:
-    """``st`` once ``broker_id`` is back (None: unchanged): an offline partition whose ISR holds
-    it elects it leader."""
+    """``st`` once ``broker_id`` is back (None: unchanged): a replica of it whose directory had
+    failed is no longer offline (the broker checked its directories again), and an offline
+    partition whose ISR holds it elects it leader."""
+    if broker_id in st.offline_replicas:
+        st = replace(st, offline_replicas=tuple(r for r in st.offline_replicas if r != broker_id),
+                     partition_epoch=st.partition_epoch + 1)
+        return unfence(st, broker_id) or st
     if st.leader == -1 and broker_id in st.isr:
         return with_leader(st, broker_id)
     return None
+
+
+def offline_replica(st: PartitionState, broker_id: int, live: Collection[int]) -> PartitionState | None:
+    """``st`` once ``broker_id``'s replica is offline, its log directory failed (Kafka's
+    ``ReplicationControlManager.handleDirectoriesOffline``): fenced as its broker would be
+    (``fence``), and listed in ``offline_replicas``."""
+    if broker_id not in st.replicas or broker_id in st.offline_replicas:
+        return None
+    fenced = fence(st, broker_id, live) or st
+    return replace(fenced, offline_replicas=(*fenced.offline_replicas, broker_id),
+                   partition_epoch=max(fenced.partition_epoch, st.partition_epoch + 1))
 
 
 # --------------------------------------------------------------------------- ElectLeaders
@@ -108,7 +125,7 @@ def elect(st: PartitionState, election_type: int, live: Collection[int]) -> Part
         return Errors.ELECTION_NOT_NEEDED
     if clean:
         return with_leader(st, clean[0])
-    unclean = [r for r in st.replicas if r in live]
+    unclean = [r for r in st.replicas if r in live and r not in st.offline_replicas]
     if not unclean:
         return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
     return with_leader(st, unclean[0], isr=(unclean[0],))

@@ -55,7 +55,7 @@ from kafka_emu.broker.server.fetch_params import ISOLATION_LOG_END, FetchParams,
 from kafka_emu.broker.server.partition import LogReadResult, Partition
 from kafka_emu.broker.network.request_channel import Request, Response
 from kafka_emu.common.api_keys import ApiKeys
-from kafka_emu.common.errors import Errors
+from kafka_emu.common.errors import Errors, KafkaError
 from kafka_emu.timer import ShutdownableThread
 
 if TYPE_CHECKING:
@@ -264,9 +264,16 @@ class ReplicaFetcherThread(ShutdownableThread):
             log_start = partition.log.log_start_offset
             try:
                 new_offset = self._apply(tp, partition, r)
-            except Exception:
-                _log.exception("fetch_processing_failed", broker_id=self.broker_id, topic=tp[0],
-                               partition=tp[1])
+            except Exception as exc:
+                if isinstance(exc, KafkaError) and exc.code == Errors.KAFKA_STORAGE_ERROR:
+                    # its log directory failed: the partition stops being fetched (Kafka's
+                    # markPartitionFailed); the directory goes offline on the failure handler's thread
+                    _log.warning("fetch_partition_failed", broker_id=self.broker_id, topic=tp[0],
+                                 partition=tp[1], reason=exc.message)
+                    self.remove_partitions([tp])
+                else:
+                    _log.exception("fetch_processing_failed", broker_id=self.broker_id, topic=tp[0],
+                                   partition=tp[1])
                 continue
             if new_offset is None:
                 continue

@@ -19,6 +19,14 @@ complete delayed operations of partitions this broker no longer leads.
 ``DelayedDeleteRecords`` per request in the ``DeleteRecords`` purgatory until every live
 follower's log start offset caught up.
 
+Log directory failure (with ``log.dirs``, Kafka's ``handleLogDirFailure``): an I/O error in a
+directory (``LogManager``'s ``LogDirFailureChannel``) reaches the ``LogDirFailureHandler-<id>``
+thread, which takes the directory offline: its partitions stop fetching and answer
+KAFKA_STORAGE_ERROR (``Partition.mark_log_dir_offline``; later role changes leave them alone),
+their parked requests complete, their leaderships resign, and the controller moves them to
+replicas in healthy directories (``MetadataStore.handle_directories_offline``). With no directory
+left the broker stops (``on_all_log_dirs_offline``), as Kafka halts.
+
 Differences from Kafka on purpose: no ShareFetch or remote-storage purgatories;
 consumers fetch from leaders only (no KIP-392 preferred read replica); role changes come from
 the in-process metadata store instead of LeaderAndIsr requests or KRaft metadata deltas.
@@ -40,6 +48,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 from uuid import UUID, uuid4
 
@@ -51,6 +60,7 @@ from kafka_emu.broker.storage.control_record import end_txn_marker_batch
 from kafka_emu.broker.server.delayed_fetch import DelayedFetch, DelayedSessionFetch
 from kafka_emu.broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from kafka_emu.broker.server.fetch_session import FetchSession, FetchSessionCache, SessionFetchResponse
+from kafka_emu.broker.storage.persistent_log import PersistentLog
 from kafka_emu.broker.storage.unified_log import UnifiedLog, LogSnapshot
 from kafka_emu.broker.storage.log_manager import LogManager
 from kafka_emu.broker.storage.log_validator import RecordValidationError
@@ -67,7 +77,7 @@ from kafka_emu.broker.server.transaction_verification import (
 )
 from kafka_emu.common.errors import Errors, KafkaError
 from kafka_emu.coordinator.txn_marker import TxnMarkerEntry
-from kafka_emu.timer import DelayedOperationPurgatory, TopicPartitionOperationKey
+from kafka_emu.timer import DelayedOperationPurgatory, ShutdownableThread, TopicPartitionOperationKey
 from kafka_emu.timer.purgatory import PurgatorySnapshot
 from kafka_emu.timer.time import Time
 
@@ -105,6 +115,23 @@ class ReplicaManagerSnapshot:
 _UNKNOWN_APPEND_INFO_ERRORS = frozenset((
     Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.NOT_LEADER_OR_FOLLOWER, Errors.MESSAGE_TOO_LARGE,
     Errors.RECORD_LIST_TOO_LARGE, Errors.CORRUPT_MESSAGE, Errors.KAFKA_STORAGE_ERROR))
+
+
+class LogDirFailureHandler(ShutdownableThread):
+    """Takes each failed log directory off the log manager's channel and takes it offline
+    (Kafka's ``LogDirFailureHandler``)."""
+
+    POLL_S = 0.3
+
+    def __init__(self, replica_manager: ReplicaManager) -> None:
+        super().__init__(f"LogDirFailureHandler-{replica_manager.broker_id}",
+                         log_context={"broker_id": replica_manager.broker_id})
+        self.replica_manager = replica_manager
+
+    def do_work(self) -> None:
+        log_dir = self.replica_manager.log_manager.log_dir_failure_channel.take_next_offline_log_dir(self.POLL_S)
+        if log_dir is not None:
+            self.replica_manager.handle_log_dir_failure(log_dir)
 
 
 class ReplicaManager:
@@ -150,6 +177,8 @@ class ReplicaManager:
         self.group_coordinator: GroupCoordinator | None = None       # set by KafkaServer
         self.request_timeout_ms: int = config["request.timeout.ms"]
         self.transaction_verification_enabled: bool = config["transaction.partition.verification.enable"]
+        self._log_dir_failure_handler: LogDirFailureHandler | None = None   # started with log.dirs
+        self.on_all_log_dirs_offline: Callable[[], None] | None = None      # set by KafkaServer
 
     # ------------------------------------------------------------------ partitions
     def get_partition(self, tp: TP) -> Partition | None:
@@ -615,6 +644,9 @@ class ReplicaManager:
                 if self._stop_replica(tp, events):
                     complete.append(tp)
                 continue
+            existing = self.partitions.get(tp)
+            if existing is not None and existing.log_dir_offline:
+                continue   # Kafka ignores role changes of a partition whose log directory failed
             topic_info = self.metadata.topic(st.topic) if self.metadata is not None else None
             partition = self.create_partition(st.topic, st.partition, st.topic_id,
                                               topic_info.configs if topic_info is not None else None)
@@ -682,6 +714,44 @@ class ReplicaManager:
             except Exception:
                 _log.exception("hw_watcher_failed", broker_id=self.broker_id)
 
+    # ------------------------------------------------------------------ log directory failure
+    def start_log_dir_failure_handler(self) -> None:
+        """Start the ``LogDirFailureHandler`` thread (with ``log.dirs``)."""
+        if self.log_manager.live_log_dirs and self._log_dir_failure_handler is None:
+            self._log_dir_failure_handler = LogDirFailureHandler(self)
+            self._log_dir_failure_handler.start()
+
+    def handle_log_dir_failure(self, log_dir: Path) -> None:
+        """Kafka's ``ReplicaManager.handleLogDirFailure``: the partitions whose logs are in
+        ``log_dir`` stop fetching and serving (KAFKA_STORAGE_ERROR), their parked requests are
+        answered, the log manager drops the directory, the controller hears of the offline
+        replicas (it moves their leaderships to replicas in healthy directories and takes them
+        out of the ISRs), and with no directory left the broker stops, as Kafka halts it."""
+        failed = [p for p in list(self.partitions.values())
+                  if isinstance(p.log, PersistentLog) and p.log.dir.parent == log_dir]
+        tps = [p.tp for p in failed]
+        if self.fetcher_manager is not None:
+            self.fetcher_manager.remove_partitions(tps)
+        events = [(p.topic, p.partition, False, p.leader_epoch) for p in failed if p.is_leader]
+        for p in failed:
+            p.mark_log_dir_offline()
+        self.log_manager.handle_log_dir_failure(log_dir)
+        for tp in tps:
+            self.try_complete_delayed_requests(tp)
+        for event in events:   # coordinators resign the partitions led here
+            for listener in list(self.leadership_listeners):
+                try:
+                    listener(*event)
+                except Exception:
+                    _log.exception("leadership_listener_failed", broker_id=self.broker_id)
+        if self.metadata is not None:
+            self.metadata.handle_directories_offline(self.broker_id, tps)
+        if not self.log_manager.live_log_dirs:
+            _log.error("all_log_dirs_offline", broker_id=self.broker_id,
+                       message=f"every log directory of broker {self.broker_id} is offline: it stops")
+            if self.on_all_log_dirs_offline is not None:
+                self.on_all_log_dirs_offline()
+
     # ------------------------------------------------------------------ config changes
     def update_log_configs(self, config: "KafkaConfig | None" = None, topic: str | None = None) -> None:
         """A topic's configs changed (``topic``; Kafka's ``LogManager.updateTopicConfig``) or the
@@ -720,6 +790,8 @@ class ReplicaManager:
         """Crash-stop: every partition goes offline and its delayed operations complete
         (NOT_LEADER_OR_FOLLOWER); then the purgatories stop."""
         self.shutting_down = True
+        if self._log_dir_failure_handler is not None:
+            self._log_dir_failure_handler.shutdown()
         for session in self.fetch_session_cache.close_all():
             self.fetch_purgatory.check_and_complete(session)
         parts = list(self.partitions.values())

@@ -45,6 +45,12 @@ tasks: ``kafka-log-flusher`` (every ``log.flush.scheduler.interval.ms``: logs no
 ``flush-log`` of each rolled segment. ``shutdown`` (clean) flushes every log, writes every
 checkpoint and ``.kafka_cleanshutdown``.
 
+A log directory that fails (an I/O error in an append, flush, roll, retention or checkpoint,
+reported to ``log_dir_failure_channel``) goes offline through ``handle_log_dir_failure``, called
+by the replica manager's failure handler: new logs go to the other directories, its logs leave
+the map, and ``log_dirs`` reports it with KAFKA_STORAGE_ERROR (Kafka's ``LogManager``
+``handleLogDirFailure``).
+
 The memory budget and persisted logs: a persisted log's inactive segments are memory maps of
 their files (page cache, which the OS reclaims), so only active segments count; over the
 budget, the largest persisted logs have their active segment rolled (its bytes move to the page
@@ -64,6 +70,7 @@ load on the starting thread).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import platform
@@ -71,7 +78,7 @@ import shutil
 import threading
 import uuid
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, Protocol
+from typing import Any, Iterator, Mapping, NamedTuple, Protocol
 
 import structlog
 
@@ -93,7 +100,9 @@ from kafka_emu.broker.storage.log_dirs import (
     take_clean_shutdown,
     write_clean_shutdown,
 )
+from kafka_emu.broker.storage.log_dir_failure_channel import LogDirFailureChannel
 from kafka_emu.broker.storage.persistent_log import PersistentLog
+from kafka_emu.common.errors import Errors, KafkaError
 from kafka_emu.timer.scheduler import KafkaScheduler
 from kafka_emu.timer.time import Time
 
@@ -125,13 +134,17 @@ def release_free_memory() -> bool:
     return True
 
 
+UNKNOWN_VOLUME_BYTES = -1   # Kafka's DescribeLogDirsResponse.UNKNOWN_VOLUME_BYTES
+
+
 class LogDirInfo(NamedTuple):
-    """One log directory as DescribeLogDirs reports it."""
+    """One log directory as DescribeLogDirs reports it (an offline one: KAFKA_STORAGE_ERROR)."""
 
     path: str
     logs: list[UnifiedLog]
     total_bytes: int
     usable_bytes: int
+    error: int = 0
 
 
 def process_memory_bytes() -> int | None:
@@ -188,6 +201,8 @@ class LogManager:
         self.memory_budget_deleted_bytes = 0
         self.cleaner: Any = None   # the LogCleaner, when log.cleaner.enable (set by KafkaServer)
         self.live_log_dirs: list[Path] = configured_log_dirs(config)
+        self.offline_log_dirs: list[Path] = []   # failed (handle_log_dir_failure), in failure order
+        self.log_dir_failure_channel = LogDirFailureChannel(int(config["broker.id"]))  # type: ignore[arg-type]
         self.scheduler: KafkaScheduler | None = None   # set by schedule_tasks
         # partition -> the log dir AlterReplicaLogDirs chose before the partition came (Kafka's
         # preferredLogDirs); guarded by _lock
@@ -240,10 +255,16 @@ class LogManager:
         directory = parent / f"{tp[0]}-{tp[1]}"
         if directory.exists():   # not a log of this broker (load_logs set strays aside): keep it apart
             _set_aside(directory)
-        log = PersistentLog(directory, tp[0], tp[1], config=config, time=self.time,
-                            flush_scheduler=self._schedule_flush)
-        if topic_id is not None:
-            PartitionMetadataFile(directory / PARTITION_METADATA_FILE).write(topic_id)
+        try:
+            log = PersistentLog(directory, tp[0], tp[1], config=config, time=self.time,
+                                flush_scheduler=self._schedule_flush)
+            if topic_id is not None:
+                PartitionMetadataFile(directory / PARTITION_METADATA_FILE).write(topic_id)
+        except OSError as exc:
+            self.log_dir_failure_channel.maybe_add_offline_log_dir(
+                directory.parent, f"Error while creating log for {tp[0]}-{tp[1]} in dir {directory.parent}", exc)
+            raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"cannot create {directory}: {exc.strerror or exc}") from None
+        log.dir_failure = self.log_dir_failure_channel.maybe_add_offline_log_dir
         return log
 
     def load_logs(self, metadata: ClusterMetadata) -> None:
@@ -265,6 +286,7 @@ class LogManager:
                 kept = self.logs.get(tp)
                 if isinstance(kept, PersistentLog):   # kept in memory across an in-process restart
                     kept.flush_scheduler = self._schedule_flush
+                    kept.dir_failure = self.log_dir_failure_channel.maybe_add_offline_log_dir
                     continue
                 topic = metadata.topic(tp[0])
                 state = topic.partitions.get(tp[1]) if topic is not None else None
@@ -279,6 +301,7 @@ class LogManager:
                 log = PersistentLog.load(child, tp[0], tp[1], self.log_config(topic.configs), self.time,
                                          recovery_points.get(tp, 0), log_starts.get(tp), high_watermarks.get(tp),
                                          clean, self._schedule_flush)
+                log.dir_failure = self.log_dir_failure_channel.maybe_add_offline_log_dir
                 if stored_id is None:
                     PartitionMetadataFile(child / PARTITION_METADATA_FILE).write(topic.topic_id)
                 self.logs[tp] = log
@@ -319,7 +342,7 @@ class LogManager:
             return
 
         def flush() -> None:
-            with log.lock:
+            with log.lock, self._io_guard(log, "flushing"):
                 log.flush(offset)
 
         scheduler.schedule_once("flush-log", flush)
@@ -329,21 +352,34 @@ class LogManager:
         now = self.time.milliseconds()
         for log in self.persistent_logs():
             if now - log.last_flush_ms >= log.config.flush_ms:
-                with log.lock:
+                with log.lock, self._io_guard(log, "flushing"):
                     log.flush()
 
+    @contextlib.contextmanager
+    def _io_guard(self, log: PersistentLog, doing: str) -> Iterator[None]:
+        """An I/O error takes the log's directory offline (Kafka's ``maybeHandleIOException``)
+        instead of ending the task."""
+        try:
+            yield
+        except OSError as exc:
+            log.report_io_error(f"Error while {doing} {log.topic}-{log.partition} in dir {log.dir.parent}", exc)
+
     def _checkpoint(self, name: str, value_of: Any, only: Any = None) -> None:
-        for d in self.live_log_dirs:
+        for d in list(self.live_log_dirs):
             offsets = {(log.topic, log.partition): value_of(log) for log in self.persistent_logs()
                        if log.dir.parent == d and (only is None or only(log))}
-            OffsetCheckpointFile(d / name).write(offsets)
+            try:
+                OffsetCheckpointFile(d / name).write(offsets)
+            except OSError as exc:
+                self.log_dir_failure_channel.maybe_add_offline_log_dir(d, f"Error while writing {name} in dir {d}",
+                                                                       exc)
 
     def checkpoint_recovery_points(self) -> None:
         """Kafka's ``checkpointRecoveryOffsetsInDir``: the checkpoint, then each log's producer
         snapshots that no recovery from it needs go."""
         self._checkpoint(RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point)
         for log in self.persistent_logs():
-            with log.lock:
+            with log.lock, self._io_guard(log, "deleting snapshots of"):
                 log.delete_snapshots_after_recovery_point_checkpoint()
 
     def checkpoint_log_start_offsets(self) -> None:
@@ -361,13 +397,17 @@ class LogManager:
             return
         self.scheduler = None
         for log in self.persistent_logs():
-            with log.lock:
+            with log.lock, self._io_guard(log, "closing"):
                 log.close()
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
         self.checkpoint_high_watermarks()
         for d in self.live_log_dirs:
-            write_clean_shutdown(d)
+            if not self.log_dir_failure_channel.has_offline_log_dir(d):   # failed at shutdown: not clean
+                try:
+                    write_clean_shutdown(d)
+                except OSError as exc:
+                    _log.error("clean_shutdown_marker_failed", dir=str(d), error=str(exc))
 
     def get_log(self, tp: TP) -> UnifiedLog | None:
         return self.logs.get(tp)
@@ -385,16 +425,42 @@ class LogManager:
         log; its total bytes are the memory budget (``emulator.log.memory.max.bytes``) and its
         usable bytes what the logs leave of it."""
         logs = self.all_logs()
-        if self.live_log_dirs:   # persisted: the real directories and their file systems' sizes
+        if self.live_log_dirs or self.offline_log_dirs:   # persisted: the real directories, their file systems' sizes
             out = []
             for d in self.live_log_dirs:
                 usage = shutil.disk_usage(d)
                 out.append(LogDirInfo(str(d), [log for log in logs if isinstance(log, PersistentLog)
                                                and log.dir.parent == d], usage.total, usage.free))
+            out += [LogDirInfo(str(d), [], UNKNOWN_VOLUME_BYTES, UNKNOWN_VOLUME_BYTES, Errors.KAFKA_STORAGE_ERROR)
+                    for d in self.offline_log_dirs]
             return out
         used = sum(log.size_bytes for log in logs)
         return [LogDirInfo(IN_MEMORY_LOG_DIR.format(broker_id=self.config["broker.id"]), logs,
                            self.memory_max_bytes, max(self.memory_max_bytes - used, 0))]
+
+    # ------------------------------------------------------------------ log directory failure
+    def handle_log_dir_failure(self, log_dir: Path) -> list[TP]:
+        """Take ``log_dir`` offline (Kafka's ``LogManager.handleLogDirFailure``): no new log goes
+        there, its logs leave the map (their handles closed unflushed) and the cleaner forgets
+        them; DescribeLogDirs reports it with KAFKA_STORAGE_ERROR. Returns their partitions."""
+        with self._lock:
+            if log_dir not in self.live_log_dirs:
+                return []
+            self.live_log_dirs.remove(log_dir)
+            self.offline_log_dirs.append(log_dir)
+            gone = [(tp, log) for tp, log in self.logs.items()
+                    if isinstance(log, PersistentLog) and log.dir.parent == log_dir]
+            for tp, _ in gone:
+                del self.logs[tp]
+        for tp, log in gone:
+            if self.cleaner is not None:
+                self.cleaner.remove_log(tp)
+            with log.lock:
+                log.close_files()
+        _log.error("log_dir_offline", dir=str(log_dir), partitions=len(gone),
+                   live_log_dirs=[str(d) for d in self.live_log_dirs],
+                   message=f"log directory {log_dir} is offline: {len(gone)} partition(s) stop serving here")
+        return [tp for tp, _ in gone]
 
     # ------------------------------------------------------------------ retention
     def cleanup_logs(self) -> int:
@@ -404,7 +470,13 @@ class LogManager:
         deleted = 0
         for log in self.all_logs():
             with log.lock:
-                freed = log.delete_old_segments(now)
+                try:
+                    freed = log.delete_old_segments(now)
+                except OSError as exc:
+                    if not isinstance(log, PersistentLog):
+                        raise
+                    log.report_io_error(f"Error while deleting segments of {log.topic}-{log.partition}", exc)
+                    continue
             if freed:
                 _log.info("log_segments_deleted", topic=log.topic, partition=log.partition, bytes=freed,
                           log_start_offset=log.log_start_offset, reason="retention")

@@ -40,11 +40,15 @@ After each recovery-point checkpoint (``LogManager``) the snapshots no recovery 
 (``delete_snapshots_after_recovery_point_checkpoint``): those below the segment before the
 active one and below the segment under the recovery point.
 
+I/O errors: an append that cannot be written (a full disk: ENOSPC) or flushed answers
+KAFKA_STORAGE_ERROR, takes the batch back out of memory and reports the log directory to the
+``LogManager``'s failure channel (``dir_failure``), which takes the whole directory offline, as
+Kafka's ``maybeHandleIOException`` does; the log manager's tasks report the errors they meet the
+same way.
+
 Differences from Kafka on purpose: the cleaner's rewrites keep the snapshots of the segments it
 merged; deleted segments and directories are removed at once (no ``.deleted`` rename and
-``file.delete.delay.ms``); a write error answers
-KAFKA_STORAGE_ERROR and takes the batch back out of memory (Kafka takes the whole log
-directory offline).
+``file.delete.delay.ms``).
 
 Locking: as ``UnifiedLog``: the owner's ``lock`` (the Partition's) guards every method, including
 the file operations; ``LogManager``'s tasks take it too.
@@ -198,6 +202,8 @@ class PersistentLog(UnifiedLog):
         # per segment base offset: (offset index entries, time index entries) in the files
         self._index_written: dict[int, tuple[int, int]] = {}
         self.flush_scheduler = flush_scheduler
+        # (log dir, message, error): the LogManager's LogDirFailureChannel, told of I/O errors
+        self.dir_failure: Callable[[Path, str, OSError], None] | None = None
         self._loading = _load
         if not _load:
             directory.mkdir(parents=True, exist_ok=True)
@@ -302,15 +308,25 @@ class PersistentLog(UnifiedLog):
         try:   # a roll creates files; then the batches go to the active segment's file
             segment = super()._append(records, last_offset, max_timestamp, shallow_offset_of_max_timestamp, now_ms)
             self._files[segment.base_offset].append(records)
+            if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+                self.flush()
         except OSError as exc:
             _log.error("log_append_failed", topic=self.topic, partition=self.partition, dir=str(self.dir),
                        error=str(exc))
             if self.log_end_offset > start:
-                self.truncate_to(start)
+                try:
+                    self.truncate_to(start)
+                except OSError:   # the directory is failing: it goes offline with this log
+                    pass
+            self.report_io_error(f"Error while appending records to {self.topic}-{self.partition} in dir "
+                                 f"{self.dir.parent}", exc)
             raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"cannot write {self.dir}: {exc.strerror or exc}") from None
-        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
-            self.flush()
         return segment
+
+    def report_io_error(self, message: str, error: OSError) -> None:
+        """Tell the log directory's failure channel (Kafka's ``maybeHandleIOException``)."""
+        if self.dir_failure is not None:
+            self.dir_failure(self.dir.parent, message, error)
 
     def _delete_segments(self, deletable: list[LogSegment]) -> int:
         freed = super()._delete_segments(deletable)
@@ -446,9 +462,16 @@ class PersistentLog(UnifiedLog):
     def delete(self) -> None:
         """The partition is deleted: close and remove its directory (a write still racing in
         finds no file: KAFKA_STORAGE_ERROR, never a write into a deleted directory)."""
-        for file in self._files.values():
-            file.close()
+        self.close_files()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def close_files(self) -> None:
+        """Close the append handles without flushing (deletion, or its directory went offline)."""
+        for file in self._files.values():
+            try:
+                file.close()
+            except OSError:
+                pass
 
     # ------------------------------------------------------------------ loading
     @classmethod

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -63,3 +65,19 @@ def test_a_failed_check_fails_the_verdict_and_the_exit_code(capsys):
     table = capsys.readouterr().out
     assert "demo: FAIL" in table and "| lost" in table and "FAIL" in table.splitlines()[-2]
     assert not Verdict("empty").passed   # no checks is not a pass
+
+
+@pytest.mark.timeout(90)
+def test_overload_stress_keeps_rss_within_its_bounds():
+    """A short ``stress overload``: both phases run, every check passes (RSS within retained +
+    overhead flat out, within retained + pools + overhead under the flood, the canary served).
+    In a process of its own, as the command runs: the bound is on the whole resident set, which
+    in this one holds what earlier tests left."""
+    run = subprocess.run([sys.executable, "-m", "kafka_emu.cli", "stress", "overload", "--duration", "3",
+                          "--producers", "1", "--flood-seconds", "3", "--flood-connections", "8", "--json",
+                          "--no-progress"], capture_output=True, text=True, timeout=80)
+    code, verdict = run.returncode, json.loads(run.stdout.strip().splitlines()[-1])
+    checks = _checks(verdict)
+    assert checks["phase 1 records acknowledged"]["observed"] > 0, verdict
+    assert checks["phase 2 flood requests answered"]["observed"] > 0, verdict
+    assert code == 0 and verdict["passed"], verdict

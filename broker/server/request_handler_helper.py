@@ -94,13 +94,10 @@ class RequestHandlerHelper:
             quota_user(request), client_id_of(request), self.request_thread_time_ns(request), self.time.milliseconds())
 
     def send_response_maybe_throttle(self, request: Request, body: ResponseBody, close_connection: bool = False) -> None:
-        if self.applies_to(request) and body is not None:
-            throttle_ms = self.maybe_record_and_get_throttle_time_ms(request)
-            if throttle_ms > 0:
-                assert self.quotas is not None
-                self.throttle(self.quotas.request, request, throttle_ms)
-                body = with_throttle_time(body, throttle_ms)
-        self.request_channel.send_response(request, body, close_connection)
+        if body is None:   # no answer (a closed connection): nothing to record
+            self.request_channel.send_response(request, body, close_connection)
+            return
+        self.send_response_maybe_throttle_with(request, lambda throttle_ms: with_throttle_time(body, throttle_ms))
 
     def send_response_maybe_throttle_with(self, request: Request, create_response: Callable[[int], ResponseBody]
                                           ) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import socket
-import struct
 import time
 from datetime import timedelta
 from typing import Any
@@ -25,6 +24,7 @@ from kafka_emu.broker.protocol.codec import decode_response, encode_request
 from kafka_emu.broker.storage.record_batch import build_batch
 from kafka_emu.common.errors import Errors
 
+from test_network import recv_frame
 from wire_helpers import RawClient, unique
 
 pytestmark = [pytest.mark.timeout(60),
@@ -359,16 +359,7 @@ def test_throttled_connection_is_muted_for_the_throttle_time(kafka_cluster: Any,
 
 
 def _response(sock: socket.socket, request_cls: type) -> Any:
-    def exact(n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = sock.recv(n - len(out))
-            assert chunk, "connection closed"
-            out += chunk
-        return out
-
-    size = struct.unpack(">i", exact(4))[0]
-    return decode_response(exact(size), response_schema(request_cls.__api_key__, request_cls.__version__))[1]
+    return decode_response(recv_frame(sock), response_schema(request_cls.__api_key__, request_cls.__version__))[1]
 
 
 def test_controller_mutation_quota_refuses_topic_creation(kafka_cluster: Any, raw: Any) -> None:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import queue
 import struct
 import threading
-from dataclasses import dataclass
-from typing import Any, Callable
 
 import pytest
 from kio.index import load_response_schema
@@ -22,7 +20,7 @@ from kafka_emu.broker.protocol.codec import decode_response, encode_request
 from kafka_emu.broker.server.config import ConfigException, KafkaConfig
 from kafka_emu.common.memory_pool import SimpleMemoryPool
 
-from test_network import api_versions_req, connect, is_closed, recv_frame
+from test_network import StubRequest, StubResponse, api_versions_req, connect, is_closed, recv_frame
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -82,51 +80,26 @@ def test_queued_max_request_bytes_must_hold_the_largest_request() -> None:
 
 
 # ---------------------------------------------------------------- processors and the pool
-@dataclass(eq=False)
-class HeldRequest:
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-    body: Any
-    respond: Callable[[Any], None]
-    api_name: str
-    connection_id: str = ""
-    processor_id: int = -1
-    client_host: str = ""
-    listener: str = "PLAINTEXT"
-    start_time_ns: int = 0
-    response_complete_time_ns: int = 0
-    memory_bytes: int = 0
-
-
-@dataclass(eq=False)
-class HeldResponse:
-    request: Any
-    body: Any
-    close_connection: bool = False
-
-
 class HoldingChannel:
     """Keeps every request until the test answers it (ApiVersions)."""
 
     def __init__(self) -> None:
-        self.requests: queue.Queue[HeldRequest] = queue.Queue()
+        self.requests: queue.Queue[StubRequest] = queue.Queue()
 
     def add_processor(self, processor_id: int, processor: object) -> None:
         """The socket server registers its processors (throttling needs them; not used here)."""
 
-    def send_request(self, request: HeldRequest, timeout_s: float | None = None) -> bool:
+    def send_request(self, request: StubRequest, timeout_s: float | None = None) -> bool:
         self.requests.put(request)
         return True
 
-    def answer(self, request: HeldRequest) -> None:
-        request.respond(HeldResponse(request, handle_api_versions(request)))
+    def answer(self, request: StubRequest) -> None:
+        request.respond(StubResponse(request, handle_api_versions(request)))
 
 
 def _server(queued_max_bytes: int, max_request: int, channel: HoldingChannel, threads: int = 1) -> SocketServer:
     return SocketServer({"queued.max.request.bytes": queued_max_bytes, "socket.request.max.bytes": max_request,
-                         "num.network.threads": threads}, channel, broker_id=1, request_factory=HeldRequest,
+                         "num.network.threads": threads}, channel, broker_id=1, request_factory=StubRequest,
                         api_versions=DefaultApiVersionManager())
 
 

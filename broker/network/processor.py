@@ -575,11 +575,13 @@ class Processor(ShutdownableThread):
             channel.frame_memory = size
         if len(rbuf) < 4 + size:
             return
+        # one copy into the frame (a slice of the bytearray would be a second, a large request's
+        # size again); the view is released before the buffer shrinks
+        with memoryview(rbuf) as view:
+            frame = bytes(view[4:4 + size])
         if len(rbuf) == 4 + size:
-            frame = bytes(rbuf[4:])
             rbuf.clear()
         else:
-            frame = bytes(rbuf[4:4 + size])
             del rbuf[:4 + size]
         self._handle_frame(channel, frame)
         if channel.frame_memory:   # no request took it (a malformed frame)

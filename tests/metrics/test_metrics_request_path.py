@@ -171,7 +171,8 @@ def test_first_scrape_reports_idle_since_start() -> None:
 def test_request_memory_pool_gauges() -> None:
     """Kafka's MemoryPoolAvailable, MemoryPoolUsed and MemoryPoolDepletedTimeTotal, only where
     queued.max.request.bytes made a pool (an overdrawn pool shows a negative available)."""
-    broker = FakeBroker(1, socket_server=SocketServerSnapshot(1, 0, 0, 0, 100, -20, 3 * MS))
+    broker = FakeBroker(1, socket_server=SocketServerSnapshot(1, 0, 0, 0, memory_pool_size=100,
+                                                              memory_pool_available=-20, memory_pool_depleted_ns=3 * MS))
     other = FakeBroker(2, socket_server=SocketServerSnapshot(1, 0, 0, 0))
     with ClusterMetrics() as metrics:
         metrics.register_broker(broker)

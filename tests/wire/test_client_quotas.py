@@ -392,3 +392,32 @@ def test_controller_mutation_quota_refuses_topic_creation(kafka_cluster: Any, ra
         other.close()
     assert deleted.responses[0].error_code == Errors.THROTTLING_QUOTA_EXCEEDED
     assert kafka_cluster.metadata.topic(names[0]) is not None
+
+
+def test_quotas_are_keyed_by_the_authenticated_user() -> None:
+    """On a SASL listener the quota's user is the request's principal (Kafka's
+    ``Session.sanitizedUser``): alice, with a producer_byte_rate, is throttled; bob, sending the
+    same, is not."""
+    from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+
+    config = {"quota.window.num": 2, "quota.window.size.seconds": 1}
+    with EmbeddedCluster(brokers=1, security="SASL_PLAINTEXT", config=config) as cluster:
+        topic = unique("quota-user")
+        cluster.create_topic(topic, 1, 1)
+        cluster.metadata.alter_client_quotas([([(USER, "alice")], [("producer_byte_rate", 20_000.0)])])
+        value = b"u" * 1000
+        seen: dict[str, list[float]] = {}
+        for user in ("alice", "bob"):
+            throttles = seen.setdefault(user, [])
+            producer = Producer({**cluster.client_config(user, mechanism="PLAIN"), "acks": 1, "linger.ms": 5,
+                                 "throttle_cb": lambda event, t=throttles: t.append(event.throttle_time),
+                                 "log_level": 0})
+            for _ in range(100):   # 100 KB at once: five times alice's rate over her 2 s window
+                producer.produce(topic, value)
+            deadline = time.monotonic() + 5
+            while producer.flush(0.1) and not (user == "alice" and throttles) and time.monotonic() < deadline:
+                pass
+            producer.purge()
+            producer.flush(0)
+        assert seen["alice"] and max(seen["alice"]) > 0, seen
+        assert max(seen["bob"], default=0) == 0, seen

@@ -189,19 +189,27 @@ class ReplicaManager:
         when its future directory's name would pass 255 characters, LOG_DIR_NOT_FOUND for a
         directory the broker does not have, REPLICA_NOT_AVAILABLE when the partition has no
         replica here (the directory is remembered for when it comes), KAFKA_STORAGE_ERROR when
-        the move fails; else the log is in that directory (moved at once, see
-        ``LogManager.move_log``)."""
+        the directory or the replica's is offline or the move fails; else the log is in that
+        directory (moved at once, see ``LogManager.move_log``)."""
         out: dict[TP, int] = {}
         for tp, path in partition_dirs.items():
             if len(f"{tp[0]}-{tp[1]}.{uuid4().hex}-future") > 255:   # UnifiedLog.logFutureDirName
                 out[tp] = Errors.INVALID_TOPIC_EXCEPTION
                 continue
-            directory = self.log_manager.log_dir(path)
+            try:
+                directory = self.log_manager.log_dir(path)
+            except KafkaError as exc:   # an offline directory
+                out[tp] = exc.code
+                continue
             if directory is None:
                 out[tp] = Errors.LOG_DIR_NOT_FOUND
                 continue
             self.log_manager.maybe_update_preferred_log_dir(tp, directory)
-            if self.partitions.get(tp) is None or self.log_manager.get_log(tp) is None:
+            partition = self.partitions.get(tp)
+            if partition is not None and partition.log_dir_offline:
+                out[tp] = Errors.KAFKA_STORAGE_ERROR
+                continue
+            if partition is None or self.log_manager.get_log(tp) is None:
                 out[tp] = Errors.REPLICA_NOT_AVAILABLE
                 continue
             try:

@@ -235,7 +235,7 @@ class LogManager:
         with self._lock:
             log = self.logs.get(tp)
             if log is None:
-                if self.live_log_dirs:
+                if self.live_log_dirs or self.offline_log_dirs:
                     log = self._create_persistent_log(tp, config, topic_id)
                 else:
                     log = UnifiedLog(tp[0], tp[1], config=config, time=self.time)
@@ -247,11 +247,14 @@ class LogManager:
 
     # ------------------------------------------------------------------ persistence
     def _create_persistent_log(self, tp: TP, config: LogConfig, topic_id: uuid.UUID | None) -> PersistentLog:
+        if not self.live_log_dirs:   # every one failed: the broker is stopping
+            raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"no log directory is online for {tp[0]}-{tp[1]}")
         counts = {d: 0 for d in self.live_log_dirs}
         for log in self.logs.values():
             if isinstance(log, PersistentLog) and log.dir.parent in counts:
                 counts[log.dir.parent] += 1
-        parent = self._preferred_dirs.pop(tp, None) or min(self.live_log_dirs, key=lambda d: counts[d])
+        preferred = self._preferred_dirs.pop(tp, None)
+        parent = preferred if preferred in counts else min(self.live_log_dirs, key=lambda d: counts[d])
         directory = parent / f"{tp[0]}-{tp[1]}"
         if directory.exists():   # not a log of this broker (load_logs set strays aside): keep it apart
             _set_aside(directory)
@@ -557,12 +560,15 @@ class LogManager:
     def log_dir(self, path: str) -> Path | None:
         """The log directory named ``path`` (an absolute path, as DescribeLogDirs names them);
         None if the broker has none of that name (Kafka's ``isLogDirOnline``: not in the
-        config). Without ``log.dirs`` the one notional directory."""
-        if not self.live_log_dirs:
+        config); KafkaError KAFKA_STORAGE_ERROR if it is offline. Without ``log.dirs`` the one
+        notional directory."""
+        if not self.live_log_dirs and not self.offline_log_dirs:
             notional = IN_MEMORY_LOG_DIR.format(broker_id=self.config["broker.id"])
             return Path(notional) if path == notional else None
-        for d in self.live_log_dirs:
+        for d in self.live_log_dirs + self.offline_log_dirs:
             if str(d) == path or str(d.absolute()) == path:
+                if d in self.offline_log_dirs:
+                    raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"log directory {path} is offline")
                 return d
         return None
 

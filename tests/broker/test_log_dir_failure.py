@@ -77,3 +77,27 @@ def test_broker_with_no_log_dir_left_stops_and_the_process_goes_on(tmp_path: Pat
     assert out["sent_before_failure"] is not None and out["broker0_stopped"]
     assert all(leader != 0 for leader in out["leaders_after"].values())
     assert out["acked"] == out["sent"] and out["lost"] == 0
+
+
+def test_alter_replica_log_dirs_to_or_from_an_offline_directory(tmp_path: Path) -> None:
+    """Kafka's ``ReplicaManager.alterReplicaLogDirs`` after a directory failed: moving into it,
+    or moving a replica whose log was in it, is KAFKA_STORAGE_ERROR (``isLogDirOnline``,
+    ``getPartitionOrException``), not LOG_DIR_NOT_FOUND; a new log goes to the healthy directory
+    even when the failed one was asked for."""
+    from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    config = {"log.dirs": f"{first},{second}", "offsets.topic.replication.factor": 1}
+    with EmbeddedCluster(brokers=1, config=config) as cluster:
+        cluster.create_topic("in-failed", partitions=1, replication_factor=1)
+        rm = cluster.broker(0).replica_manager
+        failed = cluster.broker(0).partition("in-failed", 0).log.dir.parent
+        healthy = second if failed == first else first
+        assert rm.alter_replica_log_dirs({("later", 0): str(failed)}) == {("later", 0): Errors.REPLICA_NOT_AVAILABLE}
+        rm.handle_log_dir_failure(failed)
+        assert rm.alter_replica_log_dirs({("in-failed", 0): str(healthy)}) == \
+            {("in-failed", 0): Errors.KAFKA_STORAGE_ERROR}
+        assert rm.alter_replica_log_dirs({("in-failed", 0): str(failed)}) == \
+            {("in-failed", 0): Errors.KAFKA_STORAGE_ERROR}
+        cluster.create_topic("later", partitions=1, replication_factor=1)
+        assert cluster.broker(0).partition("later", 0).log.dir.parent == healthy

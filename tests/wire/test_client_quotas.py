@@ -394,6 +394,32 @@ def test_controller_mutation_quota_refuses_topic_creation(kafka_cluster: Any, ra
     assert kafka_cluster.metadata.topic(names[0]) is not None
 
 
+def test_controller_mutation_quota_counts_manual_assignments(kafka_cluster: Any, raw: Any) -> None:
+    """KIP-599 with explicit replica assignments (Kafka's ``ReplicationControlManager.createTopic``
+    takes the assignment's partition count from the quota once it is valid): an invalid
+    assignment takes nothing; a valid one of 6 partitions empties the 4-partition bucket, so the
+    next topic is refused."""
+    assert alter_one(raw, {CLIENT_ID: "manual"}, {"controller_mutation_rate": 2.0})[0] == Errors.NONE
+    creator = RawClient(kafka_cluster.bootstrap_servers, client_id="manual")
+    cls = load_request_schema(19, 7)
+    topic_cls = item_cls(cls, "topics")
+    assignment_cls = item_cls(topic_cls, "assignments")
+
+    def create(name: str, replicas: list[list[int]]) -> int:
+        topic = build(topic_cls, name=name, num_partitions=-1 if replicas else 1, replication_factor=-1 if replicas else 1,
+                      assignments=tuple(build(assignment_cls, partition_index=p, broker_ids=tuple(r))
+                                        for p, r in enumerate(replicas)), configs=())
+        return creator.send(build(cls, topics=(topic,), timeout=timedelta(seconds=5), validate_only=False)
+                            ).topics[0].error_code
+
+    try:
+        assert create(unique("bad"), [[7]] * 6) == Errors.INVALID_REPLICA_ASSIGNMENT   # no broker 7
+        assert create(unique("manual"), [[0]] * 6) == Errors.NONE
+        assert create(unique("next"), []) == Errors.THROTTLING_QUOTA_EXCEEDED
+    finally:
+        creator.close()
+
+
 def test_quotas_are_keyed_by_the_authenticated_user() -> None:
     """On a SASL listener the quota's user is the request's principal (Kafka's
     ``Session.sanitizedUser``): alice, with a producer_byte_rate, is throttled; bob, sending the

@@ -9,6 +9,10 @@ broker's quota managers before the answer is sent, and is kept with the controll
 ``log.dirs``, across restarts). A filter Kafka refuses is answered with its error code and
 message and no entries.
 
+Authorization as Kafka's: DescribeClientQuotas needs DESCRIBE_CONFIGS on the cluster (else a
+top-level CLUSTER_AUTHORIZATION_FAILED), AlterClientQuotas ALTER_CONFIGS on the cluster (else
+every entry CLUSTER_AUTHORIZATION_FAILED, nothing altered).
+
 Versions 0-1 (Kafka 4.0's; v1 is v0 made flexible).
 """
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.broker.server.auth_helper import CLUSTER, Op, authorize
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors, KafkaError
 
@@ -33,6 +38,8 @@ def handle_describe_client_quotas(apis: KafkaApis, request: Request) -> None:
     entity_cls, value_cls = item_cls(entry_cls, "entity"), item_cls(entry_cls, "values")
     components = [(c.entity_type, int(c.match_type), c.match) for c in body.components]
     try:
+        if not authorize(apis, request, Op.DESCRIBE_CONFIGS, CLUSTER):
+            raise KafkaError(Errors.CLUSTER_AUTHORIZATION_FAILED, Errors.CLUSTER_AUTHORIZATION_FAILED.message)
         found = apis.metadata.describe_client_quotas(components, bool(body.strict))
     except KafkaError as exc:
         respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=exc.code,
@@ -55,11 +62,16 @@ def handle_alter_client_quotas(apis: KafkaApis, request: Request) -> None:
     alterations = [([(e.entity_type, e.entity_name) for e in entry.entity],
                      [(op.key, None if op.remove else float(op.value)) for op in entry.ops])
                    for entry in body.entries]
-    results = apis.metadata.alter_client_quotas(alterations, bool(body.validate_only))
+    if authorize(apis, request, Op.ALTER_CONFIGS, CLUSTER):
+        results = [(r.error, r.message, r.entity)
+                   for r in apis.metadata.alter_client_quotas(alterations, bool(body.validate_only))]
+    else:   # Kafka's AlterClientQuotasRequest.getErrorResponse: every entry, as it was asked
+        denied = Errors.CLUSTER_AUTHORIZATION_FAILED
+        results = [(denied, denied.message, entity) for entity, _ops in alterations]
     entries = tuple(
-        build(entry_cls, error_code=r.error, error_message=r.message,
-              entity=tuple(build(entity_cls, entity_type=kind, entity_name=name) for kind, name in r.entity))
-        for r in results)
+        build(entry_cls, error_code=error, error_message=message,
+              entity=tuple(build(entity_cls, entity_type=kind, entity_name=name) for kind, name in entity))
+        for error, message, entity in results)
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, entries=entries))
 
 

@@ -223,3 +223,33 @@ def test_issue_32_apis_authorize_as_kafka_s_kafka_apis() -> None:
         assert int(call(c, 74, 1, resource_types=()).error_code) == Errors.NONE
         assert int(call(c, 55, 2, quorum).error_code) == Errors.NONE
         assert codes(call(c, 34, 2, move)) == {Errors.LOG_DIR_NOT_FOUND}
+
+
+def test_client_quota_apis_need_the_cluster_configs_operations(cluster: EmbeddedCluster) -> None:
+    """KafkaApisTest's DescribeClientQuotas and ControllerApisTest's AlterClientQuotas
+    authorization: DESCRIBE_CONFIGS on the cluster (else a top-level
+    CLUSTER_AUTHORIZATION_FAILED), ALTER_CONFIGS on the cluster (else every entry refused and
+    nothing altered)."""
+    from kafka_emu.broker.protocol.adapter import item_cls
+
+    alter_cls = load_request_schema(49, 1)
+    entry_cls = item_cls(alter_cls, "entries")
+    entry = entry_cls(entity=(item_cls(entry_cls, "entity")(entity_type="client-id", entity_name="c1"),),
+                      ops=(item_cls(entry_cls, "ops")(key="producer_byte_rate", value=1000.0, remove=False),))
+    component = item_cls(load_request_schema(48, 1), "components")(entity_type="client-id", match_type=0, match="c1")
+    try:
+        refused = call(cluster, 49, 1, entries=(entry,), validate_only=False)
+        assert [(int(e.error_code), [(x.entity_type, x.entity_name) for x in e.entity]) for e in refused.entries] == \
+            [(Errors.CLUSTER_AUTHORIZATION_FAILED, [("client-id", "c1")])]
+        assert cluster.metadata.describe_client_quotas([], strict=False) == []
+        assert int(call(cluster, 48, 1, components=(component,), strict=True).error_code) == \
+            Errors.CLUSTER_AUTHORIZATION_FAILED
+        allow(cluster, RT.CLUSTER, "kafka-cluster", Op.ALTER_CONFIGS)
+        assert [int(e.error_code) for e in call(cluster, 49, 1, entries=(entry,), validate_only=False).entries] == \
+            [Errors.NONE]
+        allow(cluster, RT.CLUSTER, "kafka-cluster", Op.DESCRIBE_CONFIGS)
+        described = call(cluster, 48, 1, components=(component,), strict=True)
+        assert int(described.error_code) == Errors.NONE and len(described.entries) == 1
+    finally:
+        quotas = cluster.metadata.describe_client_quotas([], strict=False)
+        cluster.metadata.alter_client_quotas([(list(e), [(k, None) for k in v]) for e, v in quotas])

@@ -14,8 +14,9 @@ range (Kafka's ``BrokerFeatures.defaultSupportedFeatures``: left out when its ma
 finalized, the level a newly formatted cluster of the release finalizes, capped at the level the
 emulator implements (``IMPLEMENTED_LEVELS``): a feature whose behaviour the emulator does not have
 is finalized at 0, which means off, and a client does not use it. ``transaction.version`` is
-finalized at ``emulator.transaction.version`` (the release's default unless set);
-``group.version`` at 1 where the release's new cluster has it (4.0 and later: KIP-848's consumer
+finalized at ``emulator.transaction.version`` and ``share.version`` at ``emulator.share.version``
+(each the release's default unless set: a new 4.1 cluster finalizes share.version 0, share groups
+off, a 4.2 one 1); ``group.version`` at 1 where the release's new cluster has it (4.0 and later: KIP-848's consumer
 groups; 3.9 does not list the feature). Supported
 features whose minimum is 0 are left out below v4 (KAFKA-17011: older clients reject a minimum of
 0); finalized level 0 is left out as Kafka leaves it out. The finalized features epoch is 0: the
@@ -34,6 +35,7 @@ from kafka_emu.common.kafka_releases import LATEST, KafkaRelease, release as kaf
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.share.config import MAX_SHARE_VERSION, SHARE_VERSION, SHARE_VERSION_FEATURE
 from kafka_emu.coordinator.transaction.config import (
     MAX_TRANSACTION_VERSION, TRANSACTION_VERSION, TRANSACTION_VERSION_FEATURE,
 )
@@ -56,26 +58,29 @@ GROUP_VERSION_KIP_848 = 1   # GroupVersion.GV_1, Kafka 4's LATEST_PRODUCTION
 # The highest level of each feature whose behaviour the emulator has. metadata.version names the
 # release's metadata format and gates nothing the emulator does differently; group.version 1 is
 # KIP-848's consumer groups (served); kraft.version 1 is KIP-853's dynamic quorum (the in-process
-# controller is one static voter), share.version 1 KIP-932's share groups, streams.version 1
-# KIP-1071's streams groups, eligible.leader.replicas.version 1 KIP-966's ELR: none served here.
+# controller is one static voter), streams.version 1 KIP-1071's streams groups,
+# eligible.leader.replicas.version 1 KIP-966's ELR: none served here; share.version 1 is KIP-932's
+# share groups (served).
 IMPLEMENTED_LEVELS: dict[str, int] = {
     "kraft.version": 0,
     TRANSACTION_VERSION_FEATURE: MAX_TRANSACTION_VERSION,
     GROUP_VERSION_FEATURE: GROUP_VERSION_KIP_848,
-    "share.version": 0,
+    SHARE_VERSION_FEATURE: MAX_SHARE_VERSION,
     "streams.version": 0,
     "eligible.leader.replicas.version": 0,
 }
 METADATA_VERSION_FEATURE = "metadata.version"
 
 
-def finalized_levels(release: KafkaRelease, transaction_version: int) -> dict[str, int]:
-    """Feature -> the level finalized as ``release``: its new cluster's, capped at what the emulator
-    implements (a feature the emulator does not know is off); levels 0 left out."""
+def finalized_levels(release: KafkaRelease, transaction_version: int, share_version: int = 0) -> dict[str, int]:
+    """Feature -> the level finalized as ``release``: the configured one for ``transaction.version``
+    and ``share.version``, else its new cluster's, capped at what the emulator implements (a feature
+    the emulator does not know is off); levels 0 left out."""
+    configured = {TRANSACTION_VERSION_FEATURE: transaction_version, SHARE_VERSION_FEATURE: share_version}
     out: dict[str, int] = {}
     for name, levels in release.features.items():
-        if name == TRANSACTION_VERSION_FEATURE:
-            level = transaction_version
+        if name in configured:
+            level = configured[name]
         elif name == METADATA_VERSION_FEATURE:
             level = levels.default
         else:
@@ -85,7 +90,8 @@ def finalized_levels(release: KafkaRelease, transaction_version: int) -> dict[st
     return out
 
 
-def _features(cls: type, version: int, release: KafkaRelease, transaction_version: int) -> dict[str, object]:
+def _features(cls: type, version: int, release: KafkaRelease, transaction_version: int,
+              share_version: int) -> dict[str, object]:
     """The feature fields of an ApiVersions response (v3+; none before)."""
     if version < 3:
         return {}
@@ -95,16 +101,18 @@ def _features(cls: type, version: int, release: KafkaRelease, transaction_versio
         if levels.max > 0 and (levels.min > 0 or version >= FIRST_VERSION_WITH_MIN_0_FEATURES))
     finalized = tuple(
         build(item_cls(cls, "finalized_features"), name=name, min_version_level=level, max_version_level=level)
-        for name, level in finalized_levels(release, transaction_version).items())
+        for name, level in finalized_levels(release, transaction_version, share_version).items())
     return {"supported_features": supported, "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
             "finalized_features": finalized}
 
 
 @lru_cache(maxsize=None)
 def build_api_versions_response(version: int, error_code: int = Errors.NONE,
-                                release: KafkaRelease = LATEST_RELEASE, transaction_version: int = 0) -> object:
+                                release: KafkaRelease = LATEST_RELEASE, transaction_version: int = 0,
+                                share_version: int = 0) -> object:
     """The (immutable, hence cached) response entity for ``version`` as ``release`` with
-    ``transaction.version`` finalized at ``transaction_version``."""
+    ``transaction.version`` finalized at ``transaction_version`` and ``share.version`` at
+    ``share_version``."""
     cls = response_schema(API_KEY, version)
     entry_cls = item_cls(cls, "api_keys")
     specs = registry.APIS.values()
@@ -115,18 +123,19 @@ def build_api_versions_response(version: int, error_code: int = Errors.NONE,
         served = spec.advertised(release)
         if served is not None:
             keys.append(build(entry_cls, api_key=spec.api_key, min_version=served[0], max_version=served[1]))
-    features = _features(cls, version, release, transaction_version) if error_code == Errors.NONE else {}
+    features = _features(cls, version, release, transaction_version, share_version) \
+        if error_code == Errors.NONE else {}
     return build(cls, error_code=error_code, api_keys=tuple(keys), throttle_time=ZERO_THROTTLE, **features)
 
 
 def handle_api_versions(request: Request, release: KafkaRelease = LATEST_RELEASE,
-                        transaction_version: int = 0) -> object:
+                        transaction_version: int = 0, share_version: int = 0) -> object:
     """Return the response body for an ApiVersions request."""
-    return api_versions_answer(request.api_version, request.body, release, transaction_version)
+    return api_versions_answer(request.api_version, request.body, release, transaction_version, share_version)
 
 
 def api_versions_answer(api_version: int, body: object, release: KafkaRelease = LATEST_RELEASE,
-                        transaction_version: int = 0) -> object:
+                        transaction_version: int = 0, share_version: int = 0) -> object:
     """The answer to ApiVersions ``api_version`` with request ``body`` (None: a version not served)."""
     if body is None or not registry.is_supported(API_KEY, api_version, release):
         return build_api_versions_response(0, Errors.UNSUPPORTED_VERSION, release)
@@ -135,7 +144,7 @@ def api_versions_answer(api_version: int, body: object, release: KafkaRelease = 
         ver = body.client_software_version  # type: ignore[attr-defined]
         if not (_SOFTWARE_RE.match(name or "") and _SOFTWARE_RE.match(ver or "")):
             return build_api_versions_response(api_version, Errors.INVALID_REQUEST, release)
-    return build_api_versions_response(api_version, Errors.NONE, release, transaction_version)
+    return build_api_versions_response(api_version, Errors.NONE, release, transaction_version, share_version)
 
 
 def _handle(apis: KafkaApis, request: Request) -> None:
@@ -145,7 +154,8 @@ def _handle(apis: KafkaApis, request: Request) -> None:
         manager.record_client_software(request.connection_id, request.body.client_software_name,
                                        request.body.client_software_version)
     apis.request_helper.send_response_maybe_throttle(
-        request, handle_api_versions(request, apis.config.kafka_release, apis.config[TRANSACTION_VERSION]))
+        request, handle_api_versions(request, apis.config.kafka_release, apis.config[TRANSACTION_VERSION],
+                                     apis.config[SHARE_VERSION]))
 
 
 APIS = (ApiSpec(API_KEY, 0, 4, _handle),)
@@ -160,11 +170,13 @@ class DefaultApiVersionManager:
     The ranges are read from the specs once (``ApiSpec.versions``), so admitting a request is one
     dict lookup and a comparison. Immutable; safe from any thread."""
 
-    __slots__ = ("_enabled", "_release", "_transaction_version")
+    __slots__ = ("_enabled", "_release", "_transaction_version", "_share_version")
 
-    def __init__(self, release: KafkaRelease = LATEST_RELEASE, transaction_version: int = 0) -> None:
+    def __init__(self, release: KafkaRelease = LATEST_RELEASE, transaction_version: int = 0,
+                 share_version: int = 0) -> None:
         self._release = release
         self._transaction_version = transaction_version
+        self._share_version = share_version
         # api key -> (min version, max version, name)
         self._enabled: dict[int, tuple[int, int, str]] = {}
         for key, spec in registry.APIS.items():
@@ -187,4 +199,5 @@ class DefaultApiVersionManager:
     def api_versions_response(self, api_version: int, body: object) -> object:
         """The answer to an ApiVersions request at ``api_version`` (``body`` None: a version not
         served), for the SASL authenticator, which answers it before the connection reaches KafkaApis."""
-        return api_versions_answer(api_version, body, self._release, self._transaction_version)
+        return api_versions_answer(api_version, body, self._release, self._transaction_version,
+                                   self._share_version)

@@ -48,7 +48,7 @@ from kafka_emu.broker.security.listener_security import validate_security
 from kafka_emu.broker.security.ssl_principal_mapper import SslPrincipalMapper
 from kafka_emu.broker.server import cpu_affinity
 from kafka_emu.broker.storage.log_config import LOG_MANAGER_KEYS, SERVER_LOG_KEYS
-from kafka_emu.common.kafka_releases import LATEST as LATEST_RELEASE, RELEASE_NAMES, KafkaRelease, release
+from kafka_emu.common.kafka_releases import LATEST as LATEST_RELEASE, RELEASE_NAMES, FeatureLevels, KafkaRelease, release
 from kafka_emu.common.config_def import (
     STRICT_CONFIG,
     ConfigDef,
@@ -65,10 +65,13 @@ from kafka_emu.common.config_def import (
     strict_refusal,
 )
 from kafka_emu.coordinator.group.config import CLASSIC, CONSUMER, MIGRATION_POLICIES, REBALANCE_PROTOCOLS
+from kafka_emu.coordinator.share.config import (
+    DEFAULTS as SHARE_DEFAULTS, MAX_SHARE_VERSION, SHARE_VERSION, SHARE_VERSION_FEATURE,
+)
 from kafka_emu.coordinator.group.config import DEFAULTS as GROUP_DEFAULTS
 from kafka_emu.coordinator.transaction.config import DEFAULTS as TXN_DEFAULTS
 from kafka_emu.coordinator.transaction.config import (
-    LATEST_PRODUCTION_TRANSACTION_VERSION, MAX_TRANSACTION_VERSION, TRANSACTION_VERSION,
+    LATEST_PRODUCTION_TRANSACTION_VERSION, MAX_TRANSACTION_VERSION, TRANSACTION_VERSION, TRANSACTION_VERSION_FEATURE,
 )
 from kafka_emu.logsetup import FORMATS as LOG_FORMATS, LEVELS as LOG_LEVELS
 
@@ -113,21 +116,36 @@ def _resolve_kafka_version(given: Mapping[str, object], values: dict[str, Config
 
 
 def _apply_release(given: Mapping[str, object], values: dict[str, ConfigValue]) -> None:
-    """The release's config defaults for the keys not given, and its finalized
-    ``transaction.version``: as given, else what a newly formatted cluster of the release finalizes
-    (4.0+: 2; 3.9, which cannot finalize more: 0)."""
+    """The release's config defaults for the keys not given, and its finalized feature levels
+    the emulator lets one set: ``transaction.version`` (4.0+: 2; 3.9, which cannot finalize more:
+    0) and ``share.version`` (4.2: 1; 4.1: 0, share groups off until the feature is upgraded; 3.9
+    and 4.0, which have no such feature: 0)."""
     kafka = release(str(values[KAFKA_VERSION]))
     for name, default in kafka.config_defaults.items():
         if name not in given:
             values[name] = default   # type: ignore[assignment]
-    levels = kafka.features["transaction.version"]
-    level = values[TRANSACTION_VERSION]
+    _resolve_feature_level(kafka, values, TRANSACTION_VERSION, TRANSACTION_VERSION_FEATURE,
+                           LATEST_PRODUCTION_TRANSACTION_VERSION)
+    _resolve_feature_level(kafka, values, SHARE_VERSION, SHARE_VERSION_FEATURE, MAX_SHARE_VERSION)
+
+
+def _resolve_feature_level(kafka: KafkaRelease, values: dict[str, ConfigValue], key: str, feature: str,
+                           implemented: int) -> None:
+    """``key``, the finalized level of ``feature``: as given (within the release's supported
+    levels), else what a newly formatted cluster of the release finalizes, capped at the level the
+    emulator implements. A feature the release does not list runs at 0 only."""
+    levels = kafka.features.get(feature, FeatureLevels(0, 0, 0))
+    level = values[key]
     if level is None:
-        values[TRANSACTION_VERSION] = min(levels.default, LATEST_PRODUCTION_TRANSACTION_VERSION)
+        values[key] = min(levels.default, implemented)
     elif not levels.min <= int(level) <= levels.max:   # type: ignore[call-overload]
-        raise ConfigException(TRANSACTION_VERSION, level,
-                              f"Kafka {kafka.name} finalizes transaction.version {levels.min}-{levels.max} "
-                              f"({KAFKA_VERSION}={kafka.name})")
+        raise ConfigException(key, level, f"Kafka {kafka.name} finalizes {feature} {levels.min}-{levels.max} "
+                                          f"({KAFKA_VERSION}={kafka.name})")
+
+
+def _share_version(name: str, value: ConfigValue) -> None:
+    if value is not None:
+        Range.between(0, MAX_SHARE_VERSION)(name, value)
 
 
 def _rebalance_protocols(name: str, value: ConfigValue) -> None:
@@ -141,11 +159,11 @@ def _rebalance_protocols(name: str, value: ConfigValue) -> None:
 def _resolve_group_configs(values: dict[str, ConfigValue]) -> None:
     """``group.coordinator.rebalance.protocols`` defaults to what the release runs (4.0 and later:
     classic and consumer; 3.9: classic, its consumer protocol being early access);
-    the consumer group timeouts must hold together (Kafka's ``GroupCoordinatorConfig`` checks)."""
+    the consumer and share group timeouts must hold together (Kafka's ``GroupCoordinatorConfig`` and
+    ``ShareGroupConfig`` checks)."""
     if values[REBALANCE_PROTOCOLS] is None:
         values[REBALANCE_PROTOCOLS] = list(GROUP_DEFAULTS[REBALANCE_PROTOCOLS]) \
             if release(str(values[KAFKA_VERSION])).at_least("4.0") else [CLASSIC]
-    prefix = "group.consumer."
     checks = (
         ("max.heartbeat.interval.ms", ">=", "min.heartbeat.interval.ms"),
         ("heartbeat.interval.ms", ">=", "min.heartbeat.interval.ms"),
@@ -155,8 +173,15 @@ def _resolve_group_configs(values: dict[str, ConfigValue]) -> None:
         ("session.timeout.ms", "<=", "max.session.timeout.ms"),
         ("heartbeat.interval.ms", "<", "session.timeout.ms"),
     )
+    share_checks = (
+        ("record.lock.duration.ms", ">=", "min.record.lock.duration.ms"),
+        ("record.lock.duration.ms", "<=", "max.record.lock.duration.ms"),
+        ("delivery.count.limit", ">=", "min.delivery.count.limit"),
+        ("delivery.count.limit", "<=", "max.delivery.count.limit"),
+    )
     words = {">=": "greater than or equal to", "<=": "less than or equal to", "<": "less than"}
-    for left, op, right in checks:
+    for prefix, left, op, right in ([("group.consumer.", *c) for c in checks] + [("group.share.", *c) for c in checks]
+                                    + [("group.share.", *c) for c in share_checks]):
         a, b = values[prefix + left], values[prefix + right]
         ok = a >= b if op == ">=" else a <= b if op == "<=" else a < b   # type: ignore[operator]
         if not ok:
@@ -247,6 +272,11 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
          "The finalized transaction.version feature level ApiVersions reports (0-2; 2 is KIP-890 "
          "part 2: implicit partition adding, an epoch bump per EndTxn). Default: what a newly formatted "
          f"cluster of {KAFKA_VERSION} finalizes (4.0 and later: 2; 3.9: 0, the only level it runs)."),
+    _key(SHARE_VERSION, Type.INT, None, _share_version, HIGH,
+         "The finalized share.version feature level ApiVersions reports (0-1); 0 turns share groups "
+         "(KIP-932) off, their APIs answering UNSUPPORTED_VERSION. Default: what a newly formatted "
+         f"cluster of {KAFKA_VERSION} finalizes (4.2: 1; 4.1: 0; 3.9 and 4.0, which have no share "
+         "groups: 0, the only level they take)."),
     _key("request.timeout.ms", Type.INT, 30000, _AT_LEAST_0, MEDIUM,
          "How long the broker waits for the requests it makes itself, e.g. the replication of "
          "transaction markers it appends for WriteTxnMarkers."),
@@ -411,6 +441,57 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     _group("group.consumer.migration.policy", Type.STRING, ValidString(MIGRATION_POLICIES, case_insensitive=True),
            MEDIUM, "Which non-empty group conversions happen: classic to consumer groups (upgrade), back "
                    "(downgrade), both (bidirectional) or neither (disabled)."),
+    # ShareGroupConfig (KIP-932)
+    _group("group.share.session.timeout.ms", Type.INT, _AT_LEAST_1, MEDIUM,
+           "The timeout to detect client failures when using the share group protocol."),
+    _group("group.share.min.session.timeout.ms", Type.INT, _AT_LEAST_1, MEDIUM,
+           "The minimum allowed session timeout for share group members."),
+    _group("group.share.max.session.timeout.ms", Type.INT, _AT_LEAST_1, MEDIUM,
+           "The maximum allowed session timeout for share group members."),
+    _group("group.share.heartbeat.interval.ms", Type.INT, _AT_LEAST_1, MEDIUM,
+           "The heartbeat interval given to the members of a share group."),
+    _group("group.share.min.heartbeat.interval.ms", Type.INT, _AT_LEAST_1, MEDIUM,
+           "The minimum heartbeat interval for share group members."),
+    _group("group.share.max.heartbeat.interval.ms", Type.INT, _AT_LEAST_1, MEDIUM,
+           "The maximum heartbeat interval for share group members."),
+    _group("group.share.max.size", Type.INT, Range.between(1, 1000), MEDIUM,
+           "The maximum number of members that a single share group can accommodate."),
+    _group("group.share.assignors", Type.LIST, ValidList(("simple",)), MEDIUM,
+           "The server-side assignors of share groups: simple (custom assignor classes are not supported)."),
+    _group("group.share.record.lock.duration.ms", Type.INT, Range.between(1000, 3_600_000), MEDIUM,
+           "The record acquisition lock duration in milliseconds for share groups."),
+    _group("group.share.min.record.lock.duration.ms", Type.INT, Range.between(1000, 30_000), MEDIUM,
+           "The record acquisition lock minimum duration in milliseconds for share groups."),
+    _group("group.share.max.record.lock.duration.ms", Type.INT, Range.between(30_000, 3_600_000), MEDIUM,
+           "The record acquisition lock maximum duration in milliseconds for share groups."),
+    _group("group.share.delivery.count.limit", Type.INT, Range.between(2, 10), MEDIUM,
+           "The maximum number of delivery attempts for a record delivered to a share group."),
+    _group("group.share.min.delivery.count.limit", Type.INT, Range.between(2, 10), MEDIUM,
+           "The minimum delivery count limit a share group may set (share.delivery.count.limit)."),
+    _group("group.share.max.delivery.count.limit", Type.INT, Range.between(2, 10), MEDIUM,
+           "The maximum delivery count limit a share group may set (share.delivery.count.limit)."),
+    _group("group.share.partition.max.record.locks", Type.INT, Range.between(100, 10_000), MEDIUM,
+           "Share-group record lock limit per share-partition: at most this many records in flight."),
+    _group("group.share.max.share.sessions", Type.INT, Range.between(1000, 30_000), MEDIUM,
+           "The maximum number of share sessions per broker."),
+    _key("share.fetch.purgatory.purge.interval.requests", Type.INT, 1000, None, MEDIUM,
+         "The purge interval (in number of requests) of the share fetch request purgatory."),
+    # ShareCoordinatorConfig
+    *(_key(name, Type.INT, default, _AT_LEAST_1, MEDIUM, doc) for name, default, doc in (
+        ("share.coordinator.state.topic.num.partitions", SHARE_DEFAULTS["share.coordinator.state.topic.num.partitions"],
+         "The number of partitions for the share-group state topic."),
+        ("share.coordinator.state.topic.replication.factor",
+         SHARE_DEFAULTS["share.coordinator.state.topic.replication.factor"],
+         "Replication factor for the share-group state topic (capped at the live brokers)."),
+        ("share.coordinator.state.topic.min.isr", SHARE_DEFAULTS["share.coordinator.state.topic.min.isr"],
+         "min.insync.replicas of the share-group state topic."),
+        ("share.coordinator.state.topic.segment.bytes", SHARE_DEFAULTS["share.coordinator.state.topic.segment.bytes"],
+         "segment.bytes of the share-group state topic."),
+        ("share.coordinator.snapshot.update.records.per.snapshot",
+         SHARE_DEFAULTS["share.coordinator.snapshot.update.records.per.snapshot"],
+         "The number of update records the share coordinator writes between snapshot records."),
+        ("share.coordinator.write.timeout.ms", SHARE_DEFAULTS["share.coordinator.write.timeout.ms"],
+         "How long the share coordinator waits for its writes to be replicated."))),
     # TransactionStateManagerConfig / TransactionLogConfig
     _txn("transaction.max.timeout.ms", Type.INT, _AT_LEAST_1, HIGH,
          "The maximum allowed timeout for transactions (InitProducerId above it: INVALID_TRANSACTION_TIMEOUT)."),

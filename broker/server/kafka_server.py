@@ -43,6 +43,7 @@ from kafka_emu.broker.server import cpu_affinity
 from kafka_emu.broker.apis.api_versions import DefaultApiVersionManager
 from kafka_emu.broker.server.client_metrics_manager import ClientMetricsManager, ClientMetricsSnapshot
 from kafka_emu.broker.server.config import LISTENER_PORT_REUSED, TRANSACTION_VERSION, KafkaConfig
+from kafka_emu.coordinator.share.config import SHARE_VERSION
 from kafka_emu.broker.server.replica_manager_coordinator_log import ReplicaManagerCoordinatorLog
 from kafka_emu.broker.server.kafka_apis import KafkaApis, RequestHook
 from kafka_emu.broker.storage.unified_log import UnifiedLog
@@ -244,7 +245,7 @@ class KafkaServer:
         cfg = self.config
         if not listeners:
             cfg = cfg.with_overrides(listeners=f"PLAINTEXT://{self.host}:{self.port}")
-        api_versions = DefaultApiVersionManager(cfg.kafka_release, cfg[TRANSACTION_VERSION])
+        api_versions = DefaultApiVersionManager(cfg.kafka_release, cfg[TRANSACTION_VERSION], cfg[SHARE_VERSION])
         server = SocketServer(cfg, self.request_channel, self.broker_id, api_versions=api_versions,
                               scram_credentials=self.metadata.scram_credential)
         try:

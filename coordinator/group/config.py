@@ -12,7 +12,7 @@ from typing import Any, Mapping
 INT_MAX = 2**31 - 1
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 REBALANCE_PROTOCOLS = "group.coordinator.rebalance.protocols"
-CLASSIC, CONSUMER = "classic", "consumer"
+CLASSIC, CONSUMER, SHARE = "classic", "consumer", "share"
 MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")   # ConsumerGroupMigrationPolicy
 
 DEFAULTS: dict[str, Any] = {
@@ -37,7 +37,32 @@ DEFAULTS: dict[str, Any] = {
     "group.consumer.max.size": INT_MAX,
     "group.consumer.assignors": ["uniform", "range"],
     "group.consumer.migration.policy": "bidirectional",
+    # share groups (KIP-932): Kafka 4.1's GroupCoordinatorConfig and ShareGroupConfig defaults
+    "group.share.session.timeout.ms": 45_000,
+    "group.share.min.session.timeout.ms": 45_000,
+    "group.share.max.session.timeout.ms": 60_000,
+    "group.share.heartbeat.interval.ms": 5_000,
+    "group.share.min.heartbeat.interval.ms": 5_000,
+    "group.share.max.heartbeat.interval.ms": 15_000,
+    "group.share.max.size": 200,
+    "group.share.assignors": ["simple"],
+    "group.share.record.lock.duration.ms": 30_000,
+    "group.share.min.record.lock.duration.ms": 15_000,
+    "group.share.max.record.lock.duration.ms": 60_000,
+    "group.share.delivery.count.limit": 5,
+    "group.share.min.delivery.count.limit": 2,
+    "group.share.max.delivery.count.limit": 10,
+    "group.share.partition.max.record.locks": 2_000,
+    "group.share.max.share.sessions": 2_000,
 }
+
+
+# the group.share.* keys the coordinator reads (each a ``share_group_<rest>`` field below)
+SHARE_GROUP_INT_KEYS = tuple(f"group.share.{k}" for k in (
+    "session.timeout.ms", "min.session.timeout.ms", "max.session.timeout.ms", "heartbeat.interval.ms",
+    "min.heartbeat.interval.ms", "max.heartbeat.interval.ms", "max.size", "record.lock.duration.ms",
+    "min.record.lock.duration.ms", "max.record.lock.duration.ms", "delivery.count.limit",
+    "min.delivery.count.limit", "max.delivery.count.limit"))
 
 
 @dataclass(frozen=True)
@@ -61,6 +86,19 @@ class GroupCoordinatorConfig:
     consumer_group_max_size: int
     consumer_group_assignors: tuple[str, ...]
     consumer_group_migration_policy: str
+    share_group_session_timeout_ms: int = 45_000
+    share_group_min_session_timeout_ms: int = 45_000
+    share_group_max_session_timeout_ms: int = 60_000
+    share_group_heartbeat_interval_ms: int = 5_000
+    share_group_min_heartbeat_interval_ms: int = 5_000
+    share_group_max_heartbeat_interval_ms: int = 15_000
+    share_group_max_size: int = 200
+    share_group_record_lock_duration_ms: int = 30_000
+    share_group_min_record_lock_duration_ms: int = 15_000
+    share_group_max_record_lock_duration_ms: int = 60_000
+    share_group_delivery_count_limit: int = 5
+    share_group_min_delivery_count_limit: int = 2
+    share_group_max_delivery_count_limit: int = 10
 
     @property
     def consumer_protocol_enabled(self) -> bool:
@@ -99,4 +137,6 @@ class GroupCoordinatorConfig:
             consumer_group_max_size=int(c["group.consumer.max.size"]),
             consumer_group_assignors=tuple(c["group.consumer.assignors"]),
             consumer_group_migration_policy=str(c["group.consumer.migration.policy"]).lower(),
+            **{"share_group_" + key[len("group.share."):].replace(".", "_"): int(c[key])
+               for key in SHARE_GROUP_INT_KEYS},
         )

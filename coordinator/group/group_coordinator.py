@@ -69,11 +69,14 @@ from kafka_emu.coordinator.group.group_metadata_manager import (
 from kafka_emu.coordinator.group.group_offsets import TopicPartition
 from kafka_emu.coordinator.group.modern.consumer.consumer_group import ConsumerGroup, ConsumerGroupState
 from kafka_emu.coordinator.group.modern.consumer.consumer_group_manager import ConsumerGroupManager
+from kafka_emu.coordinator.group.modern.share.share_group import ShareGroup, ShareGroupState
+from kafka_emu.coordinator.group.modern.share.share_group_manager import ShareGroupManager
 from kafka_emu.coordinator.group.offset_metadata_manager import OffsetMetadataManager
 from kafka_emu.coordinator.group.results import (
     DEAD_SUMMARY, EMPTY_ERROR_SUMMARY, ConsumerGroupDescription, ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResult, GroupOverview, GroupSummary, JoinGroupResult, LeaveGroupResult,
-    OffsetAndMetadata, OffsetFetchPartitionData, SyncGroupResult,
+    OffsetAndMetadata, OffsetFetchPartitionData, ShareGroupDescription, ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResult, SyncGroupResult,
 )
 from kafka_emu.timer import (
     DelayedOperationPurgatory, PurgatorySnapshot, SystemTimer, SystemTimerReaper, Time, Timer,
@@ -89,6 +92,7 @@ class GroupCoordinatorSnapshot:
 
     groups_by_state: Mapping[str, int]        # classic groups by Kafka's state names, every state present
     consumer_groups_by_state: Mapping[str, int]   # consumer groups (KIP-848) likewise
+    share_groups_by_state: Mapping[str, int]      # share groups (KIP-932) likewise
     members: int
     committed_offsets: Mapping[tuple[str, str, int], int]
     rebalances_started: int
@@ -97,6 +101,7 @@ class GroupCoordinatorSnapshot:
     rebalance_time_ms_max: int
     heartbeat_expirations: int
     consumer_rebalances: int                  # consumer group epoch bumps
+    share_rebalances: int                     # share group epoch bumps
     purgatories: tuple[PurgatorySnapshot, ...]   # Heartbeat and Rebalance
 
 
@@ -130,6 +135,10 @@ class GroupCoordinator:
                                              image if image is not None else EmptyMetadataImage(),
                                              group_config or (lambda group_id: {}), self._on_consumer_rebalance,
                                              self._on_session_expired)
+        self.share = ShareGroupManager(config, self.group_manager, self.timer,
+                                       image if image is not None else EmptyMetadataImage(),
+                                       group_config or (lambda group_id: {}), self._on_share_rebalance,
+                                       self._on_session_expired)
         self._active = False
         self._epochs: dict[int, int] = {}
         self._epoch_lock = threading.Lock()
@@ -143,6 +152,7 @@ class GroupCoordinator:
         self.rebalance_time_ms_max = 0      # the longest such rebalance seen
         self.heartbeat_expirations = 0      # members removed because their session expired
         self.consumer_rebalances = 0        # consumer group epoch bumps (Kafka's consumer-group-rebalance)
+        self.share_rebalances = 0           # share group epoch bumps (Kafka's share-group-rebalance)
     # ================================================================== construction / lifecycle
     @classmethod
     def create(cls, broker_id: int, config: Mapping[str, Any] | None, log: CoordinatorLog,
@@ -292,6 +302,10 @@ class GroupCoordinator:
         with self._metrics_lock:
             self.consumer_rebalances += 1
 
+    def _on_share_rebalance(self) -> None:
+        with self._metrics_lock:
+            self.share_rebalances += 1
+
     def _on_session_expired(self) -> None:
         with self._metrics_lock:
             self.heartbeat_expirations += 1
@@ -302,16 +316,19 @@ class GroupCoordinator:
         call under the interpreter lock)."""
         by_state = {state.value: 0 for state in GroupState}
         consumer_by_state = {state.value: 0 for state in ConsumerGroupState}
+        share_by_state = {state.value: 0 for state in ShareGroupState}
         members = 0
         committed: dict[tuple[str, str, int], int] = {}
         for group in self.group_manager.current_groups():
-            counts = by_state if isinstance(group, GroupMetadata) else consumer_by_state
+            counts = by_state if isinstance(group, GroupMetadata) else \
+                share_by_state if isinstance(group, ShareGroup) else consumer_by_state
             counts[group.state_name()] = counts.get(group.state_name(), 0) + 1
             members += group.size()
             for (topic, partition), offset in dict(group.offsets).items():
                 committed[(group.group_id, topic, partition)] = offset.offset
         return GroupCoordinatorSnapshot(
-            groups_by_state=by_state, consumer_groups_by_state=consumer_by_state, members=members,
+            groups_by_state=by_state, consumer_groups_by_state=consumer_by_state,
+            share_groups_by_state=share_by_state, share_rebalances=self.share_rebalances, members=members,
             committed_offsets=committed, consumer_rebalances=self.consumer_rebalances,
             rebalances_started=self.rebalances_started, rebalances_completed=self.rebalance_count,
             rebalance_time_ms_total=self.rebalance_time_ms_total,
@@ -472,6 +489,47 @@ class GroupCoordinator:
             out.append(ConsumerGroupDescription(group_id, error) if error is not None
                        else self.consumer.describe(group_id))
         return out
+
+    # ================================================================== share groups (KIP-932)
+    def handle_share_group_heartbeat(self, request: ShareGroupHeartbeatRequest,
+                                     callback: Callable[[ShareGroupHeartbeatResult], None]) -> None:
+        """ShareGroupHeartbeat (Kafka's ``GroupCoordinatorService.shareGroupHeartbeat``): the
+        request is checked first (INVALID_REQUEST), then the coordinator status; ``callback``
+        fires once, on this thread."""
+        if not self._active:
+            callback(ShareGroupHeartbeatResult(Errors.COORDINATOR_NOT_AVAILABLE))
+            return
+        try:
+            self.share.validate_request(request)
+        except KafkaError as e:
+            callback(ShareGroupHeartbeatResult(e.code, e.message or None))
+            return
+        error = self._validate_group_status(request.group_id, "share_group_heartbeat")
+        if error is not None:
+            callback(ShareGroupHeartbeatResult(error))
+            return
+        self.share.heartbeat(request, callback)
+
+    def handle_share_group_describe(self, group_ids: Iterable[str]) -> list[ShareGroupDescription]:
+        """ShareGroupDescribe: one description per group id, in request order. Synchronous."""
+        out = []
+        for group_id in group_ids:
+            error = self._validate_group_status(group_id, "share_group_describe")
+            out.append(ShareGroupDescription(group_id, error) if error is not None else self.share.describe(group_id))
+        return out
+
+    def share_group_exists(self, group_id: str) -> int:
+        """Whether ``group_id`` is a share group here: NONE, GROUP_ID_NOT_FOUND (none, or of
+        another type), or the coordinator status error (the share-offset admin APIs ask first)."""
+        error = self._validate_group_status(group_id, "share_group_offsets")
+        if error is not None:
+            return error
+        group = self.group_manager.get_group(group_id)
+        return Errors.NONE if isinstance(group, ShareGroup) and not group.is_dead() else Errors.GROUP_ID_NOT_FOUND
+
+    def share_group_is_empty(self, group_id: str) -> bool:
+        group = self.group_manager.get_group(group_id)
+        return not isinstance(group, ShareGroup) or group.is_empty()
 
     # ================================================================== OffsetCommit
     def handle_commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
@@ -653,6 +711,8 @@ class GroupCoordinator:
             self.classic.on_group_unloaded(group)
         elif isinstance(group, ConsumerGroup):
             self.consumer.on_group_unloaded(group)
+        elif isinstance(group, ShareGroup):
+            self.share.on_group_unloaded(group)
 
     # ================================================================== offset expiration
     def cleanup_group_metadata(self) -> int:

@@ -165,3 +165,49 @@ class ConsumerGroupDescription:
     assignment_epoch: int = 0
     assignor_name: str = ""
     members: list[ConsumerGroupMemberDescription] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------ share groups (KIP-932)
+@dataclass(frozen=True, slots=True)
+class ShareGroupHeartbeatRequest:
+    """A ShareGroupHeartbeat's fields (None: "unchanged since the last heartbeat")."""
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None = None
+    subscribed_topic_names: tuple[str, ...] | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupHeartbeatResult:
+    error: int
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: TopicIdPartitions | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMemberDescription:
+    member_id: str
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    assignment: list[tuple[uuid.UUID, str, tuple[int, ...]]]          # (topic id, name, partitions)
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupDescription:
+    group_id: str
+    error: int
+    error_message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: list[ShareGroupMemberDescription] = field(default_factory=list)

@@ -1,0 +1,98 @@
+"""The share group protocol's membership APIs (KIP-932) → ``GroupCoordinator``:
+ShareGroupHeartbeat (76) and ShareGroupDescribe (77), v1 as Kafka 4.1+ serves them (v0 was Kafka
+4.0's early access, removed in 4.1; Kafka 3.9 and 4.0 listed neither, so as those releases
+(``emulator.kafka.version``) they are not served). Kafka's ``handleShareGroupHeartbeat`` and
+``handleShareGroupDescribe``.
+
+While share groups are off (``emulator.share.version=0``, as ``share.version=0`` in Kafka) both
+are still listed in ApiVersions and answer UNSUPPORTED_VERSION in the body (Kafka's
+``isShareGroupProtocolEnabled`` check); ShareGroupDescribe's error goes on every group, as
+Kafka's ``getErrorResponse``.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, respond, respond_error
+from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.common.api_keys import ApiKeys
+from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.results import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResult
+from kafka_emu.coordinator.share.config import SHARE_VERSION
+
+if TYPE_CHECKING:
+    from kafka_emu.broker.network.request_channel import Request
+    from kafka_emu.broker.server.kafka_apis import KafkaApis
+
+def share_groups_enabled(apis: KafkaApis) -> bool:
+    """Kafka's ``isShareGroupProtocolEnabled``: ``share.version`` finalized at 1 or more."""
+    return int(apis.config[SHARE_VERSION]) >= 1   # type: ignore[arg-type]
+
+
+def handle_share_group_heartbeat(apis: KafkaApis, request: Request) -> None:
+    gc = apis.group_coordinator
+    if gc is None or not share_groups_enabled(apis):
+        respond_error(apis, request, Errors.UNSUPPORTED_VERSION if gc is not None else Errors.COORDINATOR_NOT_AVAILABLE)
+        return
+    body = request.body
+    cls = response_schema(ApiKeys.SHARE_GROUP_HEARTBEAT, request.api_version)
+    assignment_cls = item_cls(cls, "assignment")
+    partitions_cls = item_cls(assignment_cls, "topic_partitions")
+    req = ShareGroupHeartbeatRequest(
+        group_id=body.group_id, member_id=body.member_id, member_epoch=int(body.member_epoch),
+        rack_id=body.rack_id,
+        subscribed_topic_names=(tuple(body.subscribed_topic_names) if body.subscribed_topic_names is not None
+                                else None),
+        client_id=request.client_id or "", client_host=request.client_host or "")
+
+    def callback(result: ShareGroupHeartbeatResult) -> None:
+        assignment = None
+        if result.assignment is not None:
+            assignment = build(assignment_cls, topic_partitions=tuple(
+                build(partitions_cls, topic_id=topic_id, partitions=tuple(sorted(ps)))
+                for topic_id, ps in result.assignment.items()))
+        respond(apis, request, build(
+            cls, throttle_time=ZERO_THROTTLE, error_code=result.error, error_message=result.error_message,
+            member_id=result.member_id, member_epoch=result.member_epoch,
+            heartbeat_interval=timedelta(milliseconds=result.heartbeat_interval_ms), assignment=assignment))
+
+    gc.handle_share_group_heartbeat(req, callback)
+
+
+def handle_share_group_describe(apis: KafkaApis, request: Request) -> None:
+    gc = apis.group_coordinator
+    cls = response_schema(ApiKeys.SHARE_GROUP_DESCRIBE, request.api_version)
+    group_cls = item_cls(cls, "groups")
+    if gc is None or not share_groups_enabled(apis):
+        error = Errors.UNSUPPORTED_VERSION if gc is not None else Errors.COORDINATOR_NOT_AVAILABLE
+        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, groups=tuple(
+            build(group_cls, error_code=error, error_message=None, group_id=group_id, group_state="", group_epoch=0,
+                  assignment_epoch=0, assignor_name="", members=(), authorized_operations=AUTHORIZED_OPS_OMITTED)
+            for group_id in request.body.group_ids)))
+        return
+    member_cls = item_cls(group_cls, "members")
+    assignment_cls = item_cls(member_cls, "assignment")
+    partitions_cls = item_cls(assignment_cls, "topic_partitions")
+    include_ops = bool(request.body.include_authorized_operations)
+    groups = []
+    for d in gc.handle_share_group_describe(list(request.body.group_ids)):
+        members = tuple(build(
+            member_cls, member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
+            client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+            assignment=build(assignment_cls, topic_partitions=tuple(
+                build(partitions_cls, topic_id=topic_id, topic_name=name, partitions=partitions)
+                for topic_id, name, partitions in m.assignment))) for m in d.members)
+        groups.append(build(group_cls, error_code=d.error, error_message=d.error_message, group_id=d.group_id,
+                            group_state=d.state, group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch,
+                            assignor_name=d.assignor_name, members=members,
+                            authorized_operations=0 if include_ops and d.error == Errors.NONE
+                            else AUTHORIZED_OPS_OMITTED))
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, groups=tuple(groups)))
+
+
+APIS = (
+    ApiSpec(ApiKeys.SHARE_GROUP_HEARTBEAT, 1, 1, handle_share_group_heartbeat),
+    ApiSpec(ApiKeys.SHARE_GROUP_DESCRIBE, 1, 1, handle_share_group_describe),
+)

@@ -52,6 +52,8 @@ if TYPE_CHECKING:
     from kafka_emu.broker.server.replica_manager import ReplicaManager
     from kafka_emu.broker.network.request_channel import Request, RequestChannel
     from kafka_emu.coordinator.group.group_coordinator import GroupCoordinator
+    from kafka_emu.broker.server.share.share_partition_manager import SharePartitionManager
+    from kafka_emu.coordinator.share.share_coordinator import ShareCoordinator
     from kafka_emu.coordinator.transaction import TransactionCoordinator
     from kafka_emu.timer.time import Time
 
@@ -74,7 +76,9 @@ class KafkaApis:
                  apis: Mapping[int, ApiSpec] = APIS,
                  transaction_coordinator: TransactionCoordinator | None = None,
                  client_metrics_manager: ClientMetricsManager | None = None,
-                 quotas: QuotaManagers | None = None) -> None:
+                 quotas: QuotaManagers | None = None,
+                 share_coordinator: ShareCoordinator | None = None,
+                 share_partition_manager: SharePartitionManager | None = None) -> None:
         self.config = config
         self.request_channel = request_channel
         self.metadata = metadata
@@ -83,6 +87,8 @@ class KafkaApis:
         self.group_coordinator = group_coordinator
         self.transaction_coordinator = transaction_coordinator
         self.client_metrics_manager = client_metrics_manager   # KIP-714; None: telemetry refused
+        self.share_coordinator = share_coordinator
+        self.share_partition_manager = share_partition_manager
         self.control = control   # the cluster's test control, None outside an EmbeddedCluster
         self.quotas = quotas
         self.request_helper = RequestHandlerHelper(request_channel, quotas, time)

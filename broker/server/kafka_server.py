@@ -62,10 +62,15 @@ from kafka_emu.broker.server.request_handler import HandlerPoolSnapshot, KafkaRe
 from kafka_emu.timer.scheduler import KafkaScheduler
 from kafka_emu.broker.server.transaction_verification import TransactionVerifier
 from kafka_emu.broker.server.txn_marker_sender import InProcessTxnMarkerSender
+from kafka_emu.broker.server.share.persister import InProcessPersister
+from kafka_emu.broker.server.share.share_partition_manager import SharePartitionManager, SharePartitionManagerSnapshot
 from kafka_emu.coordinator.group.group_coordinator import GroupCoordinator, GroupCoordinatorSnapshot
+from kafka_emu.coordinator.share.config import SHARE_GROUP_STATE_TOPIC, ShareCoordinatorConfig
+from kafka_emu.coordinator.share.share_coordinator import ShareCoordinator
 from kafka_emu.coordinator.transaction import (
     TRANSACTION_STATE_TOPIC, TransactionCoordinator, TransactionCoordinatorSnapshot,
 )
+from kafka_emu.timer import DelayedOperationPurgatory, SystemTimer, SystemTimerReaper
 from kafka_emu.timer.purgatory import PurgatorySnapshot
 from kafka_emu.timer.time import Time
 
@@ -88,6 +93,7 @@ class BrokerSnapshot:
     transaction_coordinator: TransactionCoordinatorSnapshot | None = None
     client_metrics: ClientMetricsSnapshot | None = None   # KIP-714 telemetry pushed by clients
     quotas: tuple[QuotaManagerSnapshot, ...] = ()   # Fetch, Produce, Request, ControllerMutation
+    share_partitions: SharePartitionManagerSnapshot | None = None
 
 
 class ControlHooks(RequestHook, ResponseHook, Protocol):
@@ -125,6 +131,10 @@ class KafkaServer:
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.transaction_log: ReplicaManagerCoordinatorLog | None = None
         self.client_metrics_manager: ClientMetricsManager | None = None
+        self.share_coordinator: ShareCoordinator | None = None
+        self.share_state_log: ReplicaManagerCoordinatorLog | None = None
+        self.share_partition_manager: SharePartitionManager | None = None
+        self._share_lock_timer: SystemTimerReaper | None = None
         self.socket_server: SocketServer | None = None  # started in startup() when listening
         self.quotas: QuotaManagers | None = None        # the client quota managers, from startup()
         self.broker_info: BrokerInfo | None = None
@@ -180,6 +190,7 @@ class KafkaServer:
                 rm.verify_transaction, rm.add_to_transaction = verifier, verifier.add
                 rm.leadership_listeners.append(self._on_leadership_change)
                 rm.hw_watchers.append(self._on_hw_moved)
+                self._start_share_groups(rm)
             self.client_metrics_manager = ClientMetricsManager(self.metadata, self.time, cfg["telemetry.max.bytes"])
             self.quotas = QuotaManagers.instantiate(cfg, self.time, self.broker_id)
             self.quotas.start()
@@ -187,7 +198,9 @@ class KafkaServer:
             self.apis = KafkaApis(cfg, self.request_channel, self.metadata, rm, self.time,
                                   self.group_coordinator, self.control,
                                   transaction_coordinator=self.transaction_coordinator,
-                                  client_metrics_manager=self.client_metrics_manager, quotas=self.quotas)
+                                  client_metrics_manager=self.client_metrics_manager, quotas=self.quotas,
+                                  share_coordinator=self.share_coordinator,
+                                  share_partition_manager=self.share_partition_manager)
             self.request_channel.inline_handler = self.apis.handle
             self.handler_pool = KafkaRequestHandlerPool(self.broker_id, self.request_channel, self.apis,
                                                         rm.action_queue, cfg["num.io.threads"])
@@ -231,6 +244,25 @@ class KafkaServer:
         self.metadata.broker_started(self.broker_info, self._on_metadata)
         _log.info("broker_started", broker_id=self.broker_id)
         return self
+
+    def _start_share_groups(self, rm: ReplicaManager) -> None:
+        """KIP-932: the share coordinator over ``__share_group_state`` and the share partitions
+        this broker leads, with their ``ShareFetch`` purgatory and the acquisition locks' timer
+        (Kafka's ``share-group-lock-timeout`` SystemTimer and its reaper)."""
+        cfg = self.config
+        self.share_state_log = ReplicaManagerCoordinatorLog(rm, SHARE_GROUP_STATE_TOPIC)
+        self.share_coordinator = ShareCoordinator(self.broker_id, ShareCoordinatorConfig.from_mapping(cfg.as_dict()),
+                                                  self.share_state_log, self.time)
+        self.share_coordinator.startup()
+        self._share_lock_timer = SystemTimerReaper(f"share-group-lock-timeout-reaper-{self.broker_id}",
+                                                   SystemTimer("share-group-lock-timeout", time=self.time))
+        purgatory = DelayedOperationPurgatory("ShareFetch", broker_id=self.broker_id, time=self.time,
+                                              purge_interval=cfg["share.fetch.purgatory.purge.interval.requests"])
+        persister = InProcessPersister(self.broker_id, cfg, self.metadata, self._share_lock_timer, self.time)
+        self.share_partition_manager = SharePartitionManager(self.broker_id, cfg, rm, self.metadata, self.time,
+                                                             self._share_lock_timer, persister, purgatory)
+        rm.share_fetch_purgatory = purgatory
+        rm.leadership_listeners.append(self.share_partition_manager.on_leadership_change)
 
     # ---- socket server ----
     def _start_socket_server(self) -> None:
@@ -302,7 +334,8 @@ class KafkaServer:
 
     # ------------------------------------------------------------------ coordinator bridge
     def _on_leadership_change(self, topic: str, partition: int, is_leader: bool, epoch: int) -> None:
-        if topic not in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC) or self.group_coordinator is None:
+        if topic not in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_GROUP_STATE_TOPIC) \
+                or self.group_coordinator is None:
             return
         tp = (topic, partition)
         if is_leader:
@@ -314,12 +347,17 @@ class KafkaServer:
                 self.group_coordinator.on_loading(partition, epoch)
             elif topic == TRANSACTION_STATE_TOPIC and self.transaction_coordinator is not None:
                 self.transaction_coordinator.on_loading(partition, epoch)
+            elif topic == SHARE_GROUP_STATE_TOPIC and self.share_coordinator is not None:
+                self.share_coordinator.on_loading(partition, epoch)
             self._on_hw_moved(tp)
             return
         with self._lock:
             self._pending_coordinator_elections.pop(tp, None)
         if topic == OFFSETS_TOPIC:
             self.group_coordinator.on_resigned(partition, epoch)
+        elif topic == SHARE_GROUP_STATE_TOPIC:
+            if self.share_coordinator is not None:
+                self.share_coordinator.on_resigned(partition, epoch)
         elif self.transaction_coordinator is not None:
             self.transaction_coordinator.on_resigned(partition)
 
@@ -339,6 +377,9 @@ class KafkaServer:
             del self._pending_coordinator_elections[tp]
         if tp[0] == OFFSETS_TOPIC:
             self.group_coordinator.on_elected(tp[1], epoch)
+        elif tp[0] == SHARE_GROUP_STATE_TOPIC:
+            if self.share_coordinator is not None:
+                self.share_coordinator.on_elected(tp[1], epoch)
         elif self.transaction_coordinator is not None:
             self.transaction_coordinator.on_elected(tp[1], epoch)
 
@@ -352,17 +393,21 @@ class KafkaServer:
             server, coordinator, cleaner = self.socket_server, self.group_coordinator, self.log_cleaner
             txn_coordinator, quotas = self.transaction_coordinator, self.quotas
             client_metrics = self.client_metrics_manager
+            share_partitions = self.share_partition_manager
         assert channel is not None and pool is not None and rm is not None  # set by startup
         rm_snapshot = rm.snapshot()
         gc_snapshot = coordinator.snapshot() if coordinator is not None else None
-        purgatories = rm_snapshot.purgatories + (gc_snapshot.purgatories if gc_snapshot else ())
+        share_snapshot = share_partitions.snapshot() if share_partitions is not None else None
+        purgatories = rm_snapshot.purgatories + (gc_snapshot.purgatories if gc_snapshot else ()) \
+            + ((share_snapshot.purgatory,) if share_snapshot is not None else ())
         return BrokerSnapshot(self.broker_id, channel.snapshot(), pool.snapshot(),
                               server.snapshot() if server is not None else None,
                               rm_snapshot, gc_snapshot, purgatories,
                               cleaner.snapshot() if cleaner is not None else None,
                               txn_coordinator.snapshot() if txn_coordinator is not None else None,
                               client_metrics.snapshot() if client_metrics is not None else None,
-                              quotas.snapshot() if quotas is not None else ())
+                              quotas.snapshot() if quotas is not None else (),
+                              share_snapshot)
 
     # ------------------------------------------------------------------ stop
     def _halt(self) -> None:
@@ -411,6 +456,14 @@ class KafkaServer:
                 self.transaction_coordinator.shutdown()
             except Exception:
                 _log.exception("transaction_coordinator_shutdown_failed", broker_id=self.broker_id)
+        if self.share_partition_manager is not None:
+            try:
+                self.share_partition_manager.shutdown()
+                self.share_partition_manager.persister.close()   # type: ignore[attr-defined]
+                self.share_coordinator.shutdown()   # type: ignore[union-attr]
+                self._share_lock_timer.close()   # type: ignore[union-attr]
+            except Exception:
+                _log.exception("share_groups_shutdown_failed", broker_id=self.broker_id)
 
     # convenience
     def partition(self, topic: str, partition: int) -> Partition | None:

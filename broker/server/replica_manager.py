@@ -175,6 +175,9 @@ class ReplicaManager:
         self.verify_transaction: VerifyTransaction = no_transaction_coordinator
         self.add_to_transaction: VerifyTransaction = no_transaction_coordinator
         self.group_coordinator: GroupCoordinator | None = None       # set by KafkaServer
+        # the ShareFetch purgatory (KIP-932), set by KafkaServer: a high watermark move wakes the
+        # share fetches parked on the partition, as it wakes consumers' fetches
+        self.share_fetch_purgatory: DelayedOperationPurgatory | None = None
         self.request_timeout_ms: int = config["request.timeout.ms"]
         self.transaction_verification_enabled: bool = config["transaction.partition.verification.enable"]
         self._log_dir_failure_handler: LogDirFailureHandler | None = None   # started with log.dirs
@@ -279,7 +282,10 @@ class ReplicaManager:
         moved it): follower sessions report it in their next answer instead of being woken for it."""
         self._wake_sessions(tp, wake_sessions)
         key = self._key(tp)
-        for purgatory in (self.fetch_purgatory, self.produce_purgatory, self.delete_records_purgatory):
+        purgatories = (self.fetch_purgatory, self.produce_purgatory, self.delete_records_purgatory)
+        if self.share_fetch_purgatory is not None:
+            purgatories += (self.share_fetch_purgatory,)
+        for purgatory in purgatories:
             try:
                 purgatory.check_and_complete(key)
             except Exception:

@@ -100,7 +100,8 @@ def coordinator_snapshot(**values: Any) -> GroupCoordinatorSnapshot:
         consumer_groups_by_state={s: 0 for s in ("Empty", "Assigning", "Reconciling", "Stable", "Dead")},
         members=0, committed_offsets={}, rebalances_started=0, rebalances_completed=0,
         rebalance_time_ms_total=0, rebalance_time_ms_max=0, heartbeat_expirations=0,
-        consumer_rebalances=0, purgatories=())
+        consumer_rebalances=0, purgatories=(),
+        share_groups_by_state={s: 0 for s in ("Empty", "Stable", "Dead")}, share_rebalances=0)
     fields.update(values)
     return GroupCoordinatorSnapshot(**fields)
 

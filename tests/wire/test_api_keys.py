@@ -41,7 +41,7 @@ def test_served_apis_take_key_and_name_from_the_table() -> None:
     for key, spec in APIS.items():
         assert type(key) is int and type(spec.api_key) is int   # as a decoded header's key is
         assert spec.name == ApiKeys(key).name == api_name(key)
-    assert api_name(ApiKeys.SHARE_GROUP_HEARTBEAT) == "Unknown(76)"   # known, not served
+    assert api_name(ApiKeys.STREAMS_GROUP_HEARTBEAT) == "Unknown(88)"   # known, not served
 
 
 def test_a_spec_for_a_key_kafka_does_not_define_is_refused() -> None:

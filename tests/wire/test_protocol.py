@@ -46,7 +46,7 @@ def test_declarations_name_apis_as_kafka_does_and_bound_the_version_check() -> N
             served = spec.versions(release)
             accepted = [v for v in range(spec.min_version - 1, spec.max_version + 2) if is_supported(key, v, release)]
             assert accepted == ([] if served is None else list(range(served[0], served[1] + 1))), (release, spec)
-    assert not is_supported(ApiKeys.SHARE_GROUP_HEARTBEAT, 1, RELEASES[LATEST])   # known to kio, not declared
+    assert not is_supported(ApiKeys.STREAMS_GROUP_HEARTBEAT, 0, RELEASES[LATEST])   # known to kio, not declared
 
 
 @pytest.mark.parametrize("api_key", sorted(API_VERSIONS))

@@ -7,22 +7,29 @@ The coordinator of group G is the leader of ``__consumer_offsets`` partition
 first use, as Kafka does (``__transaction_state`` with Kafka's forced configs: compacted,
 uncompressed, ``min.insync.replicas`` = ``transaction.state.log.min.isr``, ``segment.bytes`` =
 ``transaction.state.log.segment.bytes``). v0-v3 carry one key; v4+ batch several
-(``coordinator_keys``) and answer one entry per key. Other key types (share groups) get
-INVALID_REQUEST. A partition without a live leader answers COORDINATOR_NOT_AVAILABLE so clients
+(``coordinator_keys``) and answer one entry per key. Key type 2 (KIP-932) finds a share
+partition's share coordinator: the key is ``group:topicId:partition`` (else INVALID_REQUEST) and
+its coordinator the leader of ``__share_group_state`` partition ``abs(hash(key)) %
+share.coordinator.state.topic.num.partitions`` (created on first use like the others;
+UNSUPPORTED_VERSION while share groups are off). Other key types get INVALID_REQUEST. A partition without a live leader answers COORDINATOR_NOT_AVAILABLE so clients
 retry, as Kafka does during an election.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, broker_endpoint, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
+from kafka_emu.broker.apis.share_group import share_groups_enabled
 from kafka_emu.broker.server.auth_helper import GROUP, TRANSACTIONAL_ID, Op, authorize
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.coordinator.group import records
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.share.config import SHARE_GROUP_STATE_TOPIC, state_topic_configs
 from kafka_emu.coordinator.transaction import TRANSACTION_STATE_TOPIC
 from kafka_emu.coordinator.transaction.transaction_log import partition_for as txn_partition_for
 
@@ -32,6 +39,7 @@ if TYPE_CHECKING:
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2
 
 
 def partition_for(apis: KafkaApis, group_id: str) -> int:
@@ -69,7 +77,31 @@ def lookup(apis: KafkaApis, request: Request, key_type: int, key: str) -> tuple[
                                          "segment.bytes": cfg["transaction.state.log.segment.bytes"]}):
             return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1, None
         return _leader(apis, TRANSACTION_STATE_TOPIC, txn_partition_for(key, num_partitions), request.listener)
+    if key_type == SHARE_KEY_TYPE:
+        return _share_coordinator(apis, request, key)
     return Errors.INVALID_REQUEST, -1, "", -1, f"Invalid coordinator type {key_type}"
+
+
+def _share_coordinator(apis: KafkaApis, request: Request, key: str) -> tuple[int, int, str, int, str | None]:
+    """Kafka's ``SharePartitionKey.validate`` then the share coordinator's partition leader."""
+    if not share_groups_enabled(apis):
+        return Errors.UNSUPPORTED_VERSION, -1, "", -1, None
+    parts = key.rsplit(":", 2)
+    valid = len(parts) == 3 and parts[0] != "" and parts[2].isdigit()
+    if valid:
+        try:
+            valid = len(base64.urlsafe_b64decode(parts[1] + "==")) == 16
+        except (ValueError, binascii.Error):
+            valid = False
+    if not valid:
+        return Errors.INVALID_REQUEST, -1, "", -1, f"Share coordinator key {key} is not of the form group:topicId:partition"
+    cfg = apis.config
+    num_partitions = cfg["share.coordinator.state.topic.num.partitions"]
+    if not apis.metadata.ensure_internal_topic(
+            SHARE_GROUP_STATE_TOPIC, num_partitions, cfg["share.coordinator.state.topic.replication.factor"],
+            state_topic_configs(cfg)):
+        return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1, None
+    return _leader(apis, SHARE_GROUP_STATE_TOPIC, records.partition_for(key, num_partitions), request.listener)
 
 
 def _leader(apis: KafkaApis, topic: str, partition: int, listener: str | None

@@ -42,3 +42,11 @@ class ShareCoordinatorConfig:
             num_partitions=int(c["share.coordinator.state.topic.num.partitions"]),
             snapshot_update_records_per_snapshot=int(c["share.coordinator.snapshot.update.records.per.snapshot"]),
             write_timeout_ms=int(c["share.coordinator.write.timeout.ms"]))
+
+
+def state_topic_configs(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The forced configs of ``__share_group_state`` (Kafka's ``ShareCoordinatorService``):
+    compacted, uncompressed, with the share coordinator's min ISR and segment size."""
+    return {"cleanup.policy": "compact", "compression.type": "uncompressed",
+            "min.insync.replicas": config["share.coordinator.state.topic.min.isr"],
+            "segment.bytes": config["share.coordinator.state.topic.segment.bytes"]}

@@ -26,7 +26,7 @@ from kio.index import load_request_schema
 from kafka_emu.broker.network.request_channel import Request, Response
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group.records import partition_for
-from kafka_emu.coordinator.share.config import SHARE_GROUP_STATE_TOPIC
+from kafka_emu.coordinator.share.config import SHARE_GROUP_STATE_TOPIC, state_topic_configs
 from kafka_emu.coordinator.share.share_coordinator import ReadStateResult
 from kafka_emu.coordinator.share.share_coordinator_records import ShareStateKey, StateBatch
 from kafka_emu.timer import Time, Timer, TimerTask
@@ -67,9 +67,7 @@ class InProcessPersister:
         self.time = time
         self.num_partitions = int(config["share.coordinator.state.topic.num.partitions"])   # type: ignore[arg-type]
         self.replication_factor = int(config["share.coordinator.state.topic.replication.factor"])   # type: ignore[arg-type]
-        self.topic_configs = {"cleanup.policy": "compact", "compression.type": "uncompressed",
-                              "min.insync.replicas": config["share.coordinator.state.topic.min.isr"],
-                              "segment.bytes": config["share.coordinator.state.topic.segment.bytes"]}
+        self.topic_configs = state_topic_configs(config)
         self.timeout_ms = int(config["request.timeout.ms"])   # type: ignore[arg-type]
         self.closed = False
 

@@ -62,7 +62,7 @@ SHARE_GROUP_INT_KEYS = tuple(f"group.share.{k}" for k in (
     "session.timeout.ms", "min.session.timeout.ms", "max.session.timeout.ms", "heartbeat.interval.ms",
     "min.heartbeat.interval.ms", "max.heartbeat.interval.ms", "max.size", "record.lock.duration.ms",
     "min.record.lock.duration.ms", "max.record.lock.duration.ms", "delivery.count.limit",
-    "min.delivery.count.limit", "max.delivery.count.limit"))
+    "min.delivery.count.limit", "max.delivery.count.limit", "partition.max.record.locks"))
 
 
 @dataclass(frozen=True)
@@ -99,6 +99,7 @@ class GroupCoordinatorConfig:
     share_group_delivery_count_limit: int = 5
     share_group_min_delivery_count_limit: int = 2
     share_group_max_delivery_count_limit: int = 10
+    share_group_partition_max_record_locks: int = 2_000
 
     @property
     def consumer_protocol_enabled(self) -> bool:

@@ -12,10 +12,10 @@ new overrides over the broker's values (``extractConsumerGroupConfigMap``) must 
 the broker's ``group.consumer.{min,max}.*`` bounds, and the session timeout must exceed the
 heartbeat interval; an unknown name is "Unknown group config name: <name>" (INVALID_CONFIG).
 
-The share group keys (KIP-932, Kafka 4.1's ``share.*`` GroupConfig keys and 4.2's
-``share.delivery.count.limit``) override the broker's ``group.share.*`` values for one share group:
+The share group keys (KIP-932, Kafka 4.1's ``share.*`` GroupConfig keys, 4.2's
+``share.delivery.count.limit`` and 4.3's ``share.partition.max.record.locks``) override the broker's ``group.share.*`` values for one share group:
 the session timeout and heartbeat interval (read by the coordinator on every heartbeat), the record
-lock duration and delivery count limit (read by the share-partition leader when it acquires or
+lock duration, delivery count limit and in-flight record limit (read by the share-partition leader when it acquires or
 releases records), ``share.auto.offset.reset`` (``latest``, ``earliest`` or ``by_duration:<ISO-8601
 duration>``, read when a share partition is first initialized) and ``share.isolation.level``.
 
@@ -47,6 +47,7 @@ SHARE_SESSION_TIMEOUT_MS = "share.session.timeout.ms"
 SHARE_HEARTBEAT_INTERVAL_MS = "share.heartbeat.interval.ms"
 SHARE_RECORD_LOCK_DURATION_MS = "share.record.lock.duration.ms"
 SHARE_DELIVERY_COUNT_LIMIT = "share.delivery.count.limit"
+SHARE_PARTITION_MAX_RECORD_LOCKS = "share.partition.max.record.locks"
 SHARE_AUTO_OFFSET_RESET = "share.auto.offset.reset"
 SHARE_ISOLATION_LEVEL = "share.isolation.level"
 READ_UNCOMMITTED, READ_COMMITTED = "read_uncommitted", "read_committed"
@@ -104,6 +105,10 @@ GROUP_CONFIG_DEF = ConfigDef([
               Range.at_least(2), Importance.MEDIUM,
               "The maximum number of delivery attempts for a record delivered to this share group "
               "(overrides group.share.delivery.count.limit)."),
+    ConfigKey(SHARE_PARTITION_MAX_RECORD_LOCKS, Type.INT, DEFAULTS["group.share.partition.max.record.locks"],
+              Range.at_least(100), Importance.MEDIUM,
+              "The maximum number of records in flight per share partition of this group (at most the "
+              "broker's group.share.partition.max.record.locks)."),
     ConfigKey(SHARE_AUTO_OFFSET_RESET, Type.STRING, "latest", _auto_offset_reset, Importance.MEDIUM,
               "The strategy to initialize the share-partition start offset: latest, earliest or "
               "by_duration:<ISO-8601 duration>."),
@@ -122,6 +127,7 @@ def broker_group_values(config: GroupCoordinatorConfig) -> dict[str, int | str]:
             SHARE_HEARTBEAT_INTERVAL_MS: config.share_group_heartbeat_interval_ms,
             SHARE_RECORD_LOCK_DURATION_MS: config.share_group_record_lock_duration_ms,
             SHARE_DELIVERY_COUNT_LIMIT: config.share_group_delivery_count_limit,
+            SHARE_PARTITION_MAX_RECORD_LOCKS: config.share_group_partition_max_record_locks,
             SHARE_AUTO_OFFSET_RESET: "latest", SHARE_ISOLATION_LEVEL: READ_UNCOMMITTED}
 
 
@@ -141,9 +147,10 @@ def validate_group_configs(configs: Mapping[str, object], config: GroupCoordinat
     heartbeat, session = values[CONSUMER_HEARTBEAT_INTERVAL_MS], values[CONSUMER_SESSION_TIMEOUT_MS]
     share_heartbeat, share_session = values[SHARE_HEARTBEAT_INTERVAL_MS], values[SHARE_SESSION_TIMEOUT_MS]
     lock, deliveries = values[SHARE_RECORD_LOCK_DURATION_MS], values[SHARE_DELIVERY_COUNT_LIMIT]
+    locks = values[SHARE_PARTITION_MAX_RECORD_LOCKS]
     assert isinstance(heartbeat, int) and isinstance(session, int)
     assert isinstance(share_heartbeat, int) and isinstance(share_session, int)
-    assert isinstance(lock, int) and isinstance(deliveries, int)
+    assert isinstance(lock, int) and isinstance(deliveries, int) and isinstance(locks, int)
     checks = (
         (heartbeat < config.consumer_group_min_heartbeat_interval_ms, CONSUMER_HEARTBEAT_INTERVAL_MS,
          "greater than or equal to", "group.consumer.min.heartbeat.interval.ms"),
@@ -171,6 +178,8 @@ def validate_group_configs(configs: Mapping[str, object], config: GroupCoordinat
          "greater than or equal to", "group.share.min.delivery.count.limit"),
         (deliveries > config.share_group_max_delivery_count_limit, SHARE_DELIVERY_COUNT_LIMIT,
          "less than or equal to", "group.share.max.delivery.count.limit"),
+        (locks > config.share_group_partition_max_record_locks, SHARE_PARTITION_MAX_RECORD_LOCKS,
+         "less than or equal to", "group.share.partition.max.record.locks"),
     )
     for failed, name, relation, other in checks:
         if failed:

@@ -21,7 +21,8 @@ Acquisition (``acquire``, Kafka's ``acquire``): the fetch reads the log from
 ``next_fetch_offset()`` (the first AVAILABLE offset in flight, else the end offset); AVAILABLE
 runs within the read batches are acquired, then new runs beyond the end offset, one per log batch,
 until ``max_records`` (batch-aligned; exact in record-limit mode) or until
-``group.share.partition.max.record.locks`` records are in flight. Under read_committed the read
+``group.share.partition.max.record.locks`` records are in flight (exactly: a log batch crossing the
+limit is acquired in part). Under read_committed the read
 stops at the LSO and records of aborted transactions are archived instead of acquired; control
 batches are archived in either mode (no client ever acknowledges them).
 
@@ -319,7 +320,7 @@ class SharePartition:
                     room = settings.max_in_flight_records - (self.end_offset - self.start_offset)
                     if room <= 0 and not skip:
                         break
-                    last = fb.last_offset
+                    last = fb.last_offset if skip else min(fb.last_offset, start + room - 1)
                     if strict_limit:
                         last = min(last, start + (max_records - count) - 1)
                     if skip:

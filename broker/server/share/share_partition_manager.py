@@ -51,7 +51,7 @@ from kafka_emu.broker.storage.log_segment import iter_headers
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group.group_config import (
     BY_DURATION, READ_COMMITTED, SHARE_AUTO_OFFSET_RESET, SHARE_DELIVERY_COUNT_LIMIT, SHARE_ISOLATION_LEVEL,
-    SHARE_RECORD_LOCK_DURATION_MS, parse_by_duration,
+    SHARE_PARTITION_MAX_RECORD_LOCKS, SHARE_RECORD_LOCK_DURATION_MS, parse_by_duration,
 )
 from kafka_emu.timer import DelayedOperationPurgatory, PurgatorySnapshot, Time, Timer, TopicPartitionOperationKey
 
@@ -154,7 +154,8 @@ class SharePartitionManager:
             record_lock_duration_ms=int(overrides.get(SHARE_RECORD_LOCK_DURATION_MS,
                                                       cfg["group.share.record.lock.duration.ms"])),
             delivery_count_limit=int(overrides.get(SHARE_DELIVERY_COUNT_LIMIT, cfg["group.share.delivery.count.limit"])),
-            max_in_flight_records=int(cfg["group.share.partition.max.record.locks"]),   # type: ignore[arg-type]
+            max_in_flight_records=int(overrides.get(SHARE_PARTITION_MAX_RECORD_LOCKS,
+                                                    cfg["group.share.partition.max.record.locks"])),
             auto_offset_reset=str(overrides.get(SHARE_AUTO_OFFSET_RESET, "latest")),
             read_committed=overrides.get(SHARE_ISOLATION_LEVEL) == READ_COMMITTED)
 

@@ -333,7 +333,7 @@ class SharePartition:
                     self._lock_for(b, member_id, settings, now)
                     acquired.append(AcquiredRecords(start, last, 1))
                     count += last - start + 1
-            if changed:
+            if changed or (self.batches and self.batches[0].state is RecordState.ARCHIVED):
                 self._maybe_update_start_offset()
         return _merge_adjacent(acquired)
 
@@ -419,6 +419,7 @@ class SharePartition:
                         self._lock_for(b, member_id, settings, now)
                         continue
                     self._unlock(b)
+                    b.member_id = None
                     if kind is AcknowledgeType.ACCEPT:
                         b.state = RecordState.ACKNOWLEDGED
                     elif kind in (AcknowledgeType.REJECT, AcknowledgeType.GAP):

@@ -33,6 +33,7 @@ from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.server.auth_helper import (
     CLUSTER, GROUP, TOPIC, Op, authorize, authorized_operations, deny, filter_authorized,
 )
+from kafka_emu.broker.apis.share_group_offsets import share_admin
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.broker.security.acl import AclOperation
@@ -413,8 +414,15 @@ def handle_delete_groups(apis: KafkaApis, request: Request) -> None:
     result_cls = item_cls(cls, "results")
     names = list(request.body.groups_names)
     allowed = filter_authorized(apis, request, Op.DELETE, GROUP, names)
+    share_groups = [g for g in allowed if gc.share_group_exists(g) == Errors.NONE]
     result = gc.handle_delete_groups([n for n in names if n in allowed])
     result.update({n: Errors.GROUP_AUTHORIZATION_FAILED for n in names if n not in allowed})
+    deleted_share_groups = [g for g in share_groups if result.get(g) == Errors.NONE]
+    if deleted_share_groups:
+        # a deleted share group's share-partition state goes too (Kafka's DeleteShareGroupState)
+        admin = share_admin(apis)
+        for g in deleted_share_groups:
+            admin.delete(g, admin.group_partitions(g), lambda results: None)
     results = tuple(build(result_cls, group_id=g, error_code=result.get(g, 0)) for g in names)
     respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, results=results))
 

@@ -239,7 +239,9 @@ class KafkaServer:
                 for ep in self.socket_server.endpoints}
             self.broker_info = BrokerInfo(self.broker_id, self.host, self.port,
                                           cfg.get("broker.rack"), endpoints, self.request_channel,
-                                          transaction_coordinator=self.transaction_coordinator)
+                                          transaction_coordinator=self.transaction_coordinator,
+                                          share_coordinator=self.share_coordinator,
+                                          share_partition_manager=self.share_partition_manager)
             self.started = True
         self.metadata.broker_started(self.broker_info, self._on_metadata)
         _log.info("broker_started", broker_id=self.broker_id)

@@ -81,6 +81,8 @@ from kafka_emu.broker.server.dynamic_config import CLUSTER_DEFAULT
 
 if TYPE_CHECKING:
     from kafka_emu.broker.network.request_channel import RequestChannel
+    from kafka_emu.broker.server.share.share_partition_manager import SharePartitionManager
+    from kafka_emu.coordinator.share.share_coordinator import ShareCoordinator
     from kafka_emu.coordinator.transaction import TransactionCoordinator
 
 _log = structlog.get_logger("broker.metadata")
@@ -124,6 +126,10 @@ class BrokerInfo:
     live: bool = True
     # the broker's transaction coordinator, for in-process KIP-890 verification (broker.txn_marker_sender)
     transaction_coordinator: TransactionCoordinator | None = None
+    # the broker's share coordinator and share partitions, for the share-group admin APIs
+    # (DescribeShareGroupOffsets and friends, DeleteGroups) in process
+    share_coordinator: ShareCoordinator | None = None
+    share_partition_manager: SharePartitionManager | None = None
 
 
 PartitionListener = Callable[[list[PartitionState], list[tuple[str, int]]], None]

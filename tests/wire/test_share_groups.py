@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from kafka_emu.broker.server.share.share_partition import RecordState
 from kafka_emu.common.errors import Errors
+from kafka_emu.coordinator.group.records import partition_for
 from kafka_emu.coordinator.share.share_coordinator_records import topic_id_string
 
 from wire_helpers import RawClient, unique, wait_until
@@ -288,3 +289,70 @@ def test_share_apis_wire_answers(kafka_cluster: Any) -> None:
         client.close()
 
 
+
+
+def test_share_group_offsets_admin_and_delete(kafka_cluster: Any) -> None:
+    """DescribeShareGroupOffsets / AlterShareGroupOffsets / DeleteShareGroupOffsets
+    (ShareGroupOffsetsIntegrationTest cases): the start offset after accepting, refused while a
+    member is in the group, altered back to 0 (every record delivered again), deleted; ListGroups'
+    share type; DeleteGroups removes the group and its state."""
+    from kio.index import load_request_schema
+    from kafka_emu.broker.protocol.adapter import build, item_cls
+    bs, topic, group = new_group(kafka_cluster, "admin", 10)
+    c = share_consumer(bs, group)
+    c.subscribe([topic])
+    got: list[int] = []
+    wait_until(lambda: got.extend(int(m.value()) for m in (c.poll(0.2) or [])) or len(got) >= 10, 20,
+               what="records")
+    c.commit_sync(10)
+    coordinator = kafka_cluster.leader_of("__consumer_offsets", partition_for(
+        group, kafka_cluster.broker_config(0)["offsets.topic.num.partitions"]))
+    client = RawClient(kafka_cluster.broker(coordinator).bootstrap_server)
+    try:
+        d_cls = load_request_schema(90, 1)
+        dg_cls = item_cls(d_cls, "groups")
+        dt_cls = item_cls(dg_cls, "topics")
+
+        def describe(topics: Any = None) -> Any:
+            (g,) = client.send(build(d_cls, groups=(build(dg_cls, group_id=group, topics=topics),))).groups
+            return g
+
+        g = describe()
+        assert g.error_code == Errors.NONE
+        (t,) = g.topics
+        assert (t.topic_name, [(p.partition_index, p.start_offset, p.lag) for p in t.partitions]) == (topic, [(0, 10, 0)])
+        a_cls = load_request_schema(91, 0)
+        at_cls = item_cls(a_cls, "topics")
+        ap_cls = item_cls(at_cls, "partitions")
+
+        def alter(start: int) -> Any:
+            return client.send(build(a_cls, group_id=group, topics=(build(at_cls, topic_name=topic, partitions=(
+                build(ap_cls, partition_index=0, start_offset=start),)),)))
+
+        refused = alter(0)
+        assert (refused.error_code, refused.error_message) == (Errors.NON_EMPTY_GROUP, "The group is not empty.")
+        c.close()
+        wait_until(lambda: alter(0).error_code == Errors.NONE, 20, what="the group empty")
+        assert describe((build(dt_cls, topic_name=topic, partitions=(0,)),)).topics[0].partitions[0].start_offset == 0
+        again = share_consumer(bs, group)
+        again.subscribe([topic])
+        redelivered: list[int] = []
+        wait_until(lambda: redelivered.extend(int(m.value()) for m in (again.poll(0.2) or [])) or
+                   len(redelivered) >= 10, 20, what="records delivered again from the altered start offset")
+        assert sorted(redelivered) == list(range(10))
+        again.commit_sync(10)
+        again.close()
+        l_cls = load_request_schema(16, 5)
+        wait_until(lambda: [(x.group_id, x.group_type) for x in client.send(build(
+            l_cls, states_filter=("Empty",), types_filter=("share",))).groups] == [(group, "share")], 20,
+            what="the group listed as an empty share group")
+        x_cls = load_request_schema(92, 0)
+        xt_cls = item_cls(x_cls, "topics")
+        deleted = client.send(build(x_cls, group_id=group, topics=(build(xt_cls, topic_name=topic),)))
+        assert [(r.topic_name, r.error_code) for r in deleted.responses] == [(topic, Errors.NONE)]
+        assert describe().topics == ()
+        dg = load_request_schema(42, 2)
+        assert [r.error_code for r in client.send(build(dg, groups_names=(group,))).results] == [Errors.NONE]
+        assert describe().error_code == Errors.GROUP_ID_NOT_FOUND
+    finally:
+        client.close()

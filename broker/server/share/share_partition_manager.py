@@ -256,6 +256,15 @@ class SharePartitionManager:
         for sp in gone:
             sp.close()
 
+    def forget_group(self, group_id: str, topic_ids: set[uuid.UUID] | None = None) -> None:
+        """The group's share-partition state was altered or deleted: drop the cached share
+        partitions (the next fetch reads the new state)."""
+        with self._lock:
+            keys = [k for k in self._partitions if k[0] == group_id and (topic_ids is None or k[1] in topic_ids)]
+            gone = [self._partitions.pop(k) for k in keys]
+        for sp in gone:
+            sp.close()
+
     def _wake(self, sp: SharePartition) -> None:
         self.purgatory.check_and_complete(DelayedShareFetchGroupKey(sp.group_id, sp.topic_id, sp.partition))
 

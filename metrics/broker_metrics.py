@@ -117,6 +117,7 @@ class BrokerMetrics:
         self._collect_transaction_coordinator(out, snapshot)
         self._collect_client_metrics(out, snapshot)
         self._collect_quotas(out, snapshot)
+        self._collect_share_partitions(out, snapshot)
 
     def _collect_purgatories(self, out: Samples, snapshot: BrokerSnapshotView) -> None:
         b = self._label
@@ -231,6 +232,22 @@ class BrokerMetrics:
             for metric, attributes, value in client.values:
                 out.add(names.CLIENT_TELEMETRY, value, b, cid, client.client_id, metric, attributes)
 
+    def _collect_share_partitions(self, out: Samples, snapshot: BrokerSnapshotView) -> None:
+        sp = snapshot.share_partitions
+        if sp is None:
+            return
+        b = self._label
+        for ack_type, count in sp.acknowledgements.items():
+            out.add(names.SHARE_RECORD_ACKNOWLEDGEMENTS, count, b, ack_type)
+        out.add(names.SHARE_FETCH_REQUESTS, sp.share_fetches, b)
+        out.add(names.SHARE_ACKNOWLEDGEMENT_REQUESTS, sp.share_acknowledges, b)
+        out.add(names.SHARE_RECORD_LOCK_TIMEOUTS, sp.record_lock_timeouts, b)
+        out.add(names.SHARE_SESSIONS, sp.share_sessions, b)
+        for p in sp.partitions:
+            labels = (b, p.group_id, p.topic, str(p.partition))
+            out.add(names.SHARE_START_OFFSET, p.start_offset, *labels)
+            out.add(names.SHARE_LAG, p.lag, *labels)
+
     def _collect_coordinator(self, out: Samples, snapshot: BrokerSnapshotView,
                              high_watermarks: Mapping[tuple[str, int], int]) -> None:
         gc = snapshot.group_coordinator
@@ -245,6 +262,10 @@ class BrokerMetrics:
         for state, count in gc.consumer_groups_by_state.items():
             out.add(names.CONSUMER_GROUP_COUNT, count, b, state)
         out.add(names.CONSUMER_GROUP_REBALANCES, gc.consumer_rebalances, b)
+        out.add(names.GROUP_COUNT, sum(gc.share_groups_by_state.values()), b, "share")
+        for state, count in gc.share_groups_by_state.items():
+            out.add(names.SHARE_GROUP_COUNT, count, b, state)
+        out.add(names.SHARE_GROUP_REBALANCES, gc.share_rebalances, b)
         out.add(names.NUM_OFFSETS, len(gc.committed_offsets), b)
         out.add(names.GROUP_MEMBERS, gc.members, b)
         out.add(names.COMPLETED_REBALANCES, gc.rebalances_completed, b)

@@ -396,7 +396,7 @@ COMPLETED_REBALANCES = MetricSpec(
 _GCM = "kafka.server:type=group-coordinator-metrics, {}"
 GROUP_COUNT = MetricSpec(
     "kafka_server_group_coordinator_metrics_group_count", "gauge", ("protocol",),
-    "Groups loaded on this coordinator by rebalance protocol (classic, consumer).",
+    "Groups loaded on this coordinator by rebalance protocol (classic, consumer, share).",
     _GCM.format("group-count (protocol=<protocol>)"))
 CONSUMER_GROUP_COUNT = MetricSpec(
     "kafka_server_group_coordinator_metrics_consumer_group_count", "gauge", ("state",),
@@ -408,6 +408,45 @@ CONSUMER_GROUP_REBALANCES = MetricSpec(
     "Consumer-protocol group epoch bumps: a member joined or left, a subscription or the "
     "subscribed topics' metadata changed (rate() is Kafka's consumer-group-rebalance-rate).",
     _GCM.format("consumer-group-rebalance-count/-rate"))
+SHARE_GROUP_COUNT = MetricSpec(
+    "kafka_server_group_coordinator_metrics_share_group_count", "gauge", ("state",),
+    "Share groups (KIP-932) on this coordinator by state (Empty, Stable, Dead).",
+    _GCM.format("share-group-count (state=<state>)"))
+SHARE_GROUP_REBALANCES = MetricSpec(
+    "kafka_server_group_coordinator_metrics_share_group_rebalance", "counter", (),
+    "Share group epoch bumps: a member joined or left, a subscription or the subscribed topics' "
+    "metadata changed (rate() is Kafka's share-group-rebalance-rate).",
+    _GCM.format("share-group-rebalance-count/-rate"))
+_SGM = "kafka.server:type=share-group-metrics, {}"
+SHARE_RECORD_ACKNOWLEDGEMENTS = MetricSpec(
+    "kafka_server_share_group_metrics_record_acknowledgement", "counter", ("ack_type",),
+    "Records acknowledged by share group members on this broker's share partitions, by type "
+    "(Accept, Release, Reject, Renew, Gap).",
+    _SGM.format("record-acknowledgement-count/-rate (ack-type=<type>)"))
+SHARE_FETCH_REQUESTS = MetricSpec(
+    "kafka_server_brokertopicmetrics_totalsharefetchrequestspersec", "counter", (),
+    "ShareFetch requests this broker answered as a share-partition leader.",
+    "kafka.server:type=BrokerTopicMetrics,name=TotalShareFetchRequestsPerSec")
+SHARE_ACKNOWLEDGEMENT_REQUESTS = MetricSpec(
+    "kafka_server_brokertopicmetrics_totalshareacknowledgementrequestspersec", "counter", (),
+    "Requests carrying share acknowledgements (ShareAcknowledge, and ShareFetch with "
+    "acknowledgements) this broker applied.",
+    "kafka.server:type=BrokerTopicMetrics,name=TotalShareAcknowledgementRequestsPerSec")
+SHARE_RECORD_LOCK_TIMEOUTS = MetricSpec(
+    "kafka_emu_share_record_lock_timeouts", "counter", (),
+    "Records whose acquisition lock expired before they were acknowledged (they became "
+    "available again, or were archived at the delivery limit).", None)
+SHARE_SESSIONS = MetricSpec(
+    "kafka_emu_share_sessions", "gauge", (),
+    "Share sessions open on this broker (group.share.max.share.sessions caps them).", None)
+SHARE_START_OFFSET = MetricSpec(
+    "kafka_emu_share_group_start_offset", "gauge", ("group", "topic", "partition"),
+    "The share-partition start offset of each share partition this broker leads: every record "
+    "below it was acknowledged or archived.", None)
+SHARE_LAG = MetricSpec(
+    "kafka_emu_share_group_lag", "gauge", ("group", "topic", "partition"),
+    "Share lag: the partition's high watermark minus the share-partition start offset (records "
+    "not yet delivered for good), per share partition this broker leads.", None)
 REBALANCES_STARTED = MetricSpec(
     "kafka_emu_coordinator_rebalances_started", "counter", (),
     "Transitions of a group into PreparingRebalance (a join, leave, expiry or metadata change "
@@ -539,7 +578,9 @@ ALL: tuple[MetricSpec, ...] = (
     LOG_MEMORY_BUDGET_DELETED, CLEANER_MAX_DIRTY_PERCENT, CLEANER_TIME_SINCE_LAST_RUN,
     CLEANER_UNCLEANABLE_PARTITIONS, CLEANER_RECOPY_PERCENT, CLEANER_MAX_CLEAN_TIME,
     NUM_GROUPS, *GROUP_STATE_METRICS.values(), NUM_OFFSETS, GROUP_MEMBERS,
-    GROUP_COUNT, CONSUMER_GROUP_COUNT, CONSUMER_GROUP_REBALANCES,
+    GROUP_COUNT, CONSUMER_GROUP_COUNT, CONSUMER_GROUP_REBALANCES, SHARE_GROUP_COUNT, SHARE_GROUP_REBALANCES,
+    SHARE_RECORD_ACKNOWLEDGEMENTS, SHARE_FETCH_REQUESTS, SHARE_ACKNOWLEDGEMENT_REQUESTS, SHARE_RECORD_LOCK_TIMEOUTS,
+    SHARE_SESSIONS, SHARE_START_OFFSET, SHARE_LAG,
     COMPLETED_REBALANCES, REBALANCES_STARTED, REBALANCE_TIME, REBALANCE_TIME_MAX,
     HEARTBEAT_EXPIRATIONS, TXN_PARTITION_LOAD_TIME, TXN_PARTITION_LOAD_TIME_MAX, TXN_MARKER_QUEUE_SIZE,
     TXN_PENDING_COMPLETION, TXN_BY_STATE, CLIENT_METRICS_INSTANCES, CLIENT_METRICS_UNKNOWN_SUBSCRIPTION,

@@ -356,3 +356,45 @@ def test_share_group_offsets_admin_and_delete(kafka_cluster: Any) -> None:
         assert describe().error_code == Errors.GROUP_ID_NOT_FOUND
     finally:
         client.close()
+
+
+def test_test_control_and_metrics_on_share_groups(kafka_cluster: Any) -> None:
+    """Test control on a share group: errors injected into its ShareGroupHeartbeats and
+    ShareFetches (matched by group id), which the consumer rides out; the requests in
+    ``requests()``; and the share series of the metrics (acknowledgements by type, the start
+    offset and lag, the ShareFetch purgatory, share group counts)."""
+    from kafka_emu.metrics import ClusterMetrics
+    bs, topic, group = new_group(kafka_cluster, "ctl", 30)
+    hb = kafka_cluster.inject_errors("ShareGroupHeartbeat", ["COORDINATOR_LOAD_IN_PROGRESS"], group=group)
+    sf = kafka_cluster.inject_errors("ShareFetch", ["SHARE_SESSION_NOT_FOUND", "UNKNOWN_SERVER_ERROR"], group=group)
+    metrics = ClusterMetrics(kafka_cluster)
+    c = ShareConsumer({"bootstrap.servers": bs, "group.id": group, "client.id": group, "retry.backoff.ms": 20,
+                       "reconnect.backoff.ms": 20})
+    try:
+        c.subscribe([topic])
+        got: list[int] = []
+        wait_until(lambda: got.extend(int(m.value()) for m in (c.poll(0.2) or []) if m.error() is None)
+                   or len(set(got)) >= 30, 30, what="records despite the errors")
+        assert set(got) == set(range(30))
+        c.commit_sync(10)
+        assert hb.injected == 1 and sf.injected == 2
+        fetches = kafka_cluster.requests(api="ShareFetch", client_id=group)
+        assert [r.fault for r in fetches[:2]] == ["error", "error"]
+        assert [r.response.error_code for r in fetches[:2]] == [Errors.SHARE_SESSION_NOT_FOUND,
+                                                                 Errors.UNKNOWN_SERVER_ERROR]
+        leader = kafka_cluster.leader_of(topic, 0)
+        labels = {"broker_id": str(leader), "group": group, "topic": topic, "partition": "0"}
+        wait_until(lambda: metrics.sample("kafka_emu_share_group_start_offset", labels) == 30, 10,
+                   what="the start offset series")
+        assert metrics.sample("kafka_emu_share_group_lag", labels) == 0
+        assert (metrics.sample("kafka_server_share_group_metrics_record_acknowledgement_total",
+                               {"broker_id": str(leader), "ack_type": "Accept"}) or 0) >= 30
+        assert metrics.sample("kafka_server_delayedoperationpurgatory_purgatorysize",
+                              {"broker_id": str(leader), "delayedOperation": "ShareFetch"}) is not None
+        counts = [metrics.sample("kafka_server_group_coordinator_metrics_group_count",
+                                 {"broker_id": str(b), "protocol": "share"}) or 0 for b in range(3)]
+        assert sum(counts) >= 1
+    finally:
+        c.close()
+        metrics.close()
+        kafka_cluster.clear_faults()

@@ -291,8 +291,6 @@ class SharePartitionManager:
                     callback: Callable[[dict[TopicIdPartition, int]], None]) -> None:
         """Apply acknowledgements per partition; ``callback({partition: error})`` once every
         partition's change is written (or refused)."""
-        with self._metrics_lock:
-            self.share_acknowledges += 1
         results: dict[TopicIdPartition, int] = {}
         pending = [len(acks)]
         lock = threading.Lock()
@@ -308,6 +306,8 @@ class SharePartitionManager:
         if not acks:
             callback(results)
             return
+        with self._metrics_lock:
+            self.share_acknowledges += 1
         for tp, batches in acks.items():
             error, sp = self.share_partition(group_id, *tp)
             if sp is None or not sp.is_active:

@@ -92,6 +92,9 @@ COMMANDS: dict[str, Command | dict[str, Command]] = {
                        "segment log vs the old list log: append/read rates, RSS under retention"),
         "transactions": Command("kafka_emu.bench.bench_transactions",
                                 "transactions/s and commit latency vs the same records produced idempotently"),
+        "share": Command("kafka_emu.bench.bench_share",
+                         "share-group fetch throughput vs a classic group, and lock-expiry redelivery on the "
+                         "manual clock (needs [load] for confluent-kafka)"),
         "registry": Command("kafka_emu.bench.bench_registry",
                             "schema registry lookups by id and registrations vs a dict-backed HTTP server "
                             "(needs [registry])"),

@@ -152,8 +152,14 @@ def rebalance_summary(events: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
-def delivery_check(samples: pd.DataFrame, audiences: dict[str, list[str]]) -> dict[str, dict[str, int]]:
-    """Per audience: records read, distinct offsets, duplicates, acked-but-missing, read-but-never-acked."""
+def delivery_check(samples: pd.DataFrame, audiences: dict[str, list[str]],
+                   share_limits: dict[str, int] | None = None) -> dict[str, dict[str, int]]:
+    """Per audience: records read, distinct offsets, duplicates, acked-but-missing, read-but-never-acked.
+
+    A share group (``share_limits``: group id -> delivery count limit) reads a record when a
+    member ACCEPTs it (``consume`` samples): duplicates are records accepted twice; the records
+    it REJECTed, or RELEASEd as many times as the delivery limit, are archived by the broker and
+    not expected (counted as ``rejected`` and ``archived``)."""
     keys = ["topic", "partition", "offset"]
     acked = ok_rows(samples, "produce")[keys].drop_duplicates()
     consumed = ok_rows(samples, "consume")
@@ -163,8 +169,20 @@ def delivery_check(samples: pd.DataFrame, audiences: dict[str, list[str]]) -> di
         expected = acked[acked["topic"].isin(audiences[audience])]
         reads = consumed[reader == audience].groupby(keys).size().rename("reads").reset_index()
         both = expected.merge(reads, on=keys, how="outer", indicator=True)
+        extra: dict[str, int] = {}
+        if share_limits is not None and audience in share_limits:
+            mine = samples[(samples["group_id"] == audience) & (samples["error"] == "")]
+            rejected = mine[mine["op"] == "share_reject"][keys].drop_duplicates()
+            releases = mine[mine["op"] == "share_release"].groupby(keys).size().rename("n").reset_index()
+            archived = releases[releases["n"] >= share_limits[audience]][keys]
+            gone = pd.concat([rejected, archived]).drop_duplicates()
+            expected = expected.merge(gone, on=keys, how="left", indicator=True)
+            expected = expected[expected["_merge"] == "left_only"][keys]
+            both = expected.merge(reads, on=keys, how="outer", indicator=True)
+            extra = {"rejected": int(len(rejected)), "archived": int(len(archived)),
+                     "released": int(releases["n"].sum()) if len(releases) else 0}
         records = int(reads["reads"].sum())
         out[audience] = {"records": records, "unique": int(len(reads)), "duplicates": records - int(len(reads)),
                          "expected": int(len(expected)), "missing": int((both["_merge"] == "left_only").sum()),
-                         "unexpected": int((both["_merge"] == "right_only").sum())}
+                         "unexpected": int((both["_merge"] == "right_only").sum()), **extra}
     return out

@@ -19,12 +19,13 @@ from kafka_emu.loadgen.live_stats import StatsReceiver
 from kafka_emu.loadgen.report import build_report, save_samples, write_summary
 from kafka_emu.loadgen.samples import SPARK_SCHEMA
 from kafka_emu.loadgen.spec import TopicSpec, WorkloadSpec
-from kafka_emu.loadgen.target import create_topics, delete_topic, set_group_configs
+from kafka_emu.loadgen.target import create_topics, delete_topic, set_group_configs, set_share_group_configs
 from kafka_emu.loadgen.tasks import TASK_SCHEMA, Task, build_tasks
 
 
 def audiences(spec: WorkloadSpec) -> dict[str, list[str]]:
     out = {g.group_id: list(g.topics) for g in spec.groups}
+    out.update({g.group_id: list(g.topics) for g in spec.share_groups})
     out.update({f"consumer:{c.name}": list(c.topics) for c in spec.consumers})
     return out
 
@@ -57,6 +58,7 @@ def run_load(spark: Any, spec: WorkloadSpec, bootstrap: str, report_dir: Path, r
     control = f"_loadgen-done-{run_info.get('run_id') or int(time.time())}"
     create_topics(bootstrap, (TopicSpec(control, 1, 1),), 1)
     refused = set_group_configs(bootstrap, spec.groups)
+    refused.update(set_share_group_configs(bootstrap, spec.share_groups))
     tasks, partitions = plan(spark, spec, control)
     stats = StatsReceiver(driver_host(spark))
     watcher = LiveProgress(stats, spec.duration_s, show_progress)

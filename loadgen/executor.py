@@ -31,8 +31,10 @@ def _runners() -> dict[str, Runner]:
     from kafka_emu.loadgen.admin_task import run_admin
     from kafka_emu.loadgen.consumer_task import run_consumer, run_member
     from kafka_emu.loadgen.producer_task import run_producer
+    from kafka_emu.loadgen.share_task import run_share_member
 
-    return {"producer": run_producer, "consumer": run_consumer, "member": run_member, "admin": run_admin}
+    return {"producer": run_producer, "consumer": run_consumer, "member": run_member,
+            "share_member": run_share_member, "admin": run_admin}
 
 
 def agree_start_time(lead_s: float = START_LEAD_S) -> float:
@@ -52,6 +54,8 @@ def _sink_for(task: dict[str, Any], params: dict[str, Any]) -> SampleSink:
     if task["kind"] == "member":
         g = params["group"]
         return SampleSink(task["task_id"], g["client"], g["group_id"], params["member"])
+    if task["kind"] == "share_member":
+        return SampleSink(task["task_id"], "confluent", params["share_group"]["group_id"], params["member"])
     return SampleSink(task["task_id"], params.get("client", "confluent"))
 
 

@@ -82,7 +82,9 @@ def build_report(samples: pa.Table | pd.DataFrame, out_dir: Path, run_info: dict
     hist = aggregate.latency_histogram(frame)
     events = aggregate.member_events(frame, start)
     churn = aggregate.churn_events(events)
-    delivery = aggregate.delivery_check(frame, audiences)
+    share_limits = {g["group_id"]: g.get("delivery_count_limit", 5)
+                    for g in (run_info.get("spec") or {}).get("share_groups") or ()}
+    delivery = aggregate.delivery_check(frame, audiences, share_limits)
 
     throughput: dict[str, Any] = {}
     for op in aggregate.LATENCY_OPS:
@@ -207,6 +209,11 @@ def summary_blocks(s: dict[str, Any]) -> list[Block]:
         blocks.append(Block(header=["reader", "records", "unique", "duplicates", "missing (acked, unread)"],
                             rows=[[who, str(c["records"]), str(c["unique"]), str(c["duplicates"]), str(c["missing"])]
                                   for who, c in s["consumed"].items()]))
+        shares = [f"{who}: {c['records']} accepted (each record once per ACCEPT), {c['released']} released, "
+                  f"{c['rejected']} rejected, {c['archived']} archived at the delivery limit"
+                  for who, c in s["consumed"].items() if "released" in c]
+        if shares:
+            blocks.append(Block(text="Share groups (KIP-932):", items=shares))
     r = s["rebalances"]
     if r["count"]:
         blocks.append(Block(text=f"Rebalances: {r['count']} member assignments (p50 {r.get('p50_ms', 0):.0f} ms, max "

@@ -116,6 +116,24 @@ class GroupSpec:
 
 
 @dataclass(frozen=True)
+class ShareGroupSpec:
+    """A share group (KIP-932): ``members`` confluent-kafka ShareConsumers in explicit
+    acknowledgement mode; each delivered record is RELEASEd with probability
+    ``release_fraction`` (redelivered to someone), REJECTed with ``reject_fraction`` (archived,
+    never delivered again) and ACCEPTed otherwise. Before the run the group's broker configs are
+    set: ``share.auto.offset.reset=earliest`` (every record produced in the run is delivered) and
+    ``share.delivery.count.limit`` (records released that many times are archived)."""
+
+    group_id: str
+    topics: tuple[str, ...]
+    members: int = 3
+    release_fraction: float = 0.0
+    reject_fraction: float = 0.0
+    delivery_count_limit: int = 5
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class AdminAction:
     at_s: float
     action: str
@@ -157,6 +175,7 @@ class WorkloadSpec:
     producers: tuple[ProducerSpec, ...] = ()
     consumers: tuple[ConsumerSpec, ...] = ()
     groups: tuple[GroupSpec, ...] = ()
+    share_groups: tuple[ShareGroupSpec, ...] = ()
     admin: tuple[AdminAction, ...] = ()
     ramp: RampSpec | None = None
     # The registry of serializer: avro producers. None: the embedded cluster's own (started for
@@ -405,11 +424,31 @@ def _parse_ramp(c: _Checker, raw: Any) -> RampSpec | None:
     return ramp
 
 
+def _parse_share_group(c: _Checker, raw: Any, path: str) -> ShareGroupSpec:
+    d = c.mapping(raw, path, {"group_id", "topics", "topic", "members", "release_fraction", "reject_fraction",
+                              "delivery_count_limit", "config"})
+    g = ShareGroupSpec(
+        group_id=c.name(d, "group_id", path),
+        topics=c.topics(d, path),
+        members=c.number(d, "members", path, 3, minimum=1, integer=True),
+        release_fraction=c.number(d, "release_fraction", path, 0.0, minimum=0),
+        reject_fraction=c.number(d, "reject_fraction", path, 0.0, minimum=0),
+        delivery_count_limit=c.number(d, "delivery_count_limit", path, 5, minimum=2, integer=True),
+        config=c.config(d, path),
+    )
+    if g.release_fraction is not None and g.reject_fraction is not None \
+            and g.release_fraction + g.reject_fraction >= 1:
+        c.fail(path, "release_fraction + reject_fraction must be below 1 (some records must be accepted)")
+    if g.delivery_count_limit is not None and g.delivery_count_limit > 10:
+        c.fail(f"{path}.delivery_count_limit", "must be at most 10 (group.share.max.delivery.count.limit)")
+    return g
+
+
 def parse_spec(raw: Any) -> WorkloadSpec:
     """Validate a decoded YAML/JSON document; raise SpecError listing every problem."""
     c = _Checker()
     d = c.mapping(raw, "", {"duration_s", "drain_s", "seed", "topics", "producers", "consumers", "groups",
-                            "admin", "ramp", "schema_registry_url"})
+                            "share_groups", "admin", "ramp", "schema_registry_url"})
     if raw is not None and not isinstance(raw, dict):
         raise SpecError("workload spec: the document must be a mapping")
     duration = c.number(d, "duration_s", "", 30.0, minimum=0, exclusive=True)
@@ -434,6 +473,8 @@ def parse_spec(raw: Any) -> WorkloadSpec:
                                       start_s=c.number(cd, "start_s", p, 0.0, minimum=0),
                                       config=c.config(cd, p)))
     groups = [_parse_group(c, g, f"groups[{i}]", duration) for i, g in enumerate(c.seq(d.get("groups"), "groups"))]
+    share_groups = [_parse_share_group(c, g, f"share_groups[{i}]")
+                    for i, g in enumerate(c.seq(d.get("share_groups"), "share_groups"))]
     admin = [_parse_admin(c, a, f"admin[{i}]", duration) for i, a in enumerate(c.seq(d.get("admin"), "admin"))]
 
     declared = {t.name for t in topics}
@@ -443,15 +484,17 @@ def parse_spec(raw: Any) -> WorkloadSpec:
         names = [x.name for x in items]
         if len(set(names)) != len(names):
             c.fail(kind, "names must be unique")
-    if len({g.group_id for g in groups}) != len(groups):
-        c.fail("groups", "group ids must be unique")
-    for kind, items in (("producers", producers), ("consumers", consumers), ("groups", groups)):
+    all_groups = [g.group_id for g in groups] + [g.group_id for g in share_groups]
+    if len(set(all_groups)) != len(all_groups):
+        c.fail("groups", "group ids must be unique (across groups and share_groups)")
+    for kind, items in (("producers", producers), ("consumers", consumers), ("groups", groups),
+                        ("share_groups", share_groups)):
         for i, item in enumerate(items):
             for t in item.topics:
                 if t not in declared:
                     c.fail(f"{kind}[{i}].topics", f"topic {t!r} is not declared under topics")
-    if not producers and not consumers and not groups and not admin:
-        c.fail("", "the spec drives no load: add producers, consumers, groups or admin actions")
+    if not producers and not consumers and not groups and not share_groups and not admin:
+        c.fail("", "the spec drives no load: add producers, consumers, groups, share_groups or admin actions")
     registry_url = d.get("schema_registry_url")
     if registry_url is not None and not (isinstance(registry_url, str)
                                          and registry_url.startswith(("http://", "https://"))):
@@ -467,7 +510,8 @@ def parse_spec(raw: Any) -> WorkloadSpec:
         raise SpecError("invalid workload spec: " + "; ".join(p.lstrip(": ") for p in c.problems))
     return WorkloadSpec(duration_s=duration, drain_s=drain, seed=seed, topics=tuple(topics),
                         producers=tuple(producers), consumers=tuple(consumers), groups=tuple(groups),
-                        admin=tuple(admin), ramp=ramp, schema_registry_url=registry_url)
+                        share_groups=tuple(share_groups), admin=tuple(admin), ramp=ramp,
+                        schema_registry_url=registry_url)
 
 
 def load_spec(path: str | Path) -> WorkloadSpec:

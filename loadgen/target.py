@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import structlog
 
 from kafka_emu.loadgen.errors import ClusterUnreachableError, LoadgenError, SpecError
-from kafka_emu.loadgen.spec import GroupSpec, TopicSpec
+from kafka_emu.loadgen.spec import GroupSpec, ShareGroupSpec, TopicSpec
 
 _log = structlog.get_logger("loadgen.target")
 
@@ -108,6 +108,31 @@ def set_group_configs(bootstrap: str, groups: tuple[GroupSpec, ...]) -> dict[str
             err = exc.args[0] if exc.args else None
             refused[g.group_id] = err.str() if hasattr(err, "str") else str(exc)
             _log.warning("group_configs_refused", group_id=g.group_id, error=refused[g.group_id])
+    return refused
+
+
+def set_share_group_configs(bootstrap: str, share_groups: tuple[ShareGroupSpec, ...]) -> dict[str, str]:
+    """Each share group's configs on the broker before the run (KIP-932, IncrementalAlterConfigs
+    on its GROUP resource): ``share.auto.offset.reset=earliest`` so the members read what the run
+    produces from its first record, and the spec's ``share.delivery.count.limit``. A refusal is
+    logged and returned per group, and the run goes on."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    if not share_groups:
+        return {}
+    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+    refused: dict[str, str] = {}
+    for g in share_groups:
+        resource = ConfigResource(ResourceType.GROUP, g.group_id, incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("share.delivery.count.limit", str(g.delivery_count_limit),
+                        incremental_operation=AlterConfigOpType.SET)])
+        try:
+            admin.incremental_alter_configs([resource], request_timeout=30)[resource].result(30)
+        except Exception as exc:
+            err = exc.args[0] if exc.args else None
+            refused[g.group_id] = err.str() if hasattr(err, "str") else str(exc)
+            _log.warning("share_group_configs_refused", group_id=g.group_id, error=refused[g.group_id])
     return refused
 
 

@@ -26,7 +26,7 @@ TASK_SCHEMA = "task_id string, kind string, slot int, start_s double, stop_s dou
 @dataclass(frozen=True)
 class Task:
     task_id: str
-    kind: str           # producer | consumer | member | admin
+    kind: str           # producer | consumer | member | share_member | admin
     start_s: float
     stop_s: float       # when the task is told to stop; members and consumers may end earlier (drained)
     params: dict[str, Any]
@@ -87,6 +87,13 @@ def build_tasks(spec: WorkloadSpec, slots: int, control_topic: str = CONTROL_TOP
                               m.end_s if m.end_s is not None else horizon,
                               {"group": gd, "member": m.member, "end": m.end, "produce_end_s": spec.duration_s, **done},
                               weight=1.5))
+    for sg in spec.share_groups:
+        sd = dataclasses.asdict(sg)
+        for i in range(sg.members):
+            member = f"{sg.group_id}-s{i}"
+            tasks.append(Task(f"share:{member}", "share_member", 0.0, horizon,
+                              {"share_group": sd, "member": member, "produce_end_s": spec.duration_s,
+                               "seed": rng.getrandbits(32), **done}, weight=1.5))
     if spec.admin:
         actions = sorted((dataclasses.asdict(a) for a in spec.admin), key=lambda a: a["at_s"])
         tasks.append(Task("admin", "admin", actions[0]["at_s"], spec.duration_s, {"actions": actions}, weight=0.1))

@@ -4,8 +4,8 @@ acknowledgements, KIP-1222) → ``SharePartitionManager``: Kafka's ``KafkaApis.h
 and ``handleShareAcknowledgeRequest``.
 
 ShareFetch: the share session is checked or opened (``new_context``), the acknowledgements it
-carries are applied and written, then records are acquired from the session's partitions,
-waiting up to ``MaxWaitMs`` in the ShareFetch purgatory; the answer lists each partition that has
+carries are applied, and while they are written records are acquired from the session's
+partitions, waiting up to ``MaxWaitMs`` in the ShareFetch purgatory; the answer lists each partition that has
 records, an error or an acknowledgement result (every session partition for a session's first
 request), the records' batches with the ``AcquiredRecords`` ranges the member now holds, the
 acquisition lock timeout (the group's ``share.record.lock.duration.ms``) and the endpoints of the
@@ -21,6 +21,7 @@ Kafka 4.1 (``emulator.kafka.version``: v1 as 4.1, v1-2 as 4.2); not listed as 3.
 """
 from __future__ import annotations
 
+import threading
 import uuid
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Callable
@@ -155,14 +156,23 @@ def handle_share_fetch(apis: KafkaApis, request: Request) -> None:
     state = ShareFetchRequestState(group_id, member_id, fetch_from, int(body.max_bytes), int(body.max_records),
                                    int(getattr(body, "share_acquire_mode", 0)) == RECORD_LIMIT_MODE)
 
-    def fetch(ack_errors: dict[TopicIdPartition, int]) -> None:
-        def send(results: dict[TopicIdPartition, PartitionResult]) -> None:
-            listed = list(dict.fromkeys(
-                (list(session.partitions) if epoch == INITIAL_EPOCH else []) + list(results) + list(ack_errors)))
-            answer.send(listed, results, ack_errors, lock_timeout)
-        manager.fetch(state, duration_ms(body.max_wait), send)
+    # the acknowledgements are applied at once; their write and the fetch then proceed together,
+    # and the answer goes out when both are done (Kafka's combined acknowledge and fetch futures)
+    done: dict[str, Any] = {}
+    lock = threading.Lock()
 
-    manager.acknowledge(group_id, member_id, acks, fetch)
+    def complete(part: str, value: Any) -> None:
+        with lock:
+            done[part] = value
+            if len(done) < 2:
+                return
+        results, ack_errors = done["fetch"], done["acks"]
+        listed = list(dict.fromkeys(
+            (list(session.partitions) if epoch == INITIAL_EPOCH else []) + list(results) + list(ack_errors)))
+        answer.send(listed, results, ack_errors, lock_timeout)
+
+    manager.acknowledge(group_id, member_id, acks, lambda ack_errors: complete("acks", ack_errors))
+    manager.fetch(state, duration_ms(body.max_wait), lambda results: complete("fetch", results))
 
 
 def handle_share_acknowledge(apis: KafkaApis, request: Request) -> None:

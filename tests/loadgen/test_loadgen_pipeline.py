@@ -40,6 +40,9 @@ SPEC = {
                {"group_id": "pipe-848", "topics": ["pipe"], "members": 2, "group_protocol": "consumer",
                 "session_timeout_ms": 1500, "heartbeat_interval_ms": 300,
                 "churn": [{"at_s": 2.5, "action": "crash"}]}],
+    # a share group (KIP-932): three ShareConsumers accept most records, release and reject some
+    "share_groups": [{"group_id": "pipe-share", "topics": ["pipe-kp"], "members": 3, "release_fraction": 0.1,
+                      "reject_fraction": 0.05}],
     "consumers": [{"name": "audit", "topics": ["pipe", "pipe-kp"], "client": "kafka-python"}],
     "admin": [{"at_s": 1, "action": "list_topics"}, {"at_s": 2, "action": "describe_groups", "group": "pipe-app"}],
 }
@@ -75,10 +78,16 @@ def test_pipeline_report_matches_the_cluster(spark, tmp_path, in_log):
     kip848 = summary["consumed"]["pipe-848"]
     assert kip848["missing"] == 0 and kip848["unique"] == logs["pipe"]
     assert summary["run"]["group_configs_refused"] == {}
+    # The share group accepts each record once; the rejected ones (and any released up to the
+    # delivery limit) are archived instead; released records came back to some member.
+    share = summary["consumed"]["pipe-share"]
+    assert share["duplicates"] == 0 and share["missing"] == 0
+    assert share["unique"] + share["rejected"] + share["archived"] == logs["pipe-kp"]
+    assert share["released"] > 0 and share["rejected"] > 0
     # The plan: pipe-app 2 initial members + 1 join; one leaves, one crashes (SIGKILL), the rest
     # drain; pipe-848 2 members, one crashes (its partitions move after the group's 1.5 s session).
     reb = summary["rebalances"]
-    assert reb["joins"] == 5 and reb["crashes"] == 2 and reb["leaves"] == 1 and reb["closes_at_end"] == 2
+    assert reb["joins"] == 8 and reb["crashes"] == 2 and reb["leaves"] == 1 and reb["closes_at_end"] == 5
     assert reb["count"] >= 5
     assert {g: b["protocol"] for g, b in reb["by_group"].items()} == {"pipe-app": "classic", "pipe-848": "consumer"}
     assert {"admin:list_topics", "admin:describe_groups"} <= set(summary["operations"])
@@ -87,7 +96,7 @@ def test_pipeline_report_matches_the_cluster(spark, tmp_path, in_log):
     per_second = pd.read_csv(tmp_path / "per_second.csv")
     assert per_second[per_second["op"] == "produce"]["messages"].sum() == produced["acked"]
     assert per_second[per_second["op"] == "consume"]["messages"].sum() == \
-        group["records"] + kip848["records"] + audit["records"]
+        group["records"] + kip848["records"] + audit["records"] + share["records"]
     on_disk = json.loads((tmp_path / "summary.json").read_text())
     assert on_disk["produced"] == produced
     assert spark.read.parquet(str(tmp_path / "samples.parquet")).count() == summary["run"]["samples"]

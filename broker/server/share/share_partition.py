@@ -31,7 +31,9 @@ Locks are ``AcquisitionLockTimerTask``s on the broker's share ``SystemTimer`` (a
 delivery count kept (ARCHIVED at the limit), the group's parked ShareFetches are woken and the
 record lock timeout is counted.
 
-The start offset moves past every leading ACKNOWLEDGED or ARCHIVED run, which then leaves memory.
+The start offset moves past every leading ACKNOWLEDGED or ARCHIVED run, which then leaves memory;
+an acknowledgement that releases records or moves the start offset (making room under the
+in-flight limit) wakes the group's parked ShareFetches.
 Every change other than an acquisition (acknowledgements, releases, lock expiries) is written to
 the share coordinator (``Persister.write_state``: the changed runs as state batches, the start
 offset), one write at a time in order; an acknowledgement is answered once its write is done. On
@@ -428,8 +430,10 @@ class SharePartition:
                         released |= self._release(b, settings)
                     changed.append(b)
             batches = self._state_batches(changed)
+            start = self.start_offset
             self._maybe_update_start_offset()
-        if released:
+            room = self.start_offset > start
+        if released or room:   # records to deliver again, or room under the in-flight limit
             self.on_available(self)
         if batches:
             self._write(batches, done)

@@ -28,8 +28,10 @@ Lowered defaults (``EMBEDDED_DEFAULTS``, for speed in tests; any can be overridd
 ``offsets.topic.num.partitions`` 10 (Kafka 50), ``group.consumer.heartbeat.interval.ms`` 250
 (Kafka 5000) with ``group.consumer.min.heartbeat.interval.ms`` 100 (Kafka 5000): a KIP-848
 member learns of partitions to revoke or to take at its next heartbeat, so ten confluent-kafka
-consumer-protocol members own all partitions in about 0.3 s instead of 5 s. Everything else is
-Kafka's default. The
+consumer-protocol members own all partitions in about 0.3 s instead of 5 s; the same for share
+groups (``group.share.heartbeat.interval.ms`` 250, min 100), and
+``share.coordinator.state.topic.num.partitions`` 10 (Kafka 50: the first share group of a cluster
+creates ``__share_group_state``). Everything else is Kafka's default. The
 emulator's own ``emulator.cpu.affinity`` (``broker.server.cpu_affinity``) is resolved once per
 cluster, so every broker's threads share the same CPU (``cpus``; None when placement is left to
 the OS).
@@ -103,6 +105,9 @@ EMBEDDED_DEFAULTS: dict[str, Any] = {
     "offsets.topic.num.partitions": 10,
     "group.consumer.heartbeat.interval.ms": 250,
     "group.consumer.min.heartbeat.interval.ms": 100,
+    "share.coordinator.state.topic.num.partitions": 10,
+    "group.share.heartbeat.interval.ms": 250,
+    "group.share.min.heartbeat.interval.ms": 100,
 }
 
 

@@ -83,57 +83,46 @@ def create_topics(bootstrap: str, topics: tuple[TopicSpec, ...], brokers: int) -
             raise LoadgenError(f"creating topic {name} failed: {err.str() if hasattr(err, 'str') else exc}") from None
 
 
+def _alter_group_configs(bootstrap: str, configs: dict[str, dict[str, str]]) -> dict[str, str]:
+    """Set group id -> {key: value} with IncrementalAlterConfigs on the GROUP resources; the
+    refusals by group id (logged), the run going on."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    if not configs:
+        return {}
+    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
+    refused: dict[str, str] = {}
+    for group_id, values in configs.items():
+        resource = ConfigResource(ResourceType.GROUP, group_id, incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in values.items()])
+        try:
+            admin.incremental_alter_configs([resource], request_timeout=30)[resource].result(30)
+        except Exception as exc:
+            err = exc.args[0] if exc.args else None
+            refused[group_id] = err.str() if hasattr(err, "str") else str(exc)
+            _log.warning("group_configs_refused", group_id=group_id, error=refused[group_id])
+    return refused
+
+
 def set_group_configs(bootstrap: str, groups: tuple[GroupSpec, ...]) -> dict[str, str]:
     """Give each consumer-protocol group its spec's session timeout and heartbeat interval as
     group configs (IncrementalAlterConfigs on the GROUP resource, KIP-848), since its members
     cannot choose them. A broker that refuses (its group.consumer.min/max bounds exclude the
     values, or it predates group configs) leaves the group on the broker's values: the refusal
     is logged and returned per group, and the run goes on."""
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
-    wanted = [g for g in groups if g.group_protocol == "consumer"]
-    if not wanted:
-        return {}
-    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
-    refused: dict[str, str] = {}
-    for g in wanted:
-        resource = ConfigResource(ResourceType.GROUP, g.group_id, incremental_configs=[
-            ConfigEntry("consumer.session.timeout.ms", str(g.session_timeout_ms),
-                        incremental_operation=AlterConfigOpType.SET),
-            ConfigEntry("consumer.heartbeat.interval.ms", str(g.heartbeat_interval_ms),
-                        incremental_operation=AlterConfigOpType.SET)])
-        try:
-            admin.incremental_alter_configs([resource], request_timeout=30)[resource].result(30)
-        except Exception as exc:
-            err = exc.args[0] if exc.args else None
-            refused[g.group_id] = err.str() if hasattr(err, "str") else str(exc)
-            _log.warning("group_configs_refused", group_id=g.group_id, error=refused[g.group_id])
-    return refused
+    return _alter_group_configs(bootstrap, {
+        g.group_id: {"consumer.session.timeout.ms": str(g.session_timeout_ms),
+                     "consumer.heartbeat.interval.ms": str(g.heartbeat_interval_ms)}
+        for g in groups if g.group_protocol == "consumer"})
 
 
 def set_share_group_configs(bootstrap: str, share_groups: tuple[ShareGroupSpec, ...]) -> dict[str, str]:
-    """Each share group's configs on the broker before the run (KIP-932, IncrementalAlterConfigs
-    on its GROUP resource): ``share.auto.offset.reset=earliest`` so the members read what the run
-    produces from its first record, and the spec's ``share.delivery.count.limit``. A refusal is
-    logged and returned per group, and the run goes on."""
-    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
-    if not share_groups:
-        return {}
-    admin = AdminClient({"bootstrap.servers": bootstrap, **QUIET})
-    refused: dict[str, str] = {}
-    for g in share_groups:
-        resource = ConfigResource(ResourceType.GROUP, g.group_id, incremental_configs=[
-            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET),
-            ConfigEntry("share.delivery.count.limit", str(g.delivery_count_limit),
-                        incremental_operation=AlterConfigOpType.SET)])
-        try:
-            admin.incremental_alter_configs([resource], request_timeout=30)[resource].result(30)
-        except Exception as exc:
-            err = exc.args[0] if exc.args else None
-            refused[g.group_id] = err.str() if hasattr(err, "str") else str(exc)
-            _log.warning("share_group_configs_refused", group_id=g.group_id, error=refused[g.group_id])
-    return refused
+    """Each share group's configs on the broker before the run (KIP-932): ``share.auto.offset.reset
+    =earliest`` so the members read what the run produces from its first record, and the spec's
+    ``share.delivery.count.limit``. A refusal is logged and returned per group, and the run goes on."""
+    return _alter_group_configs(bootstrap, {
+        g.group_id: {"share.auto.offset.reset": "earliest", "share.delivery.count.limit": str(g.delivery_count_limit)}
+        for g in share_groups})
 
 
 def delete_topic(bootstrap: str, name: str) -> None:

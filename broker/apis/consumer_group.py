@@ -12,7 +12,7 @@ lets the coordinator generate the member id; v1 (KIP-1082) requires the client's
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, duration_ms, respond, respond_error
 from kafka_emu.broker.apis.api_spec import ApiSpec
@@ -21,7 +21,9 @@ from kafka_emu.broker.server.auth_helper import GROUP, TOPIC, Op, authorized_ope
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group.config import CONSUMER, REBALANCE_PROTOCOLS
-from kafka_emu.coordinator.group.results import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResult
+from kafka_emu.coordinator.group.results import (
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResult, ShareGroupHeartbeatResult,
+)
 
 if TYPE_CHECKING:
     from kafka_emu.broker.network.request_channel import Request
@@ -45,9 +47,6 @@ def handle_consumer_group_heartbeat(apis: KafkaApis, request: Request) -> None:
     if len(filter_authorized(apis, request, Op.DESCRIBE, TOPIC, names)) < len(set(names)):
         respond_error(apis, request, Errors.TOPIC_AUTHORIZATION_FAILED)
         return
-    cls = response_schema(ApiKeys.CONSUMER_GROUP_HEARTBEAT, request.api_version)
-    assignment_cls = item_cls(cls, "assignment")
-    partitions_cls = item_cls(assignment_cls, "topic_partitions")
     owned = body.topic_partitions
     rebalance_timeout = body.rebalance_timeout
     req = ConsumerGroupHeartbeatRequest(
@@ -63,7 +62,18 @@ def handle_consumer_group_heartbeat(apis: KafkaApis, request: Request) -> None:
         client_id=request.client_id or "", client_host=request.client_host or "",
         api_version=request.api_version)
 
-    def callback(result: ConsumerGroupHeartbeatResult) -> None:
+    gc.handle_consumer_group_heartbeat(req, heartbeat_responder(apis, request))
+
+
+def heartbeat_responder(apis: KafkaApis, request: Request
+                        ) -> Callable[[ConsumerGroupHeartbeatResult | ShareGroupHeartbeatResult], None]:
+    """How a ConsumerGroupHeartbeat or ShareGroupHeartbeat is answered: the member's id and epoch,
+    the heartbeat interval, and its assignment (topic id -> partitions) when the result has one."""
+    cls = response_schema(request.api_key, request.api_version)
+    assignment_cls = item_cls(cls, "assignment")
+    partitions_cls = item_cls(assignment_cls, "topic_partitions")
+
+    def answer(result: ConsumerGroupHeartbeatResult | ShareGroupHeartbeatResult) -> None:
         assignment = None
         if result.assignment is not None:
             assignment = build(assignment_cls, topic_partitions=tuple(
@@ -73,8 +83,7 @@ def handle_consumer_group_heartbeat(apis: KafkaApis, request: Request) -> None:
             cls, throttle_time=ZERO_THROTTLE, error_code=result.error, error_message=result.error_message,
             member_id=result.member_id, member_epoch=result.member_epoch,
             heartbeat_interval=timedelta(milliseconds=result.heartbeat_interval_ms), assignment=assignment))
-
-    gc.handle_consumer_group_heartbeat(req, callback)
+    return answer
 
 
 def handle_consumer_group_describe(apis: KafkaApis, request: Request) -> None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 import uuid
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, broker_endpoint, duration_ms, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
@@ -45,8 +45,11 @@ RECORD_LIMIT_MODE = 1       # ShareAcquireMode (v2): exactly MaxRecords
 RENEW_VERSION = 2
 
 
-def _acks(topics: Any) -> dict[TopicIdPartition, list[tuple[int, int, tuple[int, ...]]]]:
-    out: dict[TopicIdPartition, list[tuple[int, int, tuple[int, ...]]]] = {}
+Acks = dict[TopicIdPartition, list[tuple[int, int, tuple[int, ...]]]]
+
+
+def _acks(topics: Any) -> Acks:
+    out: Acks = {}
     for t in topics:
         for p in t.partitions:
             if p.acknowledgement_batches:
@@ -56,7 +59,7 @@ def _acks(topics: Any) -> dict[TopicIdPartition, list[tuple[int, int, tuple[int,
     return out
 
 
-def _renews(acks: dict[TopicIdPartition, list[tuple[int, int, tuple[int, ...]]]]) -> bool:
+def _renews(acks: Acks) -> bool:
     return any(AcknowledgeType.RENEW in types for batches in acks.values() for _f, _l, types in batches)
 
 
@@ -126,7 +129,7 @@ def _check(apis: KafkaApis, request: Request, answer: _Answer) -> bool:
     return True
 
 
-def _validate_acks(request: Request, acks: dict[TopicIdPartition, Any], answer: _Answer) -> bool:
+def _validate_acks(request: Request, acks: Acks, answer: _Answer) -> bool:
     renew_ack = bool(getattr(request.body, "is_renew_ack", False))
     if _renews(acks) and (request.api_version < RENEW_VERSION or not renew_ack):
         answer.error(Errors.INVALID_REQUEST, "Renew acknowledgements need IsRenewAck (ShareFetch/ShareAcknowledge v2).")
@@ -134,16 +137,25 @@ def _validate_acks(request: Request, acks: dict[TopicIdPartition, Any], answer: 
     return True
 
 
-def handle_share_fetch(apis: KafkaApis, request: Request) -> None:
-    answer = _Answer(apis, request, ApiKeys.SHARE_FETCH)
+def _prologue(apis: KafkaApis, request: Request, api_key: int) -> tuple[_Answer, Acks] | None:
+    """What both handlers check first; None when the request was answered with an error."""
+    answer = _Answer(apis, request, api_key)
     if not _check(apis, request, answer):
+        return None
+    acks = _acks(request.body.topics)
+    if not _validate_acks(request, acks, answer):
+        return None
+    return answer, acks
+
+
+def handle_share_fetch(apis: KafkaApis, request: Request) -> None:
+    checked = _prologue(apis, request, ApiKeys.SHARE_FETCH)
+    if checked is None:
         return
+    answer, acks = checked
     manager = apis.share_partition_manager
     body = request.body
     group_id, member_id, epoch = body.group_id, body.member_id, int(body.share_session_epoch)
-    acks = _acks(body.topics)
-    if not _validate_acks(request, acks, answer):
-        return
     requested = [(t.topic_id, int(p.partition_index)) for t in body.topics for p in t.partitions]
     forgotten = [(t.topic_id, int(p)) for t in body.forgotten_topics_data for p in t.partitions]
     error, session = manager.new_context(group_id, member_id, epoch, requested, forgotten, bool(acks))
@@ -176,15 +188,13 @@ def handle_share_fetch(apis: KafkaApis, request: Request) -> None:
 
 
 def handle_share_acknowledge(apis: KafkaApis, request: Request) -> None:
-    answer = _Answer(apis, request, ApiKeys.SHARE_ACKNOWLEDGE)
-    if not _check(apis, request, answer):
+    checked = _prologue(apis, request, ApiKeys.SHARE_ACKNOWLEDGE)
+    if checked is None:
         return
+    answer, acks = checked
     manager = apis.share_partition_manager
     body = request.body
     group_id, member_id, epoch = body.group_id, body.member_id, int(body.share_session_epoch)
-    acks = _acks(body.topics)
-    if not _validate_acks(request, acks, answer):
-        return
     error = manager.session_epoch_ok(group_id, member_id, epoch)
     if error != Errors.NONE:
         answer.error(error)

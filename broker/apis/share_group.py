@@ -11,7 +11,6 @@ Kafka's ``getErrorResponse``.
 """
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import AUTHORIZED_OPS_OMITTED, ZERO_THROTTLE, respond, respond_error
@@ -19,12 +18,14 @@ from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
-from kafka_emu.coordinator.group.results import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResult
+from kafka_emu.broker.apis.consumer_group import heartbeat_responder
+from kafka_emu.coordinator.group.results import ShareGroupHeartbeatRequest
 from kafka_emu.coordinator.share.config import SHARE_VERSION
 
 if TYPE_CHECKING:
     from kafka_emu.broker.network.request_channel import Request
     from kafka_emu.broker.server.kafka_apis import KafkaApis
+
 
 def share_groups_enabled(apis: KafkaApis) -> bool:
     """Kafka's ``isShareGroupProtocolEnabled``: ``share.version`` finalized at 1 or more."""
@@ -37,9 +38,6 @@ def handle_share_group_heartbeat(apis: KafkaApis, request: Request) -> None:
         respond_error(apis, request, Errors.UNSUPPORTED_VERSION if gc is not None else Errors.COORDINATOR_NOT_AVAILABLE)
         return
     body = request.body
-    cls = response_schema(ApiKeys.SHARE_GROUP_HEARTBEAT, request.api_version)
-    assignment_cls = item_cls(cls, "assignment")
-    partitions_cls = item_cls(assignment_cls, "topic_partitions")
     req = ShareGroupHeartbeatRequest(
         group_id=body.group_id, member_id=body.member_id, member_epoch=int(body.member_epoch),
         rack_id=body.rack_id,
@@ -47,18 +45,7 @@ def handle_share_group_heartbeat(apis: KafkaApis, request: Request) -> None:
                                 else None),
         client_id=request.client_id or "", client_host=request.client_host or "")
 
-    def callback(result: ShareGroupHeartbeatResult) -> None:
-        assignment = None
-        if result.assignment is not None:
-            assignment = build(assignment_cls, topic_partitions=tuple(
-                build(partitions_cls, topic_id=topic_id, partitions=tuple(sorted(ps)))
-                for topic_id, ps in result.assignment.items()))
-        respond(apis, request, build(
-            cls, throttle_time=ZERO_THROTTLE, error_code=result.error, error_message=result.error_message,
-            member_id=result.member_id, member_epoch=result.member_epoch,
-            heartbeat_interval=timedelta(milliseconds=result.heartbeat_interval_ms), assignment=assignment))
-
-    gc.handle_share_group_heartbeat(req, callback)
+    gc.handle_share_group_heartbeat(req, heartbeat_responder(apis, request))
 
 
 def handle_share_group_describe(apis: KafkaApis, request: Request) -> None:

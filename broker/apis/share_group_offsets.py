@@ -55,6 +55,16 @@ def _group_error(apis: KafkaApis, group_id: str, need_empty: bool) -> tuple[int,
     return Errors.NONE, None
 
 
+def _refused_group(apis: KafkaApis, request: Request, cls: type) -> bool:
+    """Alter and Delete: answer the group's error (it must be an empty share group); True if so."""
+    error, message = _group_error(apis, request.body.group_id, need_empty=True)
+    if error == Errors.NONE:
+        return False
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=error, error_message=message,
+                                 responses=()))
+    return True
+
+
 def _lag(apis: KafkaApis, topic: str, partition: int, start_offset: int) -> int:
     """The partition leader's high watermark minus the start offset (read in process)."""
     st = apis.metadata.partition_state(topic, partition)
@@ -113,10 +123,7 @@ def handle_alter(apis: KafkaApis, request: Request) -> None:
     topic_cls = item_cls(cls, "responses")
     part_cls = item_cls(topic_cls, "partitions")
     body = request.body
-    error, message = _group_error(apis, body.group_id, need_empty=True)
-    if error != Errors.NONE:
-        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=error, error_message=message,
-                                     responses=()))
+    if _refused_group(apis, request, cls):
         return
     md = apis.metadata
     requested: list[tuple[str, int, int]] = [(t.topic_name, int(p.partition_index), int(p.start_offset))
@@ -143,10 +150,7 @@ def handle_delete(apis: KafkaApis, request: Request) -> None:
     cls = response_schema(ApiKeys.DELETE_SHARE_GROUP_OFFSETS, request.api_version)
     topic_cls = item_cls(cls, "responses")
     body = request.body
-    error, message = _group_error(apis, body.group_id, need_empty=True)
-    if error != Errors.NONE:
-        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, error_code=error, error_message=message,
-                                     responses=()))
+    if _refused_group(apis, request, cls):
         return
     md = apis.metadata
     admin = share_admin(apis)

@@ -6,7 +6,9 @@ group's partition loading: COORDINATOR_LOAD_IN_PROGRESS, not owned: NOT_COORDINA
 the request to the group type that serves it:
 * ``GroupMetadataManager``: the groups of every type, the partitions this broker owns, loading;
 * ``OffsetMetadataManager``: offset commits, fetches, transactional offsets, for every type;
-* ``classic.ClassicGroupManager``: JoinGroup, SyncGroup, Heartbeat, LeaveGroup of classic groups.
+* ``classic.ClassicGroupManager``: JoinGroup, SyncGroup, Heartbeat, LeaveGroup of classic groups;
+* ``modern.consumer.ConsumerGroupManager``: ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848);
+* ``modern.share.ShareGroupManager``: ShareGroupHeartbeat and ShareGroupDescribe (KIP-932).
 
 Locks: each group's lock (``Group.lock``) guards the group and its offsets; ``_epoch_lock`` the
 partition epochs; ``_metrics_lock`` only the metric counters (``rebalances_started``,
@@ -39,7 +41,10 @@ Handler summary (all arguments positional-or-keyword; error fields are Kafka cod
   (``handle_describe_group(group_id)`` → ``(error, GroupSummary)``);
 * ``handle_list_groups(states=None, types=None)`` → ``(error, [GroupOverview])``;
 * ``handle_delete_groups(group_ids)`` → ``{group_id: error}``;
-* ``handle_delete_offsets(group_id, partitions)`` → ``(error, {(topic, partition): error})``.
+* ``handle_delete_offsets(group_id, partitions)`` → ``(error, {(topic, partition): error})``;
+* ``handle_share_group_heartbeat(ShareGroupHeartbeatRequest, callback)`` →
+  ``callback(ShareGroupHeartbeatResult)``; ``handle_share_group_describe(group_ids)`` →
+  ``[ShareGroupDescription]``; ``share_group_exists(group_id)`` → error code.
 """
 from __future__ import annotations
 

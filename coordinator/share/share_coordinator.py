@@ -238,15 +238,21 @@ class ShareCoordinator:
             state.snapshot_epoch, state.state_epoch, state.leader_epoch, state.start_offset,
             state.create_timestamp or now, now, state.state_batches))
 
+    def _shard_for_write(self, key: ShareStateKey, callback: ErrorCallback) -> _Shard | None:
+        """The key's shard, or None once ``callback`` was told the coordinator status error."""
+        error = self._status(key)
+        if error is not None:
+            callback(*error)
+            return None
+        return self._shard(self.partition_for(key))
+
     def initialize_state(self, key: ShareStateKey, state_epoch: int, start_offset: int,
                          callback: ErrorCallback) -> None:
         """InitializeShareGroupState (Kafka's ``initializeState``): a snapshot with the new state
         epoch and start offset; an older state epoch is FENCED_STATE_EPOCH."""
-        error = self._status(key)
-        if error is not None:
-            callback(*error)
+        shard = self._shard_for_write(key, callback)
+        if shard is None:
             return
-        shard = self._shard(self.partition_for(key))
         with shard.lock:
             current = self._states.get(key)
             if current is not None and state_epoch < current.state_epoch:
@@ -259,12 +265,10 @@ class ShareCoordinator:
     def write_state(self, key: ShareStateKey, state_epoch: int, leader_epoch: int, start_offset: int,
                     batches: Iterable[StateBatch], callback: ErrorCallback) -> None:
         """WriteShareGroupState (Kafka's ``writeState``)."""
-        error = self._status(key)
-        if error is not None:
-            callback(*error)
+        shard = self._shard_for_write(key, callback)
+        if shard is None:
             return
         batches = tuple(batches)
-        shard = self._shard(self.partition_for(key))
         with shard.lock:
             current = self._states.get(key)
             if current is not None:
@@ -290,11 +294,9 @@ class ShareCoordinator:
 
     def delete_state(self, key: ShareStateKey, callback: ErrorCallback) -> None:
         """DeleteShareGroupState (Kafka's ``deleteState``): tombstones of both keys."""
-        error = self._status(key)
-        if error is not None:
-            callback(*error)
+        shard = self._shard_for_write(key, callback)
+        if shard is None:
             return
-        shard = self._shard(self.partition_for(key))
         with shard.lock:
             if key not in self._states:
                 shard.lock.defer(lambda: callback(Errors.NONE, None))

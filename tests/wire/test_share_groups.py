@@ -398,3 +398,32 @@ def test_test_control_and_metrics_on_share_groups(kafka_cluster: Any) -> None:
         c.close()
         metrics.close()
         kafka_cluster.clear_faults()
+
+
+@pytest.mark.kafka_cluster(brokers=1, scope="function", config={"emulator.share.version": 0})
+def test_share_groups_off_answer_unsupported_version(kafka_cluster: Any) -> None:
+    """``emulator.share.version=0`` (Kafka's ``share.version=0``): the share APIs stay listed and
+    answer UNSUPPORTED_VERSION (KafkaApis.isShareGroupProtocolEnabled), FindCoordinator key type 2
+    too, and ApiVersions finalizes no share.version; with the default, share.version is
+    finalized at 1."""
+    from kio.index import load_request_schema
+    from kafka_emu.broker.apis.api_versions import build_api_versions_response
+    from kafka_emu.broker.protocol.adapter import build
+    client = RawClient(kafka_cluster.bootstrap_servers)
+    try:
+        versions = client.send(load_request_schema(18, 4)(client_software_name="t", client_software_version="1"))
+        listed = {int(k.api_key) for k in versions.api_keys}
+        assert {76, 77, 78, 79, 83, 84, 85, 86, 87, 90, 91, 92} <= listed
+        assert "share.version" not in {f.name for f in versions.finalized_features}
+        assert [(f.min_version, f.max_version) for f in versions.supported_features if f.name == "share.version"] \
+            == [(0, 1)]
+        hb = client.send(build(load_request_schema(76, 1), group_id="g", member_id="m", member_epoch=0,
+                               subscribed_topic_names=("t",)))
+        assert hb.error_code == Errors.UNSUPPORTED_VERSION
+        found = client.send(build(load_request_schema(10, 6), key_type=2, coordinator_keys=("g:AAAAAAAAAAAAAAAAAAAAAA:0",)))
+        assert found.coordinators[0].error_code == Errors.UNSUPPORTED_VERSION
+    finally:
+        client.close()
+    on = build_api_versions_response(4, 0, "4.x", 2, 1)
+    assert [(f.min_version_level, f.max_version_level) for f in on.finalized_features if f.name == "share.version"] \
+        == [(1, 1)]

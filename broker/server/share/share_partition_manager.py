@@ -334,7 +334,7 @@ class SharePartitionManager:
         for topic_id, partition in state.partitions:
             topic = self.metadata.topic_name(topic_id)
             if topic is not None:
-                keys.append(self.replica_manager._key((topic, partition)))
+                keys.append(TopicPartitionOperationKey(topic, partition))
             keys.append(DelayedShareFetchGroupKey(state.group_id, topic_id, partition))
         if max_wait_ms <= 0:
             op.force_complete()

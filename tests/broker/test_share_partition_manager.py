@@ -120,3 +120,28 @@ def test_delayed_share_fetch_expires_empty(broker: Any) -> None:
     done, out = fetch(m, tid, wait_ms=100)
     assert done.wait(10) and out == {}
     assert m.purgatory.snapshot().expirations >= 1
+
+
+def test_acknowledged_records_stay_acknowledged_after_a_restart_with_log_dirs(tmp_path: Any) -> None:
+    """The share coordinator loads __share_group_state on restart (ShareCoordinatorShard replay of
+    a log written in Kafka's record formats): a new cluster on the same log.dirs restores the
+    share partition, so accepted records are not delivered again and released ones are, with
+    their delivery count."""
+    from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
+    config = {"listeners": "", "log.dirs": str(tmp_path), "share.coordinator.state.topic.num.partitions": 1}
+    with EmbeddedCluster(brokers=1, config=config) as first:
+        first.create_topic("t", 1, 1)
+        first.metadata.alter_group_configs(GROUP, lambda c: {**c, "share.auto.offset.reset": "earliest"})
+        first.produce("t", 0, [(None, b"v")] * 10)
+        m = first.servers[0].share_partition_manager
+        tid = first.metadata.topic_id("t")
+        done, out = fetch(m, tid, wait_ms=5000)
+        assert done.wait(10) and [tuple(a) for a in out[(tid, 0)].acquired] == [(0, 9, 1)]
+        acked = threading.Event()
+        m.acknowledge(GROUP, "m1", {(tid, 0): [(0, 5, (1,)), (6, 9, (2,))]}, lambda errors: acked.set())
+        assert acked.wait(10)
+    with EmbeddedCluster(brokers=1, config=config) as second:
+        m = second.servers[0].share_partition_manager
+        tid = second.metadata.topic_id("t")
+        done, out = fetch(m, tid, member="m2", wait_ms=5000)
+        assert done.wait(10) and [tuple(a) for a in out[(tid, 0)].acquired] == [(6, 9, 2)]

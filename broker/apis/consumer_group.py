@@ -40,12 +40,7 @@ def handle_consumer_group_heartbeat(apis: KafkaApis, request: Request) -> None:
         respond_error(apis, request, Errors.UNSUPPORTED_VERSION if gc is not None else Errors.COORDINATOR_NOT_AVAILABLE)
         return
     body = request.body
-    # Kafka's handleConsumerGroupHeartbeat: READ on the group, DESCRIBE on each subscribed topic
-    if deny(apis, request, Op.READ, GROUP, body.group_id, Errors.GROUP_AUTHORIZATION_FAILED):
-        return
-    names = body.subscribed_topic_names or ()
-    if len(filter_authorized(apis, request, Op.DESCRIBE, TOPIC, names)) < len(set(names)):
-        respond_error(apis, request, Errors.TOPIC_AUTHORIZATION_FAILED)
+    if heartbeat_refused(apis, request):
         return
     owned = body.topic_partitions
     rebalance_timeout = body.rebalance_timeout
@@ -63,6 +58,20 @@ def handle_consumer_group_heartbeat(apis: KafkaApis, request: Request) -> None:
         api_version=request.api_version)
 
     gc.handle_consumer_group_heartbeat(req, heartbeat_responder(apis, request))
+
+
+def heartbeat_refused(apis: KafkaApis, request: Request) -> bool:
+    """Kafka's handleConsumerGroupHeartbeat and handleShareGroupHeartbeat: READ on the group (else
+    GROUP_AUTHORIZATION_FAILED), DESCRIBE on each subscribed topic (else TOPIC_AUTHORIZATION_FAILED).
+    True when the heartbeat was answered with the refusal."""
+    body = request.body
+    if deny(apis, request, Op.READ, GROUP, body.group_id, Errors.GROUP_AUTHORIZATION_FAILED):
+        return True
+    names = body.subscribed_topic_names or ()
+    if len(filter_authorized(apis, request, Op.DESCRIBE, TOPIC, names)) < len(set(names)):
+        respond_error(apis, request, Errors.TOPIC_AUTHORIZATION_FAILED)
+        return True
+    return False
 
 
 def heartbeat_responder(apis: KafkaApis, request: Request

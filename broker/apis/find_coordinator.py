@@ -10,8 +10,9 @@ uncompressed, ``min.insync.replicas`` = ``transaction.state.log.min.isr``, ``seg
 (``coordinator_keys``) and answer one entry per key. Key type 2 (KIP-932) finds a share
 partition's share coordinator: the key is ``group:topicId:partition`` (else INVALID_REQUEST) and
 its coordinator the leader of ``__share_group_state`` partition ``abs(hash(key)) %
-share.coordinator.state.topic.num.partitions`` (created on first use like the others;
-UNSUPPORTED_VERSION while share groups are off). Other key types get INVALID_REQUEST. A partition without a live leader answers COORDINATOR_NOT_AVAILABLE so clients
+share.coordinator.state.topic.num.partitions`` (created on first use like the others; before v6
+INVALID_REQUEST; CLUSTER_ACTION on the cluster needed, else CLUSTER_AUTHORIZATION_FAILED; answered
+whatever ``share.version``, as Kafka does). Other key types get INVALID_REQUEST. A partition without a live leader answers COORDINATOR_NOT_AVAILABLE so clients
 retry, as Kafka does during an election.
 """
 from __future__ import annotations
@@ -22,8 +23,7 @@ from typing import TYPE_CHECKING
 
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, broker_endpoint, respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.apis.share_group import share_groups_enabled
-from kafka_emu.broker.server.auth_helper import GROUP, TRANSACTIONAL_ID, Op, authorize
+from kafka_emu.broker.server.auth_helper import CLUSTER, GROUP, TRANSACTIONAL_ID, Op, authorize
 from kafka_emu.broker.server.metadata_store import OFFSETS_TOPIC
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.coordinator.group import records
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 SHARE_KEY_TYPE = 2
+FIRST_SHARE_KEY_VERSION = 6   # KIP-932: key type 2 from FindCoordinator v6
 
 
 def partition_for(apis: KafkaApis, group_id: str) -> int:
@@ -77,15 +78,17 @@ def lookup(apis: KafkaApis, request: Request, key_type: int, key: str) -> tuple[
                                          "segment.bytes": cfg["transaction.state.log.segment.bytes"]}):
             return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1, None
         return _leader(apis, TRANSACTION_STATE_TOPIC, txn_partition_for(key, num_partitions), request.listener)
+    if key_type == SHARE_KEY_TYPE and request.api_version < FIRST_SHARE_KEY_VERSION:
+        return Errors.INVALID_REQUEST, -1, "", -1, None
     if key_type == SHARE_KEY_TYPE:
+        if not authorize(apis, request, Op.CLUSTER_ACTION, CLUSTER):
+            return Errors.CLUSTER_AUTHORIZATION_FAILED, -1, "", -1, None
         return _share_coordinator(apis, request, key)
     return Errors.INVALID_REQUEST, -1, "", -1, f"Invalid coordinator type {key_type}"
 
 
 def _share_coordinator(apis: KafkaApis, request: Request, key: str) -> tuple[int, int, str, int, str | None]:
     """Kafka's ``SharePartitionKey.validate`` then the share coordinator's partition leader."""
-    if not share_groups_enabled(apis):
-        return Errors.UNSUPPORTED_VERSION, -1, "", -1, None
     parts = key.rsplit(":", 2)
     valid = len(parts) == 3 and parts[0] != "" and parts[2].isdigit()
     if valid:

@@ -13,6 +13,10 @@ leaders named in NOT_LEADER_OR_FOLLOWER answers. A RENEW acknowledgement (``IsRe
 acknowledges, as Kafka's does. ShareAcknowledge applies acknowledgements only; epoch -1 closes the
 session after them.
 
+Authorization as Kafka's: READ on the group (else GROUP_AUTHORIZATION_FAILED for the request)
+and READ on each topic fetched from or acknowledged (else TOPIC_AUTHORIZATION_FAILED on its
+partitions, as the fetch's or the acknowledgement's error).
+
 Top-level errors: UNSUPPORTED_VERSION while share groups are off (``emulator.share.version=0``);
 INVALID_GROUP_ID for an empty group id, INVALID_REQUEST for an empty member id, acknowledgements
 in a session's first request, RENEW without ``IsRenewAck`` (or before v2); the session errors
@@ -30,6 +34,7 @@ from kafka_emu.broker.apis._common import ZERO_THROTTLE, broker_endpoint, durati
 from kafka_emu.broker.apis.api_spec import ApiSpec
 from kafka_emu.broker.apis.share_group import share_groups_enabled
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.broker.server.auth_helper import GROUP, TOPIC, Op, authorize, filter_authorized
 from kafka_emu.broker.server.share.share_partition import AcknowledgeType
 from kafka_emu.broker.server.share.share_partition_manager import (
     FINAL_EPOCH, INITIAL_EPOCH, PartitionResult, ShareFetchRequestState, TopicIdPartition,
@@ -120,6 +125,9 @@ def _check(apis: KafkaApis, request: Request, answer: _Answer) -> bool:
     if apis.share_partition_manager is None or not share_groups_enabled(apis):
         answer.error(Errors.UNSUPPORTED_VERSION)
         return False
+    if not authorize(apis, request, Op.READ, GROUP, body.group_id):
+        answer.error(Errors.GROUP_AUTHORIZATION_FAILED)
+        return False
     if not body.group_id:
         answer.error(Errors.INVALID_GROUP_ID)
         return False
@@ -135,6 +143,15 @@ def _validate_acks(request: Request, acks: Acks, answer: _Answer) -> bool:
         answer.error(Errors.INVALID_REQUEST, "Renew acknowledgements need IsRenewAck (ShareFetch/ShareAcknowledge v2).")
         return False
     return True
+
+
+def _unreadable(apis: KafkaApis, request: Request, partitions: list[TopicIdPartition]) -> set[TopicIdPartition]:
+    """The partitions of topics the principal may not READ (Kafka: a share consumer needs READ on
+    each topic it fetches from or acknowledges). Unknown topic ids are left to the manager
+    (UNKNOWN_TOPIC_ID)."""
+    names = {tp: apis.metadata.topic_name(tp[0]) for tp in partitions}
+    readable = filter_authorized(apis, request, Op.READ, TOPIC, [n for n in names.values() if n is not None])
+    return {tp for tp, name in names.items() if name is not None and name not in readable}
 
 
 def _prologue(apis: KafkaApis, request: Request, api_key: int) -> tuple[_Answer, Acks] | None:
@@ -165,6 +182,11 @@ def handle_share_fetch(apis: KafkaApis, request: Request) -> None:
     lock_timeout = manager.record_lock_duration_ms(group_id)
     renew_only = bool(getattr(body, "is_renew_ack", False))
     fetch_from = [] if epoch == FINAL_EPOCH or renew_only else list(session.partitions)
+    denied = _unreadable(apis, request, fetch_from + list(acks))
+    denied_fetches = {tp: PartitionResult(Errors.TOPIC_AUTHORIZATION_FAILED) for tp in fetch_from if tp in denied}
+    denied_acks = {tp: Errors.TOPIC_AUTHORIZATION_FAILED for tp in acks if tp in denied}
+    fetch_from = [tp for tp in fetch_from if tp not in denied]
+    acks = {tp: batches for tp, batches in acks.items() if tp not in denied}
     state = ShareFetchRequestState(group_id, member_id, fetch_from, int(body.max_bytes), int(body.max_records),
                                    int(getattr(body, "share_acquire_mode", 0)) == RECORD_LIMIT_MODE)
 
@@ -178,7 +200,7 @@ def handle_share_fetch(apis: KafkaApis, request: Request) -> None:
             done[part] = value
             if len(done) < 2:
                 return
-        results, ack_errors = done["fetch"], done["acks"]
+        results, ack_errors = {**done["fetch"], **denied_fetches}, {**done["acks"], **denied_acks}
         listed = list(dict.fromkeys(
             (list(session.partitions) if epoch == INITIAL_EPOCH else []) + list(results) + list(ack_errors)))
         answer.send(listed, results, ack_errors, lock_timeout)
@@ -200,13 +222,15 @@ def handle_share_acknowledge(apis: KafkaApis, request: Request) -> None:
         answer.error(error)
         return
     listed = [(t.topic_id, int(p.partition_index)) for t in body.topics for p in t.partitions]
+    denied = _unreadable(apis, request, list(acks))
 
     def done(ack_errors: dict[TopicIdPartition, int]) -> None:
         if epoch == FINAL_EPOCH:
             manager.close_session(group_id, member_id)
+        ack_errors.update({tp: Errors.TOPIC_AUTHORIZATION_FAILED for tp in denied})
         answer.send(listed, {}, ack_errors, manager.record_lock_duration_ms(group_id))
 
-    manager.acknowledge(group_id, member_id, acks, done)
+    manager.acknowledge(group_id, member_id, {tp: b for tp, b in acks.items() if tp not in denied}, done)
 
 
 APIS = (

@@ -10,7 +10,9 @@ COORDINATOR_LOAD_IN_PROGRESS, FENCED_STATE_EPOCH, FENCED_LEADER_EPOCH ...). Writ
 once the ``__share_group_state`` record is replicated. Kafka 4.2's ranges: Write v1 and
 ReadSummary v1 add ``DeliveryCompleteCount`` (KIP-1226), which the emulator does not track: it
 is ignored on writes and answered -1 (unknown). Served from Kafka 4.1 (``emulator.kafka.version``;
-3.9 and 4.0 did not list them); UNSUPPORTED_VERSION on every partition while share groups are off.
+3.9 and 4.0 did not list them). They need CLUSTER_ACTION on the cluster (else
+CLUSTER_AUTHORIZATION_FAILED on every partition) and are answered whatever ``share.version``, as
+Kafka's are (its ShareFetch and ShareAcknowledge checks keep requests from reaching them).
 """
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from kafka_emu.broker.apis._common import respond
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.apis.share_group import share_groups_enabled
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
+from kafka_emu.broker.server.auth_helper import CLUSTER, Op, authorize
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.share.share_coordinator import ReadStateResult, ShareCoordinator
@@ -33,11 +35,12 @@ if TYPE_CHECKING:
 UNKNOWN_DELIVERY_COMPLETE_COUNT = -1
 
 
-def _coordinator(apis: KafkaApis) -> tuple[ShareCoordinator | None, int]:
-    """The share coordinator, or the error every partition gets."""
-    coordinator = getattr(apis, "share_coordinator", None)
-    if not share_groups_enabled(apis):
-        return None, Errors.UNSUPPORTED_VERSION
+def _coordinator(apis: KafkaApis, request: Request) -> tuple[ShareCoordinator | None, int]:
+    """The share coordinator, or the error every partition gets (Kafka's ``toGlobalErrorResponse``
+    of CLUSTER_AUTHORIZATION_FAILED without CLUSTER_ACTION on the cluster)."""
+    if not authorize(apis, request, Op.CLUSTER_ACTION, CLUSTER):
+        return None, Errors.CLUSTER_AUTHORIZATION_FAILED
+    coordinator = apis.share_coordinator
     if coordinator is None:
         return None, Errors.COORDINATOR_NOT_AVAILABLE
     return coordinator, Errors.NONE
@@ -55,7 +58,7 @@ def _answer_writes(apis: KafkaApis, request: Request, api_key: int,
     cls = response_schema(api_key, request.api_version)
     result_cls = item_cls(cls, "results")
     partition_cls = item_cls(result_cls, "partitions")
-    coordinator, error = _coordinator(apis)
+    coordinator, error = _coordinator(apis, request)
     parts = _partitions(request)
     errors: dict[ShareStateKey, tuple[int, str | None]] = {}
     lock = threading.Lock()
@@ -107,7 +110,7 @@ def _answer_reads(apis: KafkaApis, request: Request, api_key: int,
     cls = response_schema(api_key, request.api_version)
     result_cls = item_cls(cls, "results")
     partition_cls = item_cls(result_cls, "partitions")
-    coordinator, error = _coordinator(apis)
+    coordinator, error = _coordinator(apis, request)
     by_topic: dict[Any, list[Any]] = {}
     for key, p in _partitions(request):
         result = coordinator.read_state(key, int(p.leader_epoch)) if coordinator is not None \

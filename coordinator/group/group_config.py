@@ -12,14 +12,17 @@ new overrides over the broker's values (``extractConsumerGroupConfigMap``) must 
 the broker's ``group.consumer.{min,max}.*`` bounds, and the session timeout must exceed the
 heartbeat interval; an unknown name is "Unknown group config name: <name>" (INVALID_CONFIG).
 
-The share group keys (KIP-932, Kafka 4.1's ``share.*`` GroupConfig keys, 4.2's
-``share.delivery.count.limit`` and 4.3's ``share.partition.max.record.locks``) override the broker's ``group.share.*`` values for one share group:
+The share group keys (KIP-932: Kafka 4.1's and 4.2's ``share.*`` GroupConfig keys, and
+``share.delivery.count.limit`` and ``share.partition.max.record.locks`` of Kafka's next release)
+override the broker's ``group.share.*`` values for one share group:
 the session timeout and heartbeat interval (read by the coordinator on every heartbeat), the record
 lock duration, delivery count limit and in-flight record limit (read by the share-partition leader when it acquires or
 releases records), ``share.auto.offset.reset`` (``latest``, ``earliest`` or ``by_duration:<ISO-8601
 duration>``, read when a share partition is first initialized) and ``share.isolation.level``.
 
-Difference from Kafka on purpose: the streams group keys (``streams.*``) belong to a group type
+Differences from Kafka on purpose: the two keys of Kafka's next release are accepted whatever
+``emulator.kafka.version`` (4.1 and 4.2 would refuse them as unknown), because
+confluent-kafka's ShareConsumer tests set them; the streams group keys (``streams.*``) belong to a group type
 the emulator does not serve: setting one is refused with INVALID_CONFIG saying so, and
 DescribeConfigs does not list them.
 """

@@ -47,3 +47,18 @@ def test_the_deprecated_compatibility_values_name_releases_and_warn(alias: str, 
     other = "4.0" if release != "4.0" else "4.1"
     with pytest.raises(ConfigException, match="emulator.api.compatibility"):
         KafkaConfig({"emulator.api.compatibility": alias, "emulator.kafka.version": other})
+
+
+@pytest.mark.parametrize("name, default, settable", [("3.9", 0, (0,)), ("4.0", 0, (0,)), ("4.1", 0, (0, 1)),
+                                                     ("4.2", 1, (0, 1))])
+def test_share_version_is_what_the_release_formats_and_allows(name: str, default: int, settable: tuple) -> None:
+    """KIP-932's ``share.version``: a new 4.2 cluster finalizes 1, a 4.1 one 0 (share groups a
+    preview, turned on by upgrading the feature); 3.9 and 4.0 have no such feature, so only 0."""
+    assert KafkaConfig({"emulator.kafka.version": name})["emulator.share.version"] == default
+    for level in (0, 1):
+        props = {"emulator.kafka.version": name, "emulator.share.version": level}
+        if level in settable:
+            assert KafkaConfig(props)["emulator.share.version"] == level
+        else:
+            with pytest.raises(ConfigException, match=f"emulator.share.version.*Kafka {name} finalizes share.version"):
+                KafkaConfig(props)

@@ -4,6 +4,7 @@ answers when an ACL is missing, Metadata's filtering of topics it may not descri
 authorized-operations fields, and the same calls passing once the ACL exists."""
 from __future__ import annotations
 
+import base64
 import threading
 from datetime import timedelta
 from typing import Any, Iterator
@@ -30,7 +31,8 @@ Op, RT = AclOperation, ResourceType
 def cluster() -> Iterator[EmbeddedCluster]:
     config = {"listeners": "", "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
               "super.users": "User:admin", "offsets.topic.replication.factor": 1,
-              "transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1}
+              "transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1,
+              "share.coordinator.state.topic.num.partitions": 1, "share.coordinator.state.topic.replication.factor": 1}
     with EmbeddedCluster(brokers=1, config=config) as c:
         c.create_topic("visible", 1, 1)
         c.create_topic("hidden", 1, 1)
@@ -253,3 +255,100 @@ def test_client_quota_apis_need_the_cluster_configs_operations(cluster: Embedded
     finally:
         quotas = cluster.metadata.describe_client_quotas([], strict=False)
         cluster.metadata.alter_client_quotas([(list(e), [(k, None) for k in v]) for e, v in quotas])
+
+
+def test_share_group_apis_authorize_as_kafka_s_kafka_apis(cluster: EmbeddedCluster) -> None:
+    """KafkaApisTest's share-group cases: testShareGroupHeartbeatRequestGroupAuthorizationFailed and
+    ...TopicAuthorizationFailed (READ on the group, DESCRIBE on the subscribed topics),
+    testShareGroupDescribeRequestAuthorizationFailedForOneGroup (DESCRIBE per group),
+    testHandleShareFetchRequestGroupAuthorizationError / testHandleShareAcknowledgeRequestGroup-
+    AuthorizationError (READ on the group; READ on each topic, TOPIC_AUTHORIZATION_FAILED on its
+    partitions), testReadShareGroupStateAuthorizationFailed and the other state APIs
+    (CLUSTER_ACTION), FindCoordinator key type 2 (CLUSTER_ACTION),
+    testDescribeShareGroupOffsetsRequestGroupAuthorizationFailed / ...TopicAuthorizationFailed,
+    testAlterShareGroupOffsetsAuthorizationFailed (READ on the group and topics) and
+    testDeleteShareGroupOffsetsRequestsGroupAuthorizationFailed / ...TopicAuthorizationFailed
+    (DELETE on the group, READ on the topics); then the same calls pass once the ACLs exist."""
+    from kafka_emu.broker.protocol.adapter import build, item_cls
+    c = cluster
+    visible, hidden = c.metadata.topic_id("visible"), c.metadata.topic_id("hidden")
+
+    def heartbeat(topics: tuple[str, ...]) -> int:
+        return int(call(c, 76, 1, group_id="sg", member_id="m1", member_epoch=0, rack_id=None,
+                        subscribed_topic_names=topics).error_code)
+
+    sf = load_request_schema(78, 1)
+    sf_t = item_cls(sf, "topics")
+
+    def share_fetch(member: str, epoch: int) -> Any:
+        return call(c, 78, 1, build(sf, group_id="sg", member_id=member, share_session_epoch=epoch,
+                                    max_wait=timedelta(0), min_bytes=1, max_bytes=1 << 20, max_records=10,
+                                    batch_size=10, forgotten_topics_data=(), topics=tuple(
+                                        build(sf_t, topic_id=t, partitions=(build(item_cls(sf_t, "partitions"),
+                                              partition_index=0, acknowledgement_batches=()),))
+                                        for t in (visible, hidden))))
+
+    sa = load_request_schema(79, 1)
+    sa_t = item_cls(sa, "topics")
+    sa_p = item_cls(sa_t, "partitions")
+    acknowledge = build(sa, group_id="sg", member_id="m2", share_session_epoch=1, topics=(build(
+        sa_t, topic_id=hidden, partitions=(build(sa_p, partition_index=0, acknowledgement_batches=(
+            build(item_cls(sa_p, "acknowledgement_batches"), first_offset=0, last_offset=0,
+                  acknowledge_types=(1,)),)),)),))
+    rs = load_request_schema(84, 0)
+    rs_t = item_cls(rs, "topics")
+    read_state = build(rs, group_id="sg", topics=(build(rs_t, topic_id=visible, partitions=(
+        build(item_cls(rs_t, "partitions"), partition=0, leader_epoch=0),)),))
+    share_key = f"sg:{base64.urlsafe_b64encode(visible.bytes).decode().rstrip('=')}:0"
+    do = load_request_schema(90, 1)
+    do_g = item_cls(do, "groups")
+    describe_offsets = build(do, groups=(build(do_g, group_id="sg", topics=tuple(
+        build(item_cls(do_g, "topics"), topic_name=n, partitions=(0,)) for n in ("visible", "hidden"))),))
+    ao = load_request_schema(91, 0)
+    ao_t = item_cls(ao, "topics")
+    alter_offsets = build(ao, group_id="empty", topics=tuple(build(ao_t, topic_name=n, partitions=(
+        build(item_cls(ao_t, "partitions"), partition_index=0, start_offset=0),)) for n in ("visible", "hidden")))
+    xo = load_request_schema(92, 0)
+    delete_offsets = build(xo, group_id="empty", topics=tuple(build(item_cls(xo, "topics"), topic_name=n)
+                                                           for n in ("visible", "hidden")))
+
+    # without ACLs: the group checks answer first
+    assert heartbeat(("visible",)) == Errors.GROUP_AUTHORIZATION_FAILED
+    assert [int(g.error_code) for g in call(c, 77, 1, group_ids=("sg",), include_authorized_operations=True
+                                            ).groups] == [Errors.GROUP_AUTHORIZATION_FAILED]
+    assert int(share_fetch("m2", 0).error_code) == Errors.GROUP_AUTHORIZATION_FAILED
+    assert int(call(c, 79, 1, acknowledge).error_code) == Errors.GROUP_AUTHORIZATION_FAILED
+    assert codes(call(c, 84, 0, read_state)) == {Errors.CLUSTER_AUTHORIZATION_FAILED}
+    assert int(call(c, 10, 6, key_type=2, coordinator_keys=(share_key,)).coordinators[0].error_code) == \
+        Errors.CLUSTER_AUTHORIZATION_FAILED
+    assert [int(g.error_code) for g in call(c, 90, 1, describe_offsets).groups] == \
+        [Errors.GROUP_AUTHORIZATION_FAILED]
+    assert int(call(c, 91, 0, alter_offsets).error_code) == Errors.GROUP_AUTHORIZATION_FAILED
+    assert int(call(c, 92, 0, delete_offsets).error_code) == Errors.GROUP_AUTHORIZATION_FAILED
+
+    # the group allowed: the topics decide, per topic
+    allow(c, RT.GROUP, "sg", Op.READ)
+    allow(c, RT.GROUP, "empty", Op.READ)
+    allow(c, RT.GROUP, "empty", Op.DELETE)
+    assert heartbeat(("visible",)) == Errors.TOPIC_AUTHORIZATION_FAILED
+    allow(c, RT.TOPIC, "visible", Op.READ)   # implies DESCRIBE
+    assert heartbeat(("visible",)) == Errors.NONE
+    fetched = share_fetch("m2", 0)
+    assert int(fetched.error_code) == Errors.NONE
+    by_topic = {t.topic_id: int(t.partitions[0].error_code) for t in fetched.responses}
+    assert by_topic == {visible: Errors.NONE, hidden: Errors.TOPIC_AUTHORIZATION_FAILED}
+    acked = call(c, 79, 1, acknowledge)
+    assert [int(p.error_code) for t in acked.responses for p in t.partitions] == [Errors.TOPIC_AUTHORIZATION_FAILED]
+    described = {t.topic_name: int(t.partitions[0].error_code) for g in call(c, 90, 1, describe_offsets).groups
+                 for t in g.topics}
+    assert described == {"visible": Errors.NONE, "hidden": Errors.TOPIC_AUTHORIZATION_FAILED}
+    altered = call(c, 91, 0, alter_offsets)
+    assert {t.topic_name: int(t.partitions[0].error_code) for t in altered.responses} == \
+        {"visible": Errors.NONE, "hidden": Errors.TOPIC_AUTHORIZATION_FAILED}
+    deleted = call(c, 92, 0, delete_offsets)
+    assert {t.topic_name: int(t.error_code) for t in deleted.responses} == \
+        {"visible": Errors.NONE, "hidden": Errors.TOPIC_AUTHORIZATION_FAILED}
+
+    allow(c, RT.CLUSTER, "kafka-cluster", Op.CLUSTER_ACTION)
+    assert codes(call(c, 84, 0, read_state)) == {Errors.NONE}
+    assert int(call(c, 10, 6, key_type=2, coordinator_keys=(share_key,)).coordinators[0].error_code) == Errors.NONE

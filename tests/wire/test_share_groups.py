@@ -401,14 +401,13 @@ def test_test_control_and_metrics_on_share_groups(kafka_cluster: Any) -> None:
 
 
 @pytest.mark.kafka_cluster(brokers=1, scope="function", config={"emulator.share.version": 0})
-def test_share_groups_off_answer_unsupported_version(kafka_cluster: Any) -> None:
-    """``emulator.share.version=0`` (Kafka's ``share.version=0``): the share APIs stay listed and
-    answer UNSUPPORTED_VERSION (KafkaApis.isShareGroupProtocolEnabled), FindCoordinator key type 2
-    too, and ApiVersions finalizes no share.version; with the default, share.version is
-    finalized at 1."""
+def test_share_groups_off_answer_as_kafka_does(kafka_cluster: Any) -> None:
+    """``emulator.share.version=0`` (Kafka's ``share.version=0``): the share APIs stay listed, the
+    group-facing ones answer UNSUPPORTED_VERSION (KafkaApis.isShareGroupProtocolEnabled), while
+    FindCoordinator key type 2 and the share coordinator's state APIs, which Kafka does not gate,
+    answer as usual; ApiVersions finalizes no share.version."""
     from kio.index import load_request_schema
-    from kafka_emu.broker.apis.api_versions import build_api_versions_response
-    from kafka_emu.broker.protocol.adapter import build
+    from kafka_emu.broker.protocol.adapter import build, item_cls
     client = RawClient(kafka_cluster.bootstrap_servers)
     try:
         versions = client.send(load_request_schema(18, 4)(client_software_name="t", client_software_version="1"))
@@ -420,10 +419,28 @@ def test_share_groups_off_answer_unsupported_version(kafka_cluster: Any) -> None
         hb = client.send(build(load_request_schema(76, 1), group_id="g", member_id="m", member_epoch=0,
                                subscribed_topic_names=("t",)))
         assert hb.error_code == Errors.UNSUPPORTED_VERSION
-        found = client.send(build(load_request_schema(10, 6), key_type=2, coordinator_keys=("g:AAAAAAAAAAAAAAAAAAAAAA:0",)))
-        assert found.coordinators[0].error_code == Errors.UNSUPPORTED_VERSION
+        describe = load_request_schema(90, 1)
+        offsets = client.send(build(describe, groups=(build(item_cls(describe, "groups"), group_id="g", topics=None),)))
+        assert [g.error_code for g in offsets.groups] == [Errors.UNSUPPORTED_VERSION]
+        key = "g:AAAAAAAAAAAAAAAAAAAAAA:0"
+        found = client.send(build(load_request_schema(10, 6), key_type=2, coordinator_keys=(key,)))
+        assert found.coordinators[0].error_code == Errors.NONE
+        assert client.send(build(load_request_schema(10, 5), key_type=2, coordinator_keys=(key,))
+                           ).coordinators[0].error_code == Errors.INVALID_REQUEST   # key type 2 from v6
     finally:
         client.close()
-    on = build_api_versions_response(4, 0, "4.x", 2, 1)
-    assert [(f.min_version_level, f.max_version_level) for f in on.finalized_features if f.name == "share.version"] \
-        == [(1, 1)]
+
+
+@pytest.mark.parametrize("name, share_version, served", [("4.0", 0, None), ("4.1", 0, (1, 1)), ("4.1", 1, (1, 1)),
+                                                         ("4.2", 1, (1, 2))])
+def test_share_apis_and_feature_as_each_release_serves_them(name: str, share_version: int,
+                                                             served: tuple[int, int] | None) -> None:
+    """ShareFetch's listed range and the finalized share.version, per release: 4.0 lists no share
+    API, 4.1 ShareFetch v1 (finalized 0 unless upgraded), 4.2 v1-2 with share.version 1."""
+    from kafka_emu.broker.apis.api_versions import build_api_versions_response
+    from kafka_emu.common.kafka_releases import RELEASES
+    answer = build_api_versions_response(4, 0, RELEASES[name], 2, share_version)
+    assert {int(k.api_key): (k.min_version, k.max_version) for k in answer.api_keys}.get(78) == served
+    finalized = [(f.min_version_level, f.max_version_level) for f in answer.finalized_features
+                 if f.name == "share.version"]
+    assert finalized == ([(1, 1)] if share_version else [])

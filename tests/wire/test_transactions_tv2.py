@@ -43,11 +43,13 @@ def test_api_versions_reports_transaction_version_2(kafka_cluster: Any) -> None:
     """ApiVersionsResponse (a new cluster of the newest release): transaction.version finalized
     at 2, supported 0-2, and group.version (KIP-848) finalized at 1, supported 0-1; v3 leaves
     supported features with minimum 0 out (KAFKA-17011), v4 lists them; EndTxn v5, Produce v12 and
-    TxnOffsetCommit v5 are advertised; of the other features only metadata.version is finalized
-    (the rest is off: the emulator does not have them)."""
+    TxnOffsetCommit v5 are advertised; of the other features metadata.version and share.version
+    (KIP-932, 1 as a new 4.2 cluster formats it) are finalized (the rest is off: the emulator does
+    not have them)."""
     v4, v3 = api_versions(kafka_cluster, 4), api_versions(kafka_cluster, 3)
     mv = RELEASES[LATEST].features["metadata.version"]
-    finalized = {"metadata.version": (mv.default, mv.default), "transaction.version": (2, 2), "group.version": (1, 1)}
+    finalized = {"metadata.version": (mv.default, mv.default), "transaction.version": (2, 2), "group.version": (1, 1),
+                 "share.version": (1, 1)}
     supported, epoch, final = features(v4)
     assert (supported["transaction.version"], supported["group.version"], epoch, final) == ((0, 2), (0, 1), 0, finalized)
     assert features(v3) == ({"metadata.version": (mv.min, mv.max)}, 0, finalized)

@@ -22,7 +22,7 @@ from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
 from kafka_emu.coordinator.group.config import CONSUMER, REBALANCE_PROTOCOLS
 from kafka_emu.coordinator.group.results import (
-    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResult, ShareGroupHeartbeatResult,
+    ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResult,
 )
 
 if TYPE_CHECKING:
@@ -75,14 +75,14 @@ def heartbeat_refused(apis: KafkaApis, request: Request) -> bool:
 
 
 def heartbeat_responder(apis: KafkaApis, request: Request
-                        ) -> Callable[[ConsumerGroupHeartbeatResult | ShareGroupHeartbeatResult], None]:
+                        ) -> Callable[[ConsumerGroupHeartbeatResult], None]:
     """How a ConsumerGroupHeartbeat or ShareGroupHeartbeat is answered: the member's id and epoch,
     the heartbeat interval, and its assignment (topic id -> partitions) when the result has one."""
     cls = response_schema(request.api_key, request.api_version)
     assignment_cls = item_cls(cls, "assignment")
     partitions_cls = item_cls(assignment_cls, "topic_partitions")
 
-    def answer(result: ConsumerGroupHeartbeatResult | ShareGroupHeartbeatResult) -> None:
+    def answer(result: ConsumerGroupHeartbeatResult) -> None:
         assignment = None
         if result.assignment is not None:
             assignment = build(assignment_cls, topic_partitions=tuple(
@@ -95,17 +95,24 @@ def heartbeat_responder(apis: KafkaApis, request: Request
     return answer
 
 
+def refuse_group_describe(apis: KafkaApis, request: Request, error: int) -> None:
+    """A ConsumerGroupDescribe or ShareGroupDescribe answered with ``error`` on every group (Kafka's
+    ``getErrorResponse`` of both): the group type is off, or no coordinator runs here."""
+    cls = response_schema(request.api_key, request.api_version)
+    group_cls = item_cls(cls, "groups")
+    respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, groups=tuple(
+        build(group_cls, error_code=error, error_message=None, group_id=group_id, group_state="", group_epoch=0,
+              assignment_epoch=0, assignor_name="", members=(), authorized_operations=AUTHORIZED_OPS_OMITTED)
+        for group_id in request.body.group_ids)))
+
+
 def handle_consumer_group_describe(apis: KafkaApis, request: Request) -> None:
     gc = apis.group_coordinator
     cls = response_schema(ApiKeys.CONSUMER_GROUP_DESCRIBE, request.api_version)
     group_cls = item_cls(cls, "groups")
     if gc is None or not consumer_protocol_enabled(apis):
-        # Kafka's ConsumerGroupDescribeRequest.getErrorResponse: the error on every group
-        error = Errors.UNSUPPORTED_VERSION if gc is not None else Errors.COORDINATOR_NOT_AVAILABLE
-        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, groups=tuple(
-            build(group_cls, error_code=error, error_message=None, group_id=group_id, group_state="", group_epoch=0,
-                  assignment_epoch=0, assignor_name="", members=(), authorized_operations=AUTHORIZED_OPS_OMITTED)
-            for group_id in request.body.group_ids)))
+        refuse_group_describe(apis, request, Errors.UNSUPPORTED_VERSION if gc is not None
+                              else Errors.COORDINATOR_NOT_AVAILABLE)
         return
     member_cls = item_cls(group_cls, "members")
     assignment_cls = item_cls(member_cls, "assignment")

@@ -25,7 +25,7 @@ from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.broker.server.auth_helper import GROUP, TOPIC, Op, authorized_operations, filter_authorized
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.common.errors import Errors
-from kafka_emu.broker.apis.consumer_group import heartbeat_refused, heartbeat_responder
+from kafka_emu.broker.apis.consumer_group import heartbeat_refused, heartbeat_responder, refuse_group_describe
 from kafka_emu.coordinator.group.results import ShareGroupHeartbeatRequest
 from kafka_emu.coordinator.share.config import SHARE_VERSION
 
@@ -65,11 +65,8 @@ def handle_share_group_describe(apis: KafkaApis, request: Request) -> None:
     cls = response_schema(ApiKeys.SHARE_GROUP_DESCRIBE, request.api_version)
     group_cls = item_cls(cls, "groups")
     if gc is None or not share_groups_enabled(apis):
-        error = Errors.UNSUPPORTED_VERSION if gc is not None else Errors.COORDINATOR_NOT_AVAILABLE
-        respond(apis, request, build(cls, throttle_time=ZERO_THROTTLE, groups=tuple(
-            build(group_cls, error_code=error, error_message=None, group_id=group_id, group_state="", group_epoch=0,
-                  assignment_epoch=0, assignor_name="", members=(), authorized_operations=AUTHORIZED_OPS_OMITTED)
-            for group_id in request.body.group_ids)))
+        refuse_group_describe(apis, request, Errors.UNSUPPORTED_VERSION if gc is not None
+                              else Errors.COORDINATOR_NOT_AVAILABLE)
         return
     member_cls = item_cls(group_cls, "members")
     assignment_cls = item_cls(member_cls, "assignment")

@@ -180,14 +180,8 @@ class ShareGroupHeartbeatRequest:
     client_host: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class ShareGroupHeartbeatResult:
-    error: int
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: TopicIdPartitions | None = None
+# ShareGroupHeartbeatResponse carries ConsumerGroupHeartbeatResponse's fields: one result type
+ShareGroupHeartbeatResult = ConsumerGroupHeartbeatResult
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,7 @@ from kafka_emu.broker.storage.log_segment import iter_headers
 from kafka_emu.broker.server.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, topic_key_and_name
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.server.auth_helper import CLUSTER, TOPIC, Op, authorize, filter_authorized
+from kafka_emu.broker.server.auth_helper import CLUSTER, TOPIC, Op, authorize, authorizer_for, filter_authorized
 from kafka_emu.broker.server.partition import LogReadResult
 from kafka_emu.broker.protocol.adapter import build, item_cls, response_schema
 from kafka_emu.broker.protocol.codec import EncodedResponse, encode_response
@@ -120,17 +120,8 @@ def handle_fetch(apis: KafkaApis, request: Request) -> None:
                                                   body.fetch_infos, body.removed, answer)
         return
     params, infos, order, pre = parse_fetch_request(body, version, apis.metadata)
-    # Kafka's handleFetchRequest: a follower needs CLUSTER_ACTION, a consumer READ on each topic
-    if params.replica_id >= 0:
-        readable = {name for _, name, _ in order if name} if authorize(apis, request, Op.CLUSTER_ACTION,
-                                                                       CLUSTER) else set()
-    else:
-        readable = filter_authorized(apis, request, Op.READ, TOPIC, (name for _, name, _ in order if name))
-    if any(name not in readable for _, name, _ in order if name):
-        for key, name, parts in order:
-            if name and name not in readable:
-                pre.update({(key, idx): Errors.TOPIC_AUTHORIZATION_FAILED for idx in parts})
-        infos = [(tp, info) for tp, info in infos if tp[0] in readable]
+    if authorizer_for(apis, request) is not None:
+        infos = _authorized_infos(apis, request, params, infos, order, pre)
     from_follower = params.is_follower
     if not from_follower and apis.request_helper.applies_to(request):
         params = _within_quota_window(apis, request, params)
@@ -237,6 +228,23 @@ def _holds_zstd(records: bytes) -> bool:
 _ERROR_RESULT = LogReadResult(b"", Errors.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, -1, -1)
 
 
+def _authorized_infos(apis: KafkaApis, request: Request, params: FetchParams, infos: FetchInfos, order: TopicOrder,
+                      pre: dict[tuple[TopicKey, int], int]) -> FetchInfos:
+    """Kafka's handleFetchRequest: a follower needs CLUSTER_ACTION, a consumer READ on each topic;
+    the partitions of a topic refused get TOPIC_AUTHORIZATION_FAILED in ``pre`` and are not read."""
+    if params.replica_id >= 0:
+        readable = {name for _, name, _ in order if name} if authorize(apis, request, Op.CLUSTER_ACTION,
+                                                                       CLUSTER) else set()
+    else:
+        readable = filter_authorized(apis, request, Op.READ, TOPIC, (name for _, name, _ in order if name))
+    if all(name in readable for _, name, _ in order if name):
+        return infos
+    for key, name, parts in order:
+        if name and name not in readable:
+            pre.update({(key, idx): Errors.TOPIC_AUTHORIZATION_FAILED for idx in parts})
+    return [(tp, info) for tp, info in infos if tp[0] in readable]
+
+
 def partition_responses(version: int, order: TopicOrder, results: dict[TopicPartition, LogReadResult],
                         pre: dict[tuple[TopicKey, int], int]) -> list[TopicResults]:
     """What each partition of the request is answered with, in request order: its read result,
@@ -248,7 +256,7 @@ def partition_responses(version: int, order: TopicOrder, results: dict[TopicPart
     for key, name, parts in order:
         answered = []
         for idx in parts:
-            if (key, idx) in pre or name is None:
+            if name is None or pre and (key, idx) in pre:   # pre: empty on the usual path
                 r = _ERROR_RESULT._replace(error=pre.get((key, idx), Errors.UNKNOWN_TOPIC_ID))
             else:
                 r = results.get((name, idx), _ERROR_RESULT)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from kafka_emu.broker.storage import compression
 from kafka_emu.broker.apis._common import ZERO_THROTTLE, TopicKey, duration_ms, topic_key_and_name
 from kafka_emu.broker.apis.api_spec import ApiSpec
-from kafka_emu.broker.server.auth_helper import TOPIC, TRANSACTIONAL_ID, Op, authorize, filter_authorized
+from kafka_emu.broker.server.auth_helper import TOPIC, TRANSACTIONAL_ID, Op, authorize, authorizer_for, filter_authorized
 from kafka_emu.broker.server.delayed_produce import ProducePartitionStatus
 from kafka_emu.broker.server.request_handler_helper import client_id_of, quota_user
 from kafka_emu.broker.storage.log_validator import TRANSACTIONAL_BIT
@@ -58,7 +58,8 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
     order: TopicOrder = []
     pre: dict[TopicPartition, tuple[int, str | None]] = {}
     transactional = False
-    writable = filter_authorized(apis, request, Op.WRITE, TOPIC, (
+    # Kafka's handleProduceRequest: WRITE on each topic (None: every topic may be written)
+    writable = None if authorizer_for(apis, request) is None else filter_authorized(apis, request, Op.WRITE, TOPIC, (
         name for name in (topic_key_and_name(td, by_id, metadata, "name")[1] for td in body.topic_data) if name))
     for td in body.topic_data:
         key, name = topic_key_and_name(td, by_id, metadata, "name")
@@ -69,7 +70,7 @@ def handle_produce(apis: KafkaApis, request: Request) -> None:
             tp = (name if name is not None else f"<unknown {key}>", idx)
             if name is None:
                 pre[tp] = (Errors.UNKNOWN_TOPIC_ID, "unknown topic id")
-            elif name not in writable:
+            elif writable is not None and name not in writable:
                 pre[tp] = (Errors.TOPIC_AUTHORIZATION_FAILED, None)
             elif not pd.records:
                 pre[tp] = (Errors.INVALID_RECORD, "no records")

@@ -19,6 +19,7 @@ from kafka_emu.broker.security.authorizer import all_operations_bits
 
 if TYPE_CHECKING:
     from kafka_emu.broker.network.request_channel import Request
+    from kafka_emu.broker.security.authorizer import StandardAuthorizer
     from kafka_emu.broker.server.kafka_apis import KafkaApis
 
 TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER,
@@ -26,10 +27,19 @@ TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = (ResourceType.TOPIC, ResourceType.GROU
 Op = AclOperation
 
 
+def authorizer_for(apis: KafkaApis, request: Request) -> StandardAuthorizer | None:
+    """The authorizer that judges ``request``; None when every check passes (no authorizer, or a
+    request made in process). Produce and Fetch ask this first, so that without security they
+    build no set of names to check (as ``filter_authorized`` does), which cost every produced batch
+    about 1 µs (``bench replication``, 2026-11-28)."""
+    authorizer = apis.authorizer
+    return None if authorizer is None or request.processor_id < 0 else authorizer
+
+
 def authorize(apis: KafkaApis, request: Request, operation: AclOperation, resource_type: ResourceType,
               name: str = CLUSTER_NAME) -> bool:
-    authorizer = apis.authorizer
-    if authorizer is None or request.processor_id < 0:
+    authorizer = authorizer_for(apis, request)
+    if authorizer is None:
         return True
     return authorizer.authorize(request.principal, request.client_host, operation, resource_type, name)
 
@@ -42,8 +52,8 @@ def filter_authorized(apis: KafkaApis, request: Request, operation: AclOperation
 
 def authorize_by_resource_type(apis: KafkaApis, request: Request, operation: AclOperation,
                                resource_type: ResourceType) -> bool:
-    authorizer = apis.authorizer
-    if authorizer is None or request.processor_id < 0:
+    authorizer = authorizer_for(apis, request)
+    if authorizer is None:
         return True
     return authorizer.authorize_by_resource_type(request.principal, request.client_host, operation, resource_type)
 
@@ -61,7 +71,7 @@ def deny(apis: KafkaApis, request: Request, operation: AclOperation, resource_ty
 def authorized_operations(apis: KafkaApis, request: Request, resource_type: ResourceType,
                           name: str = CLUSTER_NAME) -> int:
     """The authorized-operations bit field of a resource (Kafka's ``authorizedOperations``)."""
-    authorizer = apis.authorizer
-    if authorizer is None or request.processor_id < 0:
+    authorizer = authorizer_for(apis, request)
+    if authorizer is None:
         return all_operations_bits(resource_type)
     return authorizer.authorized_operations(request.principal, request.client_host, resource_type, name)

@@ -74,8 +74,11 @@ class RequestHandlerHelper:
         self.time = time
 
     def applies_to(self, request: Request) -> bool:
-        """Whether quotas can apply: the broker has them and the request came off the network."""
-        return self.quotas is not None and request.processor_id >= 0
+        """Whether quotas can apply: the broker has them, some quota is set, and the request came
+        off the network. Every recording below is a no-op without a quota (Kafka's
+        ``quotasEnabled``), so this one test spares a request its quota calls until one is set."""
+        quotas = self.quotas
+        return quotas is not None and request.processor_id >= 0 and quotas.any_enabled()
 
     def throttle(self, manager: ClientQuotaManager, request: Request, throttle_time_ms: int) -> None:
         """Mute the request's connection for ``throttle_time_ms`` after its response."""

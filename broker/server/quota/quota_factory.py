@@ -63,6 +63,13 @@ class QuotaManagers:
     def all(self) -> tuple[ClientQuotaManager, ...]:
         return self.fetch, self.produce, self.request, self.controller_mutation
 
+    def any_enabled(self) -> bool:
+        """Whether a quota of any kind was ever set (each manager's flag only grows; read without
+        its lock, as Kafka reads its volatile ``quotaTypesEnabled``)."""
+        # compared as ints: IntFlag's | and bool() are Python-level calls, on every request
+        return (self.fetch.quota_types_enabled != 0 or self.produce.quota_types_enabled != 0
+                or self.request.quota_types_enabled != 0 or self.controller_mutation.quota_types_enabled != 0)
+
     def start(self) -> None:
         for manager in self.all():
             manager.start()

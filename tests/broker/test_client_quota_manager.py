@@ -54,90 +54,90 @@ class Callback:
 
 
 @pytest.fixture()
-def time() -> MockTime:
+def mock_time() -> MockTime:
     return MockTime()
 
 
-def manager(time: MockTime, quota_type: QuotaType = QuotaType.PRODUCE, config: ClientQuotaConfig = CONFIG
+def manager(mock_time: MockTime, quota_type: QuotaType = QuotaType.PRODUCE, config: ClientQuotaConfig = CONFIG
             ) -> ClientQuotaManager:
-    m = ClientQuotaManager(config, quota_type, time)
+    m = ClientQuotaManager(config, quota_type, mock_time)
     m.throttled_channel_reaper.poll_timeout_s = 0.01   # do_work on the test thread, never started
     return m
 
 
-def maybe_record(m: ClientQuotaManager, user: str, client_id: str, value: float, time: MockTime) -> int:
-    return m.maybe_record_and_get_throttle_time_ms(user, client_id, value, time.milliseconds())
+def maybe_record(m: ClientQuotaManager, user: str, client_id: str, value: float, mock_time: MockTime) -> int:
+    return m.maybe_record_and_get_throttle_time_ms(user, client_id, value, mock_time.milliseconds())
 
 
 # ---------------------------------------------------------------- ClientQuotaManagerTest
-def _quota_parsing(time: MockTime, client1: tuple, client2: tuple, random_client: tuple, default: QuotaEntity) -> None:
+def _quota_parsing(mock_time: MockTime, client1: tuple, client2: tuple, random_client: tuple, default: QuotaEntity) -> None:
     """testQuotaParsing: (user, client id, configured entity) per client."""
-    m = manager(time)
+    m = manager(mock_time)
     (u1, c1, e1), (u2, c2, e2), (ur, cr) = client1, client2, random_client
     m.update_quota(e1, 2000)
     m.update_quota(e2, 4000)
     assert m.quota(ur, cr) == NO_QUOTA
     assert m.quota(u1, c1) == 2000 and m.quota(u2, c2) == 4000
-    assert maybe_record(m, u1, c1, 2500 * CONFIG.num_quota_samples, time) > 0
+    assert maybe_record(m, u1, c1, 2500 * CONFIG.num_quota_samples, mock_time) > 0
     m.update_quota(e1, 3000)   # the sensor exists: it takes the new bound
     assert m.quota(u1, c1) == 3000
-    assert maybe_record(m, u1, c1, 0, time) == 0
+    assert maybe_record(m, u1, c1, 0, mock_time) == 0
     m.update_quota(e1, 500)
     assert m.quota(u1, c1) == 500
-    assert maybe_record(m, u1, c1, 0, time) > 0
+    assert maybe_record(m, u1, c1, 0, mock_time) > 0
     m.update_quota(e1, None)
     m.update_quota(default, 4000)
     assert m.quota(u1, c1) == 4000
-    assert maybe_record(m, u1, c1, 1000 * CONFIG.num_quota_samples, time) == 0
+    assert maybe_record(m, u1, c1, 1000 * CONFIG.num_quota_samples, mock_time) == 0
 
 
-def test_client_id_quota_parsing(time: MockTime) -> None:
-    _quota_parsing(time, ("ANONYMOUS", "p1", QuotaEntity(None, "p1")), ("ANONYMOUS", "p2", QuotaEntity(None, "p2")),
+def test_client_id_quota_parsing(mock_time: MockTime) -> None:
+    _quota_parsing(mock_time, ("ANONYMOUS", "p1", QuotaEntity(None, "p1")), ("ANONYMOUS", "p2", QuotaEntity(None, "p2")),
                    ("ANONYMOUS", "random-client-id"), QuotaEntity(None, DEFAULT))
 
 
-def test_user_quota_parsing(time: MockTime) -> None:
-    _quota_parsing(time, ("User1", "p1", QuotaEntity("User1")), ("User2", "p2", QuotaEntity("User2")),
+def test_user_quota_parsing(mock_time: MockTime) -> None:
+    _quota_parsing(mock_time, ("User1", "p1", QuotaEntity("User1")), ("User2", "p2", QuotaEntity("User2")),
                    ("RandomUser", "random-client-id"), QuotaEntity(DEFAULT))
 
 
-def test_user_client_id_quota_parsing(time: MockTime) -> None:
-    _quota_parsing(time, ("User1", "p1", QuotaEntity("User1", "p1")), ("User2", "p2", QuotaEntity("User2", "p2")),
+def test_user_client_id_quota_parsing(mock_time: MockTime) -> None:
+    _quota_parsing(mock_time, ("User1", "p1", QuotaEntity("User1", "p1")), ("User2", "p2", QuotaEntity("User2", "p2")),
                    ("RandomUser", "random-client-id"), QuotaEntity(DEFAULT, DEFAULT))
 
 
-def check_quota(m: ClientQuotaManager, time: MockTime, user: str, client_id: str, expected_bound: float,
+def check_quota(m: ClientQuotaManager, mock_time: MockTime, user: str, client_id: str, expected_bound: float,
                 value: float, expect_throttle: bool) -> None:
     """ClientQuotaManagerTest.checkQuota."""
     assert m.quota(user, client_id) == expected_bound
     expected_max = (CONFIG.quota_window_size_seconds * (CONFIG.num_quota_samples - 1) * expected_bound
                     if expected_bound < NO_QUOTA else math.inf)
     assert m.get_max_value_in_quota_window(user, client_id) == pytest.approx(expected_max)
-    throttle = maybe_record(m, user, client_id, value * CONFIG.num_quota_samples, time)
+    throttle = maybe_record(m, user, client_id, value * CONFIG.num_quota_samples, mock_time)
     assert (throttle > 0) if expect_throttle else (throttle == 0), throttle
 
 
-def test_get_max_value_in_quota_window_with_non_default_quota_window(time: MockTime) -> None:
-    m = manager(time, QuotaType.FETCH, ClientQuotaConfig(num_quota_samples=4))
+def test_get_max_value_in_quota_window_with_non_default_quota_window(mock_time: MockTime) -> None:
+    m = manager(mock_time, QuotaType.FETCH, ClientQuotaConfig(num_quota_samples=4))
     assert m.get_max_value_in_quota_window("userA", "client1") == math.inf
     m.update_quota(QuotaEntity(DEFAULT), 10)
     assert m.get_max_value_in_quota_window("userA", "client1") == pytest.approx(30)
 
 
 @pytest.mark.parametrize("entity", [QuotaEntity(DEFAULT), QuotaEntity("userA"), QuotaEntity("userA", "client1")])
-def test_set_and_remove_quota(time: MockTime, entity: QuotaEntity) -> None:
+def test_set_and_remove_quota(mock_time: MockTime, entity: QuotaEntity) -> None:
     """testSetAndRemoveDefaultUserQuota, testSetAndRemoveUserQuota, testSetAndRemoveUserClientQuota."""
-    m = manager(time)
+    m = manager(mock_time)
     if entity.user is DEFAULT:
-        check_quota(m, time, "userA", "client1", NO_QUOTA, 1000, False)
+        check_quota(m, mock_time, "userA", "client1", NO_QUOTA, 1000, False)
     m.update_quota(entity, 10)
-    check_quota(m, time, "userA", "client1", 10, 1000, True)
+    check_quota(m, mock_time, "userA", "client1", 10, 1000, True)
     m.update_quota(entity, None)
-    check_quota(m, time, "userA", "client1", NO_QUOTA, 1000, False)
+    check_quota(m, mock_time, "userA", "client1", NO_QUOTA, 1000, False)
 
 
-def test_quota_config_precedence(time: MockTime) -> None:
-    m = manager(time)
+def test_quota_config_precedence(mock_time: MockTime) -> None:
+    m = manager(mock_time)
     m.update_quota(QuotaEntity(DEFAULT), 1000)
     m.update_quota(QuotaEntity(None, DEFAULT), 2000)
     m.update_quota(QuotaEntity(DEFAULT, DEFAULT), 3000)
@@ -148,7 +148,7 @@ def test_quota_config_precedence(time: MockTime) -> None:
     m.update_quota(QuotaEntity("userB", DEFAULT), 8000)
     m.update_quota(QuotaEntity("userC"), 10000)
     m.update_quota(QuotaEntity(None, "client1"), 9000)
-    check = lambda *args: check_quota(m, time, *args)   # noqa: E731
+    check = lambda *args: check_quota(m, mock_time, *args)   # noqa: E731
 
     check("userA", "client1", 5000, 4500, False)   # <user, client> quota takes precedence over <user>
     check("userA", "client2", 4000, 4500, True)    # <user> quota takes precedence over <client> and defaults
@@ -188,106 +188,106 @@ def test_quota_config_precedence(time: MockTime) -> None:
     check("userA", "client6", 12000, 4000, True)   # throttled due to sum of new and earlier values
 
 
-def test_quota_violation(time: MockTime) -> None:
+def test_quota_violation(mock_time: MockTime) -> None:
     """testQuotaViolation: 10.5 s of samples, a spike, its throttle time, the channel unmuted
     only once that time has passed, and no throttling once the spike rolled out."""
-    m = manager(time)
+    m = manager(mock_time)
     callback = Callback()
     m.update_quota(QuotaEntity(None, DEFAULT), 500)
     for _ in range(10):
-        assert maybe_record(m, "ANONYMOUS", "unknown", 400, time) == 0
-        time.sleep(1000)
+        assert maybe_record(m, "ANONYMOUS", "unknown", 400, mock_time) == 0
+        mock_time.sleep(1000)
     assert m.queue_size == 0
     # 400*10 + 2000 + 300 = 6300/10.5 = 600 bytes per second;
     # (600 - quota)/quota*window-size = (600-500)/500*10.5 seconds = 2100
-    time.sleep(500)
-    throttle = maybe_record(m, "ANONYMOUS", "unknown", 2300, time)
+    mock_time.sleep(500)
+    throttle = maybe_record(m, "ANONYMOUS", "unknown", 2300, mock_time)
     assert throttle == 2100
     m.throttle("ANONYMOUS", "unknown", callback, throttle)
     assert m.queue_size == 1 and callback.started == 1
     m.throttled_channel_reaper.do_work()
     assert callback.ended == 0           # not before the delay has passed
-    time.sleep(throttle)
+    mock_time.sleep(throttle)
     m.throttled_channel_reaper.do_work()
     assert m.queue_size == 0 and callback.ended == 1
     for _ in range(10):
-        maybe_record(m, "ANONYMOUS", "unknown", 400, time)
-        time.sleep(1000)
-    assert maybe_record(m, "ANONYMOUS", "unknown", 0, time) == 0   # the bursty sample rolled over
+        maybe_record(m, "ANONYMOUS", "unknown", 400, mock_time)
+        mock_time.sleep(1000)
+    assert maybe_record(m, "ANONYMOUS", "unknown", 0, mock_time) == 0   # the bursty sample rolled over
 
 
-def test_client_id_not_sanitized_in_metrics(time: MockTime) -> None:
+def test_client_id_not_sanitized_in_metrics(mock_time: MockTime) -> None:
     """testClientIdNotSanitized: the metrics carry the raw client id."""
-    m = manager(time)
+    m = manager(mock_time)
     m.update_quota(QuotaEntity(None, DEFAULT), 500)
-    maybe_record(m, "ANONYMOUS", "client@#$%", 100, time)
+    maybe_record(m, "ANONYMOUS", "client@#$%", 100, mock_time)
     assert [(c.user, c.client_id) for c in m.snapshot().clients] == [("", "client@#$%")]
 
 
-def test_idle_sensors_expire(time: MockTime) -> None:
+def test_idle_sensors_expire(mock_time: MockTime) -> None:
     """testExpireQuotaSensors' premise: sensors idle for an hour go (and come back on use)."""
-    m = manager(time)
+    m = manager(mock_time)
     m.update_quota(QuotaEntity(None, DEFAULT), 500)
-    maybe_record(m, "ANONYMOUS", "client1", 100, time)
-    time.sleep(3_600_001)
+    maybe_record(m, "ANONYMOUS", "client1", 100, mock_time)
+    mock_time.sleep(3_600_001)
     assert m.snapshot().clients == ()
-    assert maybe_record(m, "ANONYMOUS", "client1", 10_000 * CONFIG.num_quota_samples, time) > 0
+    assert maybe_record(m, "ANONYMOUS", "client1", 10_000 * CONFIG.num_quota_samples, mock_time) > 0
 
 
-def test_nothing_is_recorded_before_a_first_quota(time: MockTime) -> None:
-    m = manager(time)
-    assert maybe_record(m, "ANONYMOUS", "c", 10**12, time) == 0 and m.snapshot().clients == ()
+def test_nothing_is_recorded_before_a_first_quota(mock_time: MockTime) -> None:
+    m = manager(mock_time)
+    assert maybe_record(m, "ANONYMOUS", "c", 10**12, mock_time) == 0 and m.snapshot().clients == ()
 
 
 # ---------------------------------------------------------------- ClientRequestQuotaManagerTest
-def test_request_percentage_quota_violation(time: MockTime) -> None:
-    m = ClientRequestQuotaManager(CONFIG, time)
+def test_request_percentage_quota_violation(mock_time: MockTime) -> None:
+    m = ClientRequestQuotaManager(CONFIG, mock_time)
     m.throttled_channel_reaper.poll_timeout_s = 0.01
     callback = Callback()
     m.update_quota(QuotaEntity("ANONYMOUS", "test-client"), 1)   # 1%: 10 ms per second
 
     def record_ms(millis: float) -> int:
-        return m.maybe_record_request_time("ANONYMOUS", "test-client", int(millis * 1_000_000), time.milliseconds())
+        return m.maybe_record_request_time("ANONYMOUS", "test-client", int(millis * 1_000_000), mock_time.milliseconds())
 
     for _ in range(10):
         assert record_ms(4) == 0
-        time.sleep(1000)
+        mock_time.sleep(1000)
     assert m.queue_size == 0
     # 4*10 + 67.1 = 107.1/10.5 = 10.2ms per second; (10.2 - quota)/quota*window-size = 210 ms
-    time.sleep(500)
+    mock_time.sleep(500)
     throttle = record_ms(67.1)
     assert throttle == 210
     m.throttle("ANONYMOUS", "test-client", callback, throttle)
     m.throttled_channel_reaper.do_work()
     assert callback.ended == 0
-    time.sleep(throttle)
+    mock_time.sleep(throttle)
     m.throttled_channel_reaper.do_work()
     assert m.queue_size == 0 and callback.ended == 1
     for _ in range(11):
         record_ms(4)
-        time.sleep(1000)
+        mock_time.sleep(1000)
     assert record_ms(0) == 0
     # a very large spike needs more than one quota window: the throttle time is capped at one
     assert record_ms(500) == 1000
     for _ in range(10):
-        time.sleep(1000)
+        mock_time.sleep(1000)
         assert record_ms(0) == 1000
-    time.sleep(1000)
+    mock_time.sleep(1000)
     assert record_ms(0) == 0
 
 
 # ---------------------------------------------------------------- ThrottledChannelExpirationTest
-def test_callback_invocation_after_expiration(time: MockTime) -> None:
+def test_callback_invocation_after_expiration(mock_time: MockTime) -> None:
     """Four channels added out of order, two with the same end: each reaper round ends the
     ones due, once each."""
     callback = Callback()
-    queue = ThrottledChannelQueue(time)
-    reaper = ThrottledChannelReaper(queue, "ThrottledChannelReaper-Produce", lambda: None, time, poll_timeout_s=0.01)
+    queue = ThrottledChannelQueue(mock_time)
+    reaper = ThrottledChannelReaper(queue, "ThrottledChannelReaper-Produce", lambda: None, mock_time, poll_timeout_s=0.01)
     for ms in (10, 30, 30, 20):
-        queue.add(ThrottledChannel(time, ms, callback))
+        queue.add(ThrottledChannel(mock_time, ms, callback))
     assert callback.started == 4
     for itr in range(1, 4):
-        time.sleep(10)
+        mock_time.sleep(10)
         reaper.do_work()
         assert callback.ended == itr
     reaper.do_work()
@@ -296,8 +296,8 @@ def test_callback_invocation_after_expiration(time: MockTime) -> None:
     assert callback.ended == 4
 
 
-def test_reaper_thread_is_named_and_stops(time: MockTime) -> None:
-    m = ClientQuotaManager(CONFIG, QuotaType.FETCH, time, "broker-3-")
+def test_reaper_thread_is_named_and_stops(mock_time: MockTime) -> None:
+    m = ClientQuotaManager(CONFIG, QuotaType.FETCH, mock_time, "broker-3-")
     m.start()
     assert m.throttled_channel_reaper.name == "broker-3-ThrottledChannelReaper-Fetch"
     m.shutdown()
@@ -309,10 +309,10 @@ def _mutation_sensor() -> QuotaSensor:
     return QuotaSensor(MetricConfig(samples=10, window_ms=1000, bound=10), token_bucket=True)
 
 
-def test_strict_controller_mutation_quota(time: MockTime) -> None:
+def test_strict_controller_mutation_quota(mock_time: MockTime) -> None:
     """StrictControllerMutationQuotaTest.testControllerMutationQuotaViolation: accepted while the
     bucket (burst 100) is not negative, refused once it is, with the time to refill it."""
-    quota = StrictControllerMutationQuota(time, _mutation_sensor())
+    quota = StrictControllerMutationQuota(mock_time, _mutation_sensor())
     quota.record(90)       # 10 tokens left
     assert quota.throttle_time() == 0
     quota.record(90)       # -80: accepted, the bucket was not exhausted yet
@@ -321,51 +321,51 @@ def test_strict_controller_mutation_quota(time: MockTime) -> None:
         quota.record(90)
     assert exc.value.code == Errors.THROTTLING_QUOTA_EXCEEDED
     assert quota.throttle_time() == 8000
-    time.sleep(5000)       # the throttle time counts down
+    mock_time.sleep(5000)       # the throttle time counts down
     assert quota.throttle_time() == 3000
 
 
-def test_permissive_controller_mutation_quota(time: MockTime) -> None:
+def test_permissive_controller_mutation_quota(mock_time: MockTime) -> None:
     """PermissiveControllerMutationQuotaTest.testControllerMutationQuotaViolation: never refused,
     throttled once the bucket is negative."""
-    quota = PermissiveControllerMutationQuota(time, _mutation_sensor())
+    quota = PermissiveControllerMutationQuota(mock_time, _mutation_sensor())
     quota.record(90)
     assert quota.throttle_time() == 0
     quota.record(90)
     assert quota.throttle_time() == 8000
     quota.record(90)
     assert quota.throttle_time() == 17000
-    time.sleep(5000)
+    mock_time.sleep(5000)
     assert quota.throttle_time() == 12000
 
 
-def test_controller_mutation_quota_violation(time: MockTime) -> None:
+def test_controller_mutation_quota_violation(mock_time: MockTime) -> None:
     """ControllerMutationQuotaManagerTest.testControllerMutationQuotaViolation."""
-    m = ControllerMutationQuotaManager(ClientQuotaConfig(10, 1), time)
+    m = ControllerMutationQuotaManager(ClientQuotaConfig(10, 1), mock_time)
     m.throttled_channel_reaper.poll_timeout_s = 0.01
     callback = Callback()
     m.update_quota(QuotaEntity("ANONYMOUS", "test-client"), 10)
     for _ in range(10):
-        assert maybe_record(m, "ANONYMOUS", "test-client", 10, time) == 0
-        time.sleep(1000)
+        assert maybe_record(m, "ANONYMOUS", "test-client", 10, mock_time) == 0
+        mock_time.sleep(1000)
     assert m.queue_size == 0
-    assert maybe_record(m, "ANONYMOUS", "test-client", 110, time) == 0   # 100 tokens: accepted
-    throttle = maybe_record(m, "ANONYMOUS", "test-client", 110, time)   # -10: refused, 1 s to refill
+    assert maybe_record(m, "ANONYMOUS", "test-client", 110, mock_time) == 0   # 100 tokens: accepted
+    throttle = maybe_record(m, "ANONYMOUS", "test-client", 110, mock_time)   # -10: refused, 1 s to refill
     assert throttle == 1000
     m.throttle("ANONYMOUS", "test-client", callback, throttle)
     assert m.queue_size == 1
     m.throttled_channel_reaper.do_work()
     assert callback.ended == 0
-    time.sleep(throttle)
+    mock_time.sleep(throttle)
     m.throttled_channel_reaper.do_work()
     assert m.queue_size == 0 and callback.ended == 1
-    assert maybe_record(m, "ANONYMOUS", "test-client", 110, time) == 0
+    assert maybe_record(m, "ANONYMOUS", "test-client", 110, mock_time) == 0
 
 
-def test_new_quota_for(time: MockTime) -> None:
+def test_new_quota_for(mock_time: MockTime) -> None:
     """testNewStrictQuotaForReturnsUnboundedQuotaWhenQuotaIsDisabled and the strict/permissive
     choice by version."""
-    m = ControllerMutationQuotaManager(ClientQuotaConfig(10, 1), time)
+    m = ControllerMutationQuotaManager(ClientQuotaConfig(10, 1), mock_time)
     assert m.new_quota_for("u", "c", 6, 6) is UNBOUNDED and m.new_permissive_quota_for("u", "c") is UNBOUNDED
     m.update_quota(QuotaEntity(None, "c"), 2)
     assert isinstance(m.new_quota_for("u", "c", 6, strict_since_version=6), StrictControllerMutationQuota)

@@ -45,7 +45,7 @@ def _namespaces_available() -> str | None:
 def run_scenario(tmp_path: Path, layout: str) -> dict[str, Any]:
     why = _namespaces_available()
     if why is not None:
-        pytest.skip(f"needs a small filesystem: {why}")
+        pytest.skip(reason=f"needs a small filesystem: {why}")
     done = subprocess.run([*UNSHARE, sys.executable, str(SCENARIO), str(tmp_path / "base"), "1m", layout],
                           capture_output=True, text=True, timeout=80)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -196,23 +196,23 @@ def test_quota_violation(mock_time: MockTime) -> None:
     m.update_quota(QuotaEntity(None, DEFAULT), 500)
     for _ in range(10):
         assert maybe_record(m, "ANONYMOUS", "unknown", 400, mock_time) == 0
-        mock_time.sleep(1000)
+        mock_time.advance(1000)
     assert m.queue_size == 0
     # 400*10 + 2000 + 300 = 6300/10.5 = 600 bytes per second;
     # (600 - quota)/quota*window-size = (600-500)/500*10.5 seconds = 2100
-    mock_time.sleep(500)
+    mock_time.advance(500)
     throttle = maybe_record(m, "ANONYMOUS", "unknown", 2300, mock_time)
     assert throttle == 2100
     m.throttle("ANONYMOUS", "unknown", callback, throttle)
     assert m.queue_size == 1 and callback.started == 1
     m.throttled_channel_reaper.do_work()
     assert callback.ended == 0           # not before the delay has passed
-    mock_time.sleep(throttle)
+    mock_time.advance(throttle)
     m.throttled_channel_reaper.do_work()
     assert m.queue_size == 0 and callback.ended == 1
     for _ in range(10):
         maybe_record(m, "ANONYMOUS", "unknown", 400, mock_time)
-        mock_time.sleep(1000)
+        mock_time.advance(1000)
     assert maybe_record(m, "ANONYMOUS", "unknown", 0, mock_time) == 0   # the bursty sample rolled over
 
 
@@ -229,7 +229,7 @@ def test_idle_sensors_expire(mock_time: MockTime) -> None:
     m = manager(mock_time)
     m.update_quota(QuotaEntity(None, DEFAULT), 500)
     maybe_record(m, "ANONYMOUS", "client1", 100, mock_time)
-    mock_time.sleep(3_600_001)
+    mock_time.advance(3_600_001)
     assert m.snapshot().clients == ()
     assert maybe_record(m, "ANONYMOUS", "client1", 10_000 * CONFIG.num_quota_samples, mock_time) > 0
 
@@ -251,28 +251,28 @@ def test_request_percentage_quota_violation(mock_time: MockTime) -> None:
 
     for _ in range(10):
         assert record_ms(4) == 0
-        mock_time.sleep(1000)
+        mock_time.advance(1000)
     assert m.queue_size == 0
     # 4*10 + 67.1 = 107.1/10.5 = 10.2ms per second; (10.2 - quota)/quota*window-size = 210 ms
-    mock_time.sleep(500)
+    mock_time.advance(500)
     throttle = record_ms(67.1)
     assert throttle == 210
     m.throttle("ANONYMOUS", "test-client", callback, throttle)
     m.throttled_channel_reaper.do_work()
     assert callback.ended == 0
-    mock_time.sleep(throttle)
+    mock_time.advance(throttle)
     m.throttled_channel_reaper.do_work()
     assert m.queue_size == 0 and callback.ended == 1
     for _ in range(11):
         record_ms(4)
-        mock_time.sleep(1000)
+        mock_time.advance(1000)
     assert record_ms(0) == 0
     # a very large spike needs more than one quota window: the throttle time is capped at one
     assert record_ms(500) == 1000
     for _ in range(10):
-        mock_time.sleep(1000)
+        mock_time.advance(1000)
         assert record_ms(0) == 1000
-    mock_time.sleep(1000)
+    mock_time.advance(1000)
     assert record_ms(0) == 0
 
 
@@ -287,7 +287,7 @@ def test_callback_invocation_after_expiration(mock_time: MockTime) -> None:
         queue.add(ThrottledChannel(mock_time, ms, callback))
     assert callback.started == 4
     for itr in range(1, 4):
-        mock_time.sleep(10)
+        mock_time.advance(10)
         reaper.do_work()
         assert callback.ended == itr
     reaper.do_work()
@@ -321,7 +321,7 @@ def test_strict_controller_mutation_quota(mock_time: MockTime) -> None:
         quota.record(90)
     assert exc.value.code == Errors.THROTTLING_QUOTA_EXCEEDED
     assert quota.throttle_time() == 8000
-    mock_time.sleep(5000)       # the throttle time counts down
+    mock_time.advance(5000)       # the throttle time counts down
     assert quota.throttle_time() == 3000
 
 
@@ -335,7 +335,7 @@ def test_permissive_controller_mutation_quota(mock_time: MockTime) -> None:
     assert quota.throttle_time() == 8000
     quota.record(90)
     assert quota.throttle_time() == 17000
-    mock_time.sleep(5000)
+    mock_time.advance(5000)
     assert quota.throttle_time() == 12000
 
 
@@ -347,7 +347,7 @@ def test_controller_mutation_quota_violation(mock_time: MockTime) -> None:
     m.update_quota(QuotaEntity("ANONYMOUS", "test-client"), 10)
     for _ in range(10):
         assert maybe_record(m, "ANONYMOUS", "test-client", 10, mock_time) == 0
-        mock_time.sleep(1000)
+        mock_time.advance(1000)
     assert m.queue_size == 0
     assert maybe_record(m, "ANONYMOUS", "test-client", 110, mock_time) == 0   # 100 tokens: accepted
     throttle = maybe_record(m, "ANONYMOUS", "test-client", 110, mock_time)   # -10: refused, 1 s to refill
@@ -356,7 +356,7 @@ def test_controller_mutation_quota_violation(mock_time: MockTime) -> None:
     assert m.queue_size == 1
     m.throttled_channel_reaper.do_work()
     assert callback.ended == 0
-    mock_time.sleep(throttle)
+    mock_time.advance(throttle)
     m.throttled_channel_reaper.do_work()
     assert m.queue_size == 0 and callback.ended == 1
     assert maybe_record(m, "ANONYMOUS", "test-client", 110, mock_time) == 0

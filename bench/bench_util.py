@@ -9,6 +9,10 @@ import sys
 from typing import Any, Callable, Sequence
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+# CPU time in clock ticks by role: {role: [user, system]} (``cpu_per_request``)
+CpuTicks = dict[str, list[int]]
 
 
 def rss_bytes() -> int:
@@ -22,6 +26,56 @@ def rss_bytes() -> int:
 
 def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _stat_ticks(path: str) -> tuple[int, int] | None:
+    """(user, system) clock ticks of a /proc stat file, None if the task is gone."""
+    try:
+        with open(path) as f:
+            fields = f.read().rsplit(")", 1)[1].split()   # after the command name, which may hold spaces
+    except OSError:
+        return None
+    return int(fields[11]), int(fields[12])
+
+
+def thread_cpu_ticks(role: Callable[[str], str]) -> CpuTicks:
+    """This process's Python threads' CPU, summed by ``role(thread name)`` (Linux /proc)."""
+    import threading
+
+    out: CpuTicks = {}
+    for thread in threading.enumerate():
+        ticks = _stat_ticks(f"/proc/self/task/{thread.native_id}/stat")
+        if ticks is not None:
+            total = out.setdefault(role(thread.name), [0, 0])
+            total[0] += ticks[0]
+            total[1] += ticks[1]
+    return out
+
+
+def process_cpu_ticks(pid: int | str = "self") -> CpuTicks:
+    """A whole process's CPU (every thread, native ones included) as the single role "process"."""
+    ticks = _stat_ticks(f"/proc/{pid}/stat")
+    return {"process": list(ticks) if ticks else [0, 0]}
+
+
+def cpu_per_request(before: CpuTicks, after: CpuTicks, requests: int) -> dict[str, float]:
+    """CPU µs per request by role between two samples, with the total and its user/system split."""
+    us = 1e6 / _TICKS_PER_S / max(requests, 1)
+    out: dict[str, float] = {}
+    user = system = 0
+    for role, (u, s) in sorted(after.items()):
+        u0, s0 = before.get(role, (0, 0))
+        out[role] = round((u - u0 + s - s0) * us, 1)
+        user += u - u0
+        system += s - s0
+    out.update(total=round((user + system) * us, 1), user=round(user * us, 1), system=round(system * us, 1))
+    return out
+
+
+def cpu_line(cpu: dict[str, float]) -> str:
+    """One line for ``cpu_per_request``'s result."""
+    roles = ", ".join(f"{role} {us}" for role, us in cpu.items() if role not in ("total", "user", "system"))
+    return f"CPU {cpu['total']} µs per request ({roles}; user {cpu['user']}, system {cpu['system']})"
 
 
 def percentile(sorted_values: Sequence[float], pct: float) -> float:

@@ -49,7 +49,7 @@ from datetime import timedelta
 from typing import Any, Callable, TypeVar
 
 from kafka_emu.bench import bench_wire_fetch
-from kafka_emu.bench.bench_util import child_result
+from kafka_emu.bench.bench_util import CpuTicks, child_result, cpu_line, cpu_per_request, thread_cpu_ticks
 from kafka_emu.common.api_keys import ApiKeys
 from kafka_emu.metrics.progress import progress, progress_enabled
 
@@ -144,7 +144,7 @@ def _rate_client(targets: list[tuple[str, int, str, int]], warmup: float, durati
             s = _secure(s, login)
         frame = bytearray(produce_frame(topic, partition))
         conns.append([s, frame, bytearray(), 0])
-    counted = errors = 0
+    counted = answered = errors = 0   # answered: the warm-up's too (the CPU samples span it)
     ok = True
     start = time.perf_counter()
     measure_from = start + warmup
@@ -167,6 +167,7 @@ def _rate_client(targets: list[tuple[str, int, str, int]], warmup: float, durati
             if not ok:
                 errors += 1
                 break
+            answered += 1
             now = time.perf_counter()
             if now >= measure_from:
                 if now >= end:
@@ -202,6 +203,7 @@ def _rate_client(targets: list[tuple[str, int, str, int]], warmup: float, durati
                     if len(buf) < 4 + size:
                         break
                     del buf[:4 + size]
+                    answered += 1
                     if now >= measure_from:
                         counted += 1
                     st[3] += 1
@@ -210,13 +212,31 @@ def _rate_client(targets: list[tuple[str, int, str, int]], warmup: float, durati
             now = time.perf_counter()
     for st in conns:
         st[0].close()
-    out.put({"requests": counted, "seconds": duration, "errors": errors, "ok": ok})
+    out.put({"requests": counted, "seconds": duration, "answered": answered, "errors": errors, "ok": ok})
 
 
 def measure_rate(targets: list[tuple[str, int, str, int]], warmup: float, duration: float,
                  login: tuple[str, str, str] | None = None) -> float:
     res = child_result(_rate_client, (targets, warmup, duration, login), "bench-wire-client", warmup + duration + 60)
     return res["requests"] / res["seconds"]
+
+
+def measure_rate_cpu(targets: list[tuple[str, int, str, int]], warmup: float, duration: float,
+                     cpu_ticks: Callable[[], CpuTicks]) -> tuple[float, dict[str, float]]:
+    """``measure_rate`` and the server's CPU µs per request (``cpu_ticks`` sampled around the
+    load generator's whole run, divided by every request it had answered)."""
+    before = cpu_ticks()
+    res = child_result(_rate_client, (targets, warmup, duration, None), "bench-wire-client", warmup + duration + 60)
+    return res["requests"] / res["seconds"], cpu_per_request(before, cpu_ticks(), res["answered"])
+
+
+def broker_thread_role(name: str) -> str:
+    """The role of an emulator thread for the CPU split: Kafka's thread names say it."""
+    if name.startswith("data-plane-kafka-network-thread"):
+        return "processor"
+    if name.startswith("data-plane-kafka-request-handler"):
+        return "handler"
+    return "other"
 
 
 def measure_security(conn_counts: list[int], warmup: float, duration: float) -> dict[str, Any]:
@@ -521,12 +541,18 @@ def run(args: argparse.Namespace) -> int:
         entry: dict[str, Any] = {"ours": {}, "naive": {}, "ratio": {}, "replication_factor": 1}
         with EmbeddedCluster(brokers=nb, config={"offsets.topic.replication.factor": nb}) as cluster:
             result["broker_cpus"] = sorted(cluster.cpus) if cluster.cpus else None
+            if nb == 1:
+                entry["cpu_us_per_request"] = {}
             for conns in conn_counts:
                 topic = f"bench-wire-rate-{nb}-{conns}"
                 cluster.metadata.create_topic(topic, conns, 1)
-                entry["ours"][str(conns)] = round(measured(
+                rate, cpu = measured(
                     f"request rate: {nb} broker(s), {conns} connection(s)",
-                    lambda: measure_rate(_rate_targets(cluster, topic, conns), warmup, args.duration)))
+                    lambda: measure_rate_cpu(_rate_targets(cluster, topic, conns), warmup, args.duration,
+                                             lambda: thread_cpu_ticks(broker_thread_role)))
+                entry["ours"][str(conns)] = round(rate)
+                if nb == 1:   # the broker alone in this process: its threads' CPU is the request's
+                    entry["cpu_us_per_request"][str(conns)] = cpu
             if nb > 1:
                 # the same load with replication: every append also drives two follower fetches
                 entry[f"ours_rf{nb}"] = {}
@@ -563,7 +589,7 @@ def run(args: argparse.Namespace) -> int:
                                   lambda: measure_security(conn_counts, warmup, args.duration))
     bar.close()
     fetch_side, fetch_checks, fetch_lines = bench_wire_fetch.run(
-        args, result["request_rate"].get("1_broker", {}).get("ours", {}), measure_rate, warmup)
+        args, result["request_rate"].get("1_broker", {}), measure_rate_cpu, warmup)
     result.update(fetch_side)
     checks = {}
     for key, entry in result["request_rate"].items():
@@ -593,6 +619,8 @@ def run(args: argparse.Namespace) -> int:
                     rate_rf = entry[series].get(conns)
                     extra += f"  (replication factor {series[7:]}: {rate_rf} req/s)" if rate_rf else ""
                 print(f"{key:9s} {conns:>3s} conn: {rate:>8} req/s{extra}")
+        for conns, cpu in result["request_rate"].get("1_broker", {}).get("cpu_us_per_request", {}).items():
+            print(f"1_broker  {conns:>3s} conn: {cpu_line(cpu)}")
         print(f"network layer alone: {result['network_layer_only']} req/s; broker threads on CPUs "
               f"{result.get('broker_cpus') or 'chosen by the OS'}; {result.get('compiled_modules')} modules "
               f"compiled (kafka_emu.compiled)")

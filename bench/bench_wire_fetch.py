@@ -249,11 +249,12 @@ def _e2e_line(label: str, r: dict[str, Any]) -> str:
             + (f", {r['unacknowledged']} never acknowledged" if r["unacknowledged"] else ""))
 
 
-def run(args: Any, ours_rate: dict[str, Any], measure_rate: Any, warmup: float
+def run(args: Any, ours: dict[str, Any], measure_rate_cpu: Any, warmup: float
         ) -> tuple[dict[str, Any], dict[str, bool], list[str]]:
     """End to end, the scaling curve and the peers; (results, targets met, lines to print).
-    ``ours_rate`` is the emulator's request-rate entry of the 1-broker cluster (compared with
-    each peer's), ``measure_rate`` bench_wire's load generator."""
+    ``ours`` is the emulator's request-rate entry of the 1-broker cluster (its rates and CPU per
+    request are compared with each peer's), ``measure_rate_cpu`` bench_wire's load generator."""
+    ours_rate, ours_cpu = ours.get("ours", {}), ours.get("cpu_us_per_request", {})
     from kafka_emu.bench.bench_wire_peers import peer
     from kafka_emu.broker.cluster.embedded_cluster import EmbeddedCluster
 
@@ -299,15 +300,17 @@ def run(args: Any, ours_rate: dict[str, Any], measure_rate: Any, warmup: float
         for name, brokers in (("librdkafka-mock", 3), ("noida-db", 1)):
             try:
                 with peer(name, brokers) as cluster:
-                    entry: dict[str, Any] = {"brokers": brokers, "rate": {}, "ratio": {}}
+                    entry: dict[str, Any] = {"brokers": brokers, "rate": {}, "ratio": {}, "cpu_us_per_request": {}}
                     for conns in args.connections:
                         topic = f"bench-wire-rate-{conns}"
                         cluster.create_topic(topic, conns, 1)
                         targets = [(h, p, topic, i) for i, (h, p) in enumerate(cluster.leaders(topic, conns))]
-                        entry["rate"][str(conns)] = rate = round(measure_rate(targets, warmup, args.duration))
-                        ours = ours_rate.get(str(conns))
-                        if ours and rate:
-                            entry["ratio"][str(conns)] = round(ours / rate, 2)
+                        rate, cpu = measure_rate_cpu(targets, warmup, args.duration, cluster.cpu_ticks)
+                        entry["rate"][str(conns)] = rate = round(rate)
+                        entry["cpu_us_per_request"][str(conns)] = cpu["total"]
+                        ours_conns = ours_rate.get(str(conns))
+                        if ours_conns and rate:
+                            entry["ratio"][str(conns)] = round(ours_conns / rate, 2)
                     entry["flush_loop_per_s"] = flush = round(measure_flush_loop(cluster, warmup, args.duration))
                     entry["flush_loop_ratio"] = round(ours_flush / flush, 2) if flush else None
                     if args.e2e_seconds > 0:
@@ -322,6 +325,9 @@ def run(args: Any, ours_rate: dict[str, Any], measure_rate: Any, warmup: float
                 f"{c} conn {r} req/s (emulator 1 broker / peer: {entry['ratio'].get(c)})"
                 for c, r in entry["rate"].items()) + f"; produce-and-flush loop {entry['flush_loop_per_s']}/s "
                 f"(emulator / peer: {entry['flush_loop_ratio']})")
+            lines.append(f"  CPU µs per request on {name}: " + ", ".join(
+                f"{c} conn {us} (emulator 1 broker: {ours_cpu.get(c, {}).get('total')})"
+                for c, us in entry["cpu_us_per_request"].items()))
             if "end_to_end" in entry:
                 lines.append("  " + _e2e_line(f"end to end on {name}, RF {entry['end_to_end']['replication_factor']}",
                                               entry["end_to_end"]))

@@ -26,6 +26,8 @@ import tempfile
 import time
 from typing import Iterator
 
+from kafka_emu.bench.bench_util import CpuTicks, process_cpu_ticks
+
 START_TIMEOUT_S = 20.0
 
 
@@ -80,6 +82,11 @@ class LibrdkafkaMockCluster(_AdminMixin):
             raise RuntimeError("rd_kafka_mock_cluster_new failed")
         self.bootstrap_servers = lib.rd_kafka_mock_cluster_bootstraps(self._mc).decode()
 
+    def cpu_ticks(self) -> CpuTicks:
+        """The mock cluster's CPU: its C threads run in this process (the bench's own threads
+        are idle while a load generator child runs)."""
+        return process_cpu_ticks()
+
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1) -> None:
         err = self._lib.rd_kafka_mock_topic_create(self._mc, name.encode(), partitions, replication_factor)
         if err:
@@ -115,6 +122,22 @@ class NoidaDb(_AdminMixin):
                     self.close()
                     raise RuntimeError("noida-db did not start")
                 time.sleep(0.1)
+
+    def cpu_ticks(self) -> CpuTicks:
+        """The server's CPU (the process ``noida-db`` started, which may be a wrapper's child:
+        every process of its group)."""
+        total = [0, 0]
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    if os.getpgid(int(entry)) != self._proc.pid:
+                        continue
+                except OSError:
+                    continue
+                u, s = process_cpu_ticks(entry)["process"]
+                total[0] += u
+                total[1] += s
+        return {"process": total}
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1) -> None:
         from confluent_kafka.admin import AdminClient, NewTopic

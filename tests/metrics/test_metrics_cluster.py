@@ -25,10 +25,16 @@ cluster_module = importlib.import_module("kafka_emu.broker.cluster.embedded_clus
 
 
 @pytest.fixture
-def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
+def cluster_time(request: pytest.FixtureRequest) -> str:
+    """The cluster's clock (``EmbeddedCluster(time=...)``): real unless a test parametrizes it."""
+    return getattr(request, "param", "real")
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest, cluster_time: str) -> Iterator[Any]:
     config = {"group.initial.rebalance.delay.ms": 0, "group.min.session.timeout.ms": 100}
     config.update(getattr(request, "param", {}))
-    c = cluster_module.EmbeddedCluster(brokers=3, config=config)
+    c = cluster_module.EmbeddedCluster(brokers=3, config=config, time=cluster_time)
     try:
         yield c
     finally:
@@ -101,25 +107,65 @@ def test_acks_all_produce_parks_in_produce_purgatory_while_followers_stall(clust
     assert value(metrics, "kafka_server_delayedproducemetrics_expirespersec_total", broker_id=leader) == 0
 
 
-@pytest.mark.parametrize("cluster", [{"replica.lag.time.max.ms": 300}], indirect=True)
+def lagging_followers(cluster: Any) -> set[tuple[str, int, int]]:
+    """(topic, partition, follower) of each follower whose last fetch, as its leader saw it, was
+    short of the leader's log end: the followers an ISR shrink could drop."""
+    out: set[tuple[str, int, int]] = set()
+    for server in list(cluster.servers.values()):
+        for (topic, p), partition in list(server.replica_manager.partitions.items()):
+            if partition.is_leader:
+                leo = partition.log.log_end_offset
+                out |= {(topic, p, r) for r, st in list(partition.followers.items()) if st.log_end_offset != leo}
+    return out
+
+
+LAG_MS = 30_000   # replica.lag.time.max.ms; isr-expiration runs every LAG_MS / 2
+
+
+@pytest.mark.parametrize("cluster_time", ["offset"], indirect=True)
+@pytest.mark.parametrize("cluster", [{"replica.lag.time.max.ms": LAG_MS}], indirect=True)
 def test_isr_shrink_under_replication_and_expand(cluster: Any, metrics: ClusterMetrics) -> None:
+    """Kafka's ``PartitionTest.testMaybeShrinkIsr`` and ``testIsrExpansion`` seen through the
+    ReplicaManager metrics: a stalled follower leaves the ISR once ``replica.lag.time.max.ms``
+    has passed on the brokers' clock (IsrShrinksPerSec 1, UnderReplicatedPartitions 1), and
+    rejoins when it fetches again (IsrExpandsPerSec 1, UnderReplicatedPartitions 0).
+
+    The lag time passes by ``advance_time`` once every other follower (those of
+    __consumer_offsets included) has fetched up to its leader's log end, so the stalled one is
+    the only follower that can leave the ISR. A short lag time on the real clock instead lets a
+    busy machine delay a healthy follower's next fetch past it, and the shrink then drops it too.
+    The clock is the "offset" one (real time plus jumps): replica fetches long-poll on broker
+    time, which a manual clock would freeze.
+    """
     cluster.create_topic("lagging", partitions=1, replication_factor=3)
-    eventually(lambda: cluster.leader_of("lagging") >= 0, what="a leader")
-    leader, (stalled, _) = followers(cluster, "lagging")
-    assert value(metrics, "kafka_server_replicamanager_underreplicatedpartitions", broker_id=leader) == 0
+    eventually(lambda: cluster.leader_of("lagging") >= 0, timeout_s=30, what="a leader")
+    leader, (stalled, healthy) = followers(cluster, "lagging")
+    eventually(lambda: not lagging_followers(cluster), timeout_s=30, what="every follower caught up")
+    shrinks, expands = ("kafka_server_replicamanager_isrshrinkspersec_total",
+                        "kafka_server_replicamanager_isrexpandspersec_total")
+    under_replicated = "kafka_server_replicamanager_underreplicatedpartitions"
+    assert value(metrics, under_replicated, broker_id=leader) == 0
+    assert total(metrics, under_replicated) == 0
     cluster.broker(stalled).fetcher_manager.set_paused(True, leader_id=leader)
     assert cluster.produce("lagging", 0, [(b"k", b"v")], acks=1)[0] == 0  # the stalled one falls behind
+    eventually(lambda: lagging_followers(cluster) == {("lagging", 0, stalled)}, timeout_s=30,
+               what="the healthy follower fetching the record")
 
-    eventually(lambda: value(metrics, "kafka_server_replicamanager_isrshrinkspersec_total", broker_id=leader) >= 1,
-               what="an ISR shrink")
-    assert value(metrics, "kafka_server_replicamanager_underreplicatedpartitions", broker_id=leader) >= 1
-    assert total(metrics, "kafka_server_replicamanager_underreplicatedpartitions") >= 1
+    cluster.advance_time(LAG_MS // 2)   # an isr-expiration run, within the lag time: still in sync
+    assert value(metrics, shrinks, broker_id=leader) == 0
+    assert set(cluster.partition_state("lagging").isr) == {leader, stalled, healthy}
+    cluster.advance_time(LAG_MS // 2 + 1)   # past the lag time, and the next run fell due
+    assert value(metrics, shrinks, broker_id=leader) == 1
+    assert set(cluster.partition_state("lagging").isr) == {leader, healthy}
+    assert value(metrics, under_replicated, broker_id=leader) == 1
+    assert total(metrics, under_replicated) == 1
 
     cluster.broker(stalled).fetcher_manager.set_paused(False, leader_id=leader)
-    eventually(lambda: value(metrics, "kafka_server_replicamanager_isrexpandspersec_total", broker_id=leader) >= 1,
-               what="an ISR expansion")
-    eventually(lambda: total(metrics, "kafka_server_replicamanager_underreplicatedpartitions") == 0,
-               what="no under-replicated partition")
+    eventually(lambda: value(metrics, expands, broker_id=leader) >= 1, timeout_s=30, what="an ISR expansion")
+    assert value(metrics, expands, broker_id=leader) == 1
+    assert set(cluster.partition_state("lagging").isr) == {leader, stalled, healthy}
+    assert total(metrics, under_replicated) == 0
+    assert total(metrics, shrinks) == 1
 
 
 def test_stopped_broker_disappears_and_restarted_broker_is_measured(cluster: Any, metrics: ClusterMetrics) -> None:

@@ -596,6 +596,17 @@ def _check_queued_max_bytes(values: dict[str, ConfigValue]) -> None:
                               f"({largest})")
 
 
+def _check_replica_fetch_wait(values: dict[str, ConfigValue]) -> None:
+    """Kafka's ``KafkaConfig.validateValues``: a follower's fetch may wait in the leader's purgatory
+    up to ``replica.fetch.wait.max.ms``; longer than ``replica.lag.time.max.ms``, an idle but
+    healthy follower would leave the ISR between two fetches."""
+    wait, lag = values["replica.fetch.wait.max.ms"], values["replica.lag.time.max.ms"]
+    if wait > lag:   # type: ignore[operator]
+        raise ConfigException("replica.fetch.wait.max.ms", wait,
+                              f"replica.fetch.wait.max.ms should always be less than or equal to "
+                              f"replica.lag.time.max.ms ({lag}) to prevent frequent changes in ISR")
+
+
 class KafkaConfig:
     """Typed broker configuration: every key of ``KAFKA_CONFIG_DEF`` (given or default).
 
@@ -613,6 +624,7 @@ class KafkaConfig:
         self.deprecated: str | None = _resolve_kafka_version(self.originals, parsed.values)
         _apply_release(self.originals, parsed.values)
         _check_queued_max_bytes(parsed.values)
+        _check_replica_fetch_wait(parsed.values)
         _resolve_group_configs(parsed.values)
         validate_security(self.originals, parsed.values)
         self.props: dict[str, ConfigValue] = parsed.values

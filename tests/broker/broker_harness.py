@@ -25,7 +25,9 @@ class Harness:
         for b in (0, 1, 2):
             self.metadata.register_broker(BrokerInfo(b))
         cfg = KafkaConfig({"broker.id": 0, "min.insync.replicas": min_isr,
-                           "replica.lag.time.max.ms": lag_ms, **props})
+                           "replica.lag.time.max.ms": lag_ms,
+                           # Kafka refuses a follower fetch wait longer than the lag time
+                           "replica.fetch.wait.max.ms": min(500, lag_ms), **props})
         self.produce_purgatory = DelayedOperationPurgatory("Produce", timer=self.timer, reaper_enabled=False,
                                                            time=self.time)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", timer=self.timer, reaper_enabled=False,

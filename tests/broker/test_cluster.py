@@ -38,7 +38,7 @@ def test_acks_1_and_0(make_cluster):
 
 
 def test_stalled_follower_is_dropped_from_isr_and_produce_completes(make_cluster):
-    c = make_cluster(config={"replica.lag.time.max.ms": 300})
+    c = make_cluster(config={"replica.lag.time.max.ms": 300, "replica.fetch.wait.max.ms": 100})
     c.create_topic("t", 1, 3)
     assert c.produce("t", 0, [(b"k", b"v")]) == (0, 0)
     leader = c.leader_of("t")
@@ -238,7 +238,7 @@ def test_delete_topic_completes_parked_operations(make_cluster):
 def test_former_empty_epoch_leader_catches_up(make_cluster):
     """Regression (found by the property test): a broker that led an epoch without appending,
     then restarted as follower, must not loop on a diverging epoch."""
-    c = make_cluster(config={"replica.lag.time.max.ms": 150})
+    c = make_cluster(config={"replica.lag.time.max.ms": 150, "replica.fetch.wait.max.ms": 50})
     c.create_topic("p", 1, 3)
     c.stop_broker(0)                      # leader 1 at epoch 1 (nothing appended)
     c.broker(2).fetcher_manager.set_paused(True)

@@ -33,7 +33,7 @@ def test_acknowledged_records_survive_failures(steps):
     acked: list[bytes] = []
     seq = 0
     with EmbeddedCluster(brokers=3, offsets_topic=False, enable_coordinator=False,
-                         config={"replica.lag.time.max.ms": 150, "listeners": ""}) as c:
+                         config={"replica.lag.time.max.ms": 150, "replica.fetch.wait.max.ms": 50, "listeners": ""}) as c:
         c.create_topic("p", 1, 3)
         for op, arg in steps:
             if op == "produce":

@@ -119,10 +119,19 @@ def test_every_default_passes_its_own_validator() -> None:
                                    "(case insensitive): debug, info, warning, error, critical, warn"),
     ({"emulator.strict.config": "on"},
      "Invalid value on for configuration emulator.strict.config: Expected value to be either true or false"),
+    # KafkaConfig.validateValues: the default follower fetch wait (500 ms) exceeds this lag time
+    ({"replica.lag.time.max.ms": "300"},
+     "Invalid value 500 for configuration replica.fetch.wait.max.ms: replica.fetch.wait.max.ms should always be "
+     "less than or equal to replica.lag.time.max.ms (300) to prevent frequent changes in ISR"),
 ])
 def test_from_props_invalid(props: dict[str, object], message: str) -> None:
     """KafkaConfigTest.testFromPropsInvalid: one line naming key, value and what is expected."""
     assert _error(props) == message
+
+
+def test_a_follower_fetch_wait_up_to_the_lag_time_is_accepted() -> None:
+    config = KafkaConfig({"replica.lag.time.max.ms": 300, "replica.fetch.wait.max.ms": 300})
+    assert config["replica.fetch.wait.max.ms"] == config["replica.lag.time.max.ms"] == 300
 
 
 def test_typed_values_defaults_and_node_id() -> None:

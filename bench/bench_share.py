@@ -8,9 +8,11 @@ Throughput: an ``EmbeddedCluster`` of 3 brokers (its defaults, with
 a one-partition topic with replication factor 3 holding ``--records`` records (``--record-bytes`` each, produced in batches of
 500). In a ``spawn`` child (so the clients do not share the brokers' interpreter lock), one
 confluent-kafka classic ``Consumer`` reads the partition to its end; then three ``ShareConsumer``s
-of one share group (implicit acknowledgement, polled in turn on one thread, as the issue's target
-states) read it until every record was delivered. Each side is timed from its subscribe to its
-last record, joining included (``group.initial.rebalance.delay.ms`` is 0 here, so the classic
+of one share group (implicit acknowledgement) read it until every record was delivered. Every
+member, classic and share alike, polls on its own thread, as applications run one consumer per
+thread: a member whose fetch waits for record locks is answered as soon as another member's poll
+acknowledges, not when a shared poll loop comes back to it. Each side is timed from its subscribe
+to its last record, joining included (``group.initial.rebalance.delay.ms`` is 0 here, so the classic
 group's join is not Kafka's 3 s wait; from the first record alone the classic side would time only
 what librdkafka prefetched during the join); records/s of both and the ratio share/classic (target: at least 0.5); duplicates (a
 record delivered twice) must be 0.
@@ -25,49 +27,107 @@ from __future__ import annotations
 import argparse
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from kafka_emu.bench.bench_util import child_result, emit
+
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, Message, ShareConsumer
+
+    Member = Consumer | ShareConsumer
 
 TOPIC = "bench-share"
 BATCH = 500
 # in-flight records per share partition: each ShareConsumer holds the batch it is processing and
-# the one librdkafka prefetched (500 records each), so three of them need 3000; Kafka's default
-# of 2000 makes a member's fetch wait for another's acknowledgements, which this one-thread poll
-# loop sends only when the waiting member's poll times out
+# the one librdkafka prefetched (500 records each), so three of them need 3000; at Kafka's default
+# of 2000 a member's fetch waits until another member's next poll acknowledges its batch
 MAX_RECORD_LOCKS = 5000
 LOCK_MS = 15_000
+SHARE_MEMBERS = 3
+POLL_S = 0.2      # a member's poll timeout: how soon it sees the stop event, not how fast it reads
+READ_TIMEOUT_S = 120
+THREADING = "one poll thread per member"
+
+
+class _GroupReaders:
+    """The members of one group, each polling on its own named thread, as an application runs one
+    consumer per thread (a client's handle is not shared between threads). Every member subscribes,
+    polls until ``stop`` is set, then closes its consumer; the distinct offsets delivered are counted
+    under ``_lock``. ``all_read`` is set by the member whose poll completes the partition (its time is
+    the side's end) and by a member that fails, whose exception ``read`` re-raises on the caller's
+    thread after stopping the others, so no member dies unnoticed."""
+
+    def __init__(self, name: str, consumers: list[Member],
+                 poll: Callable[[Member], Sequence[Message]], records: int) -> None:
+        self._poll = poll
+        self._records = records
+        self._lock = threading.Lock()
+        self.seen: dict[int, int] = {}         # offset -> deliveries, guarded by _lock
+        self.finished_at: float | None = None  # perf_counter of the completing poll, guarded by _lock
+        self._failures: list[tuple[str, BaseException]] = []   # (thread name, exception), guarded by _lock
+        self.stop = threading.Event()
+        self.all_read = threading.Event()
+        self._threads = [threading.Thread(target=self._member, args=(c,), name=f"{name}-member-{i}", daemon=True)
+                         for i, c in enumerate(consumers)]
+
+    def _member(self, consumer: Member) -> None:
+        try:
+            try:
+                consumer.subscribe([TOPIC])
+                while not self.stop.is_set():
+                    offsets = [m.offset() for m in self._poll(consumer) if m.error() is None]
+                    now = time.perf_counter()
+                    with self._lock:
+                        for offset in offsets:
+                            self.seen[offset] = self.seen.get(offset, 0) + 1
+                        if len(self.seen) >= self._records and self.finished_at is None:
+                            self.finished_at = now
+                            self.all_read.set()
+            finally:
+                consumer.close()
+        except BaseException as e:  # noqa: BLE001 - re-raised on the caller's thread by read
+            with self._lock:
+                self._failures.append((threading.current_thread().name, e))
+            self.all_read.set()
+
+    def read(self, timeout_s: float) -> dict[str, Any]:
+        """Start the members, wait until every record was delivered (or ``timeout_s``), stop them;
+        records (distinct), seconds from the start to the completing poll, duplicates."""
+        start = time.perf_counter()
+        for t in self._threads:
+            t.start()
+        self.all_read.wait(timeout_s)
+        stopped_at = time.perf_counter()
+        self.stop.set()
+        for t in self._threads:
+            t.join(30)
+        alive = [t.name for t in self._threads if t.is_alive()]
+        if self._failures:
+            name, e = self._failures[0]
+            raise RuntimeError(f"{name} failed: {e!r}") from e
+        if alive:
+            raise RuntimeError(f"{', '.join(alive)} did not stop within 30 s")
+        end = stopped_at if self.finished_at is None else self.finished_at
+        return {"records": len(self.seen), "seconds": end - start,
+                "duplicates": sum(v - 1 for v in self.seen.values())}
 
 
 def _read_child(bootstrap: str, records: int, out: Any) -> None:
-    """In a spawn child: the classic reader, then the three share consumers; their timings."""
+    """In a spawn child: the classic reader, then the share group's members, each member on its own
+    thread; their timings, or the first member's failure as {"error": ...} (the parent raises it)."""
     from confluent_kafka import Consumer, ShareConsumer
 
-    result: dict[str, Any] = {}
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-classic", "auto.offset.reset": "earliest",
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 50})
-    start = time.perf_counter()
-    c.subscribe([TOPIC])
-    n = 0
-    while n < records and time.perf_counter() - start < 120:
-        n += len([m for m in c.consume(1000, 0.2) if m.error() is None])
-    result["classic"] = {"records": n, "seconds": time.perf_counter() - start}
-    c.close()
-    consumers = [ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "bench-share"}) for _ in range(3)]
-    seen: dict[int, int] = {}
-    start = time.perf_counter()
-    for s in consumers:
-        s.subscribe([TOPIC])
-    while len(seen) < records and time.perf_counter() - start < 120:
-        for s in consumers:
-            for m in s.poll(0.05) or []:
-                if m.error() is None:
-                    seen[m.offset()] = seen.get(m.offset(), 0) + 1
-    result["share"] = {"records": len(seen), "seconds": time.perf_counter() - start,
-                       "duplicates": sum(v - 1 for v in seen.values())}
-    for s in consumers:
-        s.close()
-    out.put(result)
+    try:
+        classic = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-classic",
+                            "auto.offset.reset": "earliest", "enable.auto.commit": False, "fetch.wait.max.ms": 50})
+        c = _GroupReaders("bench-classic", [classic], lambda m: m.consume(1000, POLL_S), records).read(READ_TIMEOUT_S)
+        share = [ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "bench-share"})
+                 for _ in range(SHARE_MEMBERS)]
+        s = _GroupReaders("bench-share", share, lambda m: m.poll(POLL_S) or [], records).read(READ_TIMEOUT_S)
+    except Exception as e:  # noqa: BLE001 - handed to the parent, which raises it
+        out.put({"error": repr(e)})
+        raise
+    out.put({"classic": {"records": c["records"], "seconds": c["seconds"]}, "share": s})
 
 
 def run_throughput(records: int, record_bytes: int, max_record_locks: int = MAX_RECORD_LOCKS) -> dict[str, Any]:
@@ -93,8 +153,12 @@ def run_throughput(records: int, record_bytes: int, max_record_locks: int = MAX_
         resource = ConfigResource(ResourceType.GROUP, "bench-share", incremental_configs=[
             ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
         admin.incremental_alter_configs([resource])[resource].result(30)
-        timings = child_result(_read_child, (cluster.bootstrap_servers, records), "bench-share-readers", 300)
-    out: dict[str, Any] = {"records": records, "record_bytes": record_bytes, "max_record_locks": max_record_locks}
+        timings = child_result(_read_child, (cluster.bootstrap_servers, records), "bench-share-readers",
+                               2 * READ_TIMEOUT_S + 60)
+    if "error" in timings:
+        raise RuntimeError(f"bench share: a reader failed: {timings['error']}")
+    out: dict[str, Any] = {"records": records, "record_bytes": record_bytes, "max_record_locks": max_record_locks,
+                           "threading": THREADING}
     for side in ("classic", "share"):
         t = timings[side]
         out[side] = {**t, "seconds": round(t["seconds"], 3),

@@ -215,9 +215,14 @@ def _rate_client(targets: list[tuple[str, int, str, int]], warmup: float, durati
     out.put({"requests": counted, "seconds": duration, "answered": answered, "errors": errors, "ok": ok})
 
 
+def _run_rate_client(targets: list[tuple[str, int, str, int]], warmup: float, duration: float,
+                     login: tuple[str, str, str] | None) -> dict[str, Any]:
+    return child_result(_rate_client, (targets, warmup, duration, login), "bench-wire-client", warmup + duration + 60)
+
+
 def measure_rate(targets: list[tuple[str, int, str, int]], warmup: float, duration: float,
                  login: tuple[str, str, str] | None = None) -> float:
-    res = child_result(_rate_client, (targets, warmup, duration, login), "bench-wire-client", warmup + duration + 60)
+    res = _run_rate_client(targets, warmup, duration, login)
     return res["requests"] / res["seconds"]
 
 
@@ -226,7 +231,7 @@ def measure_rate_cpu(targets: list[tuple[str, int, str, int]], warmup: float, du
     """``measure_rate`` and the server's CPU µs per request (``cpu_ticks`` sampled around the
     load generator's whole run, divided by every request it had answered)."""
     before = cpu_ticks()
-    res = child_result(_rate_client, (targets, warmup, duration, None), "bench-wire-client", warmup + duration + 60)
+    res = _run_rate_client(targets, warmup, duration, None)
     return res["requests"] / res["seconds"], cpu_per_request(before, cpu_ticks(), res["answered"])
 
 
